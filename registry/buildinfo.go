@@ -1,0 +1,43 @@
+package registry
+
+import "runtime/debug"
+
+// fillVersions sets each entry's Version from the build info of the running
+// binary: the authoritative record of which module versions were linked.
+func (r *Registry) fillVersions() {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return
+	}
+	for i := range r.entries {
+		e := &r.entries[i]
+		if e.Version == "" {
+			e.Version = ModuleVersion(info, e.Module)
+		}
+	}
+}
+
+// ModuleVersion returns the version of module path in info: the main
+// module's version, a dependency's version (following replacements, where a
+// local directory replacement has none), or "" if the module is not linked.
+func ModuleVersion(info *debug.BuildInfo, path string) string {
+	if path == "" || info == nil {
+		return ""
+	}
+	if info.Main.Path == path {
+		return info.Main.Version
+	}
+	for _, m := range info.Deps {
+		if m.Path != path {
+			continue
+		}
+		if m.Replace != nil {
+			if m.Replace.Version != "" {
+				return m.Replace.Version
+			}
+			return "(replaced by " + m.Replace.Path + ")"
+		}
+		return m.Version
+	}
+	return ""
+}

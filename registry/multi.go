@@ -1,0 +1,180 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+)
+
+// MultiConnectorName is the name vLLM gives its composite connector; use it
+// in connectors.yaml for [NewMultiConnector] so vLLM configs carry over.
+const MultiConnectorName = "MultiConnector"
+
+// multiChild is one child in kv_connector_extra_config's "connectors" list.
+type multiChild struct {
+	Connector string         `json:"kv_connector"`
+	Extra     map[string]any `json:"kv_connector_extra_config"`
+}
+
+type multiOptions struct {
+	Connectors []map[string]any `json:"connectors"`
+}
+
+// NewMultiConnector is the constructor of vLLM's MultiConnector: it composes
+// the connectors listed in the extra setting "connectors", each a
+// {"kv_connector": NAME, "kv_connector_extra_config": {...}} object, built
+// through the same registry. It loads from the first child that has the
+// tokens and saves to all. It must be created through [Registry.Create].
+func NewMultiConnector(ctx context.Context, cfg Config, role Role) (Connector, error) {
+	r := cfg.Registry()
+	if r == nil {
+		return nil, errors.New("MultiConnector must be created through Registry.Create")
+	}
+	var opts multiOptions
+	if err := DecodeExtra(cfg.Extra, &opts); err != nil {
+		return nil, err
+	}
+	if len(opts.Connectors) == 0 {
+		return nil, errors.New(`kv_connector_extra_config: "connectors" must list at least one connector`)
+	}
+	m := &multi{}
+	for i, raw := range opts.Connectors {
+		var child multiChild
+		if err := DecodeExtra(raw, &child); err != nil {
+			m.Close()
+			return nil, fmt.Errorf("connectors[%d]: %w", i, err)
+		}
+		ccfg := cfg
+		ccfg.Connector, ccfg.Extra = child.Connector, child.Extra
+		ccfg.depth++
+		c, err := r.Create(ctx, ccfg, role)
+		if err != nil {
+			m.Close()
+			return nil, fmt.Errorf("connectors[%d]: %w", i, err)
+		}
+		m.names = append(m.names, child.Connector)
+		m.children = append(m.children, c)
+	}
+	if role == RoleScheduler {
+		return &multiScheduler{m}, nil
+	}
+	return &multiWorker{m}, nil
+}
+
+type multi struct {
+	names     []string
+	children  []Connector
+	closeOnce sync.Once
+	closeErr  error
+}
+
+func (m *multi) Close() error {
+	m.closeOnce.Do(func() {
+		var errs []error
+		for i, c := range m.children {
+			if err := c.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", m.names[i], err))
+			}
+		}
+		m.closeErr = errors.Join(errs...)
+	})
+	return m.closeErr
+}
+
+// each calls f on every child, joining their errors.
+func (m *multi) each(f func(Connector) error) error {
+	var errs []error
+	for i, c := range m.children {
+		if err := f(c); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", m.names[i], err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+type multiScheduler struct{ *multi }
+
+// MatchedTokens returns the match of the first child that has any. A child
+// that fails is passed over, so one broken store does not stop the others;
+// its error is returned only if no child matched.
+func (m *multiScheduler) MatchedTokens(ctx context.Context, req *Request, numComputed int) (int, error) {
+	var errs []error
+	for i, c := range m.children {
+		n, err := c.(Scheduler).MatchedTokens(ctx, req, numComputed)
+		if err != nil {
+			slog.WarnContext(ctx, "kv connector lookup failed", "connector", m.names[i], "request", req.ID, "error", err)
+			errs = append(errs, fmt.Errorf("%s: %w", m.names[i], err))
+			continue
+		}
+		if n > 0 {
+			return n, nil
+		}
+	}
+	return 0, errors.Join(errs...)
+}
+
+func (m *multiScheduler) AfterAlloc(ctx context.Context, req *Request, numExternal int) error {
+	return m.each(func(c Connector) error { return c.(Scheduler).AfterAlloc(ctx, req, numExternal) })
+}
+
+func (m *multiScheduler) RequestFinished(ctx context.Context, req *Request) error {
+	return m.each(func(c Connector) error { return c.(Scheduler).RequestFinished(ctx, req) })
+}
+
+type multiWorker struct{ *multi }
+
+// SaveLayer saves to every child, so any of them can serve a later load.
+func (m *multiWorker) SaveLayer(ctx context.Context, req *Request, layer string, numTokens int, kv []byte) error {
+	return m.each(func(c Connector) error { return c.(Worker).SaveLayer(ctx, req, layer, numTokens, kv) })
+}
+
+// LoadLayer loads from the first child that has the layer.
+func (m *multiWorker) LoadLayer(ctx context.Context, req *Request, layer string, numTokens int) ([]byte, error) {
+	var errs []error
+	for i, c := range m.children {
+		kv, err := c.(Worker).LoadLayer(ctx, req, layer, numTokens)
+		if err == nil {
+			return kv, nil
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", m.names[i], err))
+	}
+	err := errors.Join(errs...)
+	if !errors.Is(err, ErrMiss) {
+		err = fmt.Errorf("%w: %w", ErrMiss, err)
+	}
+	return nil, err
+}
+
+func (m *multiWorker) WaitForSave(ctx context.Context) error {
+	return m.each(func(c Connector) error { return c.(Worker).WaitForSave(ctx) })
+}
+
+// Finished reports a request as sent (or received) once every child does.
+func (m *multiWorker) Finished(ctx context.Context, finished []string) (sent, received []string, err error) {
+	sentBy := map[string]int{}
+	recvBy := map[string]int{}
+	err = m.each(func(c Connector) error {
+		s, r, err := c.(Worker).Finished(ctx, finished)
+		for _, id := range s {
+			sentBy[id]++
+		}
+		for _, id := range r {
+			recvBy[id]++
+		}
+		return err
+	})
+	all := func(by map[string]int) []string {
+		var ids []string
+		for id, n := range by {
+			if n == len(m.children) {
+				ids = append(ids, id)
+			}
+		}
+		slices.Sort(ids)
+		return ids
+	}
+	return all(sentBy), all(recvBy), err
+}

@@ -1,0 +1,79 @@
+package registry
+
+import "fmt"
+
+// Role is the side of the engine a connector instance serves. vLLM builds
+// the two sides separately and so does kvgen: a constructor runs once per
+// role, and in a single-process deployment twice in the same process.
+type Role uint8
+
+// The roles a connector can be created for.
+const (
+	RoleScheduler Role = 1 << iota
+	RoleWorker
+)
+
+// Roles lists every role, in the order they are documented.
+var Roles = [...]Role{RoleScheduler, RoleWorker}
+
+// String returns the role's name as written in connectors.yaml.
+func (r Role) String() string {
+	switch r {
+	case RoleScheduler:
+		return "scheduler"
+	case RoleWorker:
+		return "worker"
+	}
+	return fmt.Sprintf("Role(%d)", uint8(r))
+}
+
+// ParseRole parses a role name as written in connectors.yaml.
+func ParseRole(s string) (Role, error) {
+	for _, r := range Roles {
+		if r.String() == s {
+			return r, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown role %q (want scheduler or worker)", s)
+}
+
+// RoleSet is a set of roles. The zero RoleSet means every role, which is
+// what a manifest entry without a roles list serves.
+type RoleSet uint8
+
+// NewRoleSet returns the set holding roles.
+func NewRoleSet(roles ...Role) RoleSet {
+	var s RoleSet
+	for _, r := range roles {
+		s |= RoleSet(r)
+	}
+	return s
+}
+
+// Has reports whether the set serves r.
+func (s RoleSet) Has(r Role) bool {
+	return s == 0 || s&RoleSet(r) != 0
+}
+
+// List returns the roles in the set, in documented order.
+func (s RoleSet) List() []Role {
+	var out []Role
+	for _, r := range Roles {
+		if s.Has(r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// String lists the roles, comma separated.
+func (s RoleSet) String() string {
+	out := ""
+	for i, r := range s.List() {
+		if i > 0 {
+			out += ","
+		}
+		out += r.String()
+	}
+	return out
+}
