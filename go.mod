@@ -1,7 +1,17 @@
 module github.com/kvgen/kvgen
 
-go 1.26
+go 1.26.0
 
-require github.com/stretchr/testify v1.12.1
+require (
+	github.com/dave/jennifer v1.7.1
+	github.com/rogpeppe/go-internal v1.16.0
+	github.com/stretchr/testify v1.12.1
+	go.yaml.in/yaml/v3 v3.0.6
+	golang.org/x/mod v0.43.0
+	golang.org/x/tools v0.52.0
+)
 
-require go.yaml.in/yaml/v3 v3.0.5 // indirect
+require (
+	golang.org/x/sync v0.24.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
+)

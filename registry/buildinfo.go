@@ -2,8 +2,9 @@ package registry
 
 import "runtime/debug"
 
-// fillVersions sets each entry's Version from the build info of the running
-// binary: the authoritative record of which module versions were linked.
+// fillVersions sets each entry's Version that the generated code left
+// empty from the build info of the running binary: the authoritative record
+// of which module versions were linked.
 func (r *Registry) fillVersions() {
 	info, ok := debug.ReadBuildInfo()
 	if !ok {

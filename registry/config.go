@@ -98,49 +98,61 @@ type transferConfig struct {
 // defaults: kv_role kv_both, policy recompute, block size 16 and a random
 // engine id.
 func ParseTransferConfig(data []byte) (Config, error) {
+	cfg, err := parseTransferConfig("kv transfer config", data, Config{
+		KVRole:            KVBoth,
+		BlockSize:         DefaultBlockSize,
+		LoadFailurePolicy: PolicyRecompute,
+	})
+	if err != nil {
+		return Config{}, err
+	}
+	if cfg.EngineID == "" {
+		cfg.EngineID = randomEngineID()
+	}
+	return cfg, nil
+}
+
+// parseTransferConfig parses a transfer config over base: what data sets
+// replaces base's value, the rest is kept, except kv_connector and
+// kv_connector_extra_config, which belong to one connector. what starts
+// every error.
+func parseTransferConfig(what string, data []byte, base Config) (Config, error) {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(data, &raw); err != nil {
-		return Config{}, fmt.Errorf("kv transfer config: %w", jsonError(data, err))
+		return Config{}, fmt.Errorf("%s: %w", what, jsonError(data, err))
 	}
 	if raw == nil {
-		return Config{}, errors.New("kv transfer config: want a JSON object")
+		return Config{}, fmt.Errorf("%s: want a JSON object", what)
 	}
-	if err := checkKeys("kv transfer config", slices.Collect(maps.Keys(raw)), jsonKeys(transferConfig{})); err != nil {
+	if err := checkKeys(what, slices.Collect(maps.Keys(raw)), jsonKeys(transferConfig{})); err != nil {
 		return Config{}, err
 	}
 	var tc transferConfig
 	if err := json.Unmarshal(data, &tc); err != nil {
-		return Config{}, fmt.Errorf("kv transfer config: %w", jsonError(data, err))
+		return Config{}, fmt.Errorf("%s: %w", what, jsonError(data, err))
 	}
-	cfg := Config{
-		KVRole:            KVBoth,
-		BlockSize:         DefaultBlockSize,
-		LoadFailurePolicy: PolicyRecompute,
-		LayerNames:        tc.LayerNames,
-		Extra:             tc.Extra,
-	}
+	cfg := base
+	cfg.Connector, cfg.Extra = "", tc.Extra
 	var errs []error
 	if tc.Connector == nil || *tc.Connector == "" {
-		errs = append(errs, errors.New("kv_connector is required"))
+		errs = append(errs, fmt.Errorf("%s: kv_connector is required", what))
 	} else {
 		cfg.Connector = *tc.Connector
 	}
 	if tc.EngineID != nil && *tc.EngineID != "" {
 		cfg.EngineID = *tc.EngineID
-	} else {
-		cfg.EngineID = randomEngineID()
 	}
 	if tc.KVRole != nil {
 		switch r := KVRole(*tc.KVRole); r {
 		case KVProducer, KVConsumer, KVBoth:
 			cfg.KVRole = r
 		default:
-			errs = append(errs, fmt.Errorf("kv_role %q: want %q, %q or %q", r, KVProducer, KVConsumer, KVBoth))
+			errs = append(errs, fmt.Errorf("%s: kv_role %q: want %q, %q or %q", what, r, KVProducer, KVConsumer, KVBoth))
 		}
 	}
 	if tc.BlockSize != nil {
 		if *tc.BlockSize <= 0 {
-			errs = append(errs, fmt.Errorf("block_size %d: want a positive number of tokens", *tc.BlockSize))
+			errs = append(errs, fmt.Errorf("%s: block_size %d: want a positive number of tokens", what, *tc.BlockSize))
 		} else {
 			cfg.BlockSize = *tc.BlockSize
 		}
@@ -150,16 +162,19 @@ func ParseTransferConfig(data []byte) (Config, error) {
 		case PolicyRecompute, PolicyFail:
 			cfg.LoadFailurePolicy = p
 		default:
-			errs = append(errs, fmt.Errorf("kv_load_failure_policy %q: want %q or %q", p, PolicyRecompute, PolicyFail))
+			errs = append(errs, fmt.Errorf("%s: kv_load_failure_policy %q: want %q or %q", what, p, PolicyRecompute, PolicyFail))
 		}
 	}
-	for i, l := range cfg.LayerNames {
-		if l == "" {
-			errs = append(errs, fmt.Errorf("layer_names[%d] is empty", i))
+	if tc.LayerNames != nil {
+		cfg.LayerNames = tc.LayerNames
+		for i, l := range cfg.LayerNames {
+			if l == "" {
+				errs = append(errs, fmt.Errorf("%s: layer_names[%d] is empty", what, i))
+			}
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return Config{}, fmt.Errorf("kv transfer config: %w", err)
+		return Config{}, err
 	}
 	return cfg, nil
 }
@@ -174,13 +189,24 @@ func randomEngineID() string {
 func jsonError(data []byte, err error) error {
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
-		line := 1 + bytes.Count(data[:se.Offset], []byte("\n"))
-		col := int(se.Offset) - bytes.LastIndexByte(data[:se.Offset], '\n')
+		// Offset counts the bytes read, the offending one included; at
+		// the end of the input the position is just past the last byte.
+		at := int(se.Offset)
+		if at > 0 && (at < len(data) || se.Error() != "unexpected end of JSON input") {
+			at--
+		}
+		at = min(at, len(data))
+		line := 1 + bytes.Count(data[:at], []byte("\n"))
+		col := at - bytes.LastIndexByte(data[:at], '\n')
 		return fmt.Errorf("line %d, column %d: %w", line, col, err)
 	}
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
-		return fmt.Errorf("%s: got JSON %s, want %s", te.Field, te.Value, goTypeInJSON(te.Type.String()))
+		msg := fmt.Sprintf("got JSON %s, want %s", te.Value, goTypeInJSON(te.Type.String()))
+		if te.Field != "" {
+			msg = te.Field + ": " + msg
+		}
+		return errors.New(msg)
 	}
 	return err
 }

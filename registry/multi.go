@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,21 +14,16 @@ import (
 // in connectors.yaml for [NewMultiConnector] so vLLM configs carry over.
 const MultiConnectorName = "MultiConnector"
 
-// multiChild is one child in kv_connector_extra_config's "connectors" list.
-type multiChild struct {
-	Connector string         `json:"kv_connector"`
-	Extra     map[string]any `json:"kv_connector_extra_config"`
-}
-
 type multiOptions struct {
 	Connectors []map[string]any `json:"connectors"`
 }
 
 // NewMultiConnector is the constructor of vLLM's MultiConnector: it composes
-// the connectors listed in the extra setting "connectors", each a
-// {"kv_connector": NAME, "kv_connector_extra_config": {...}} object, built
-// through the same registry. It loads from the first child that has the
-// tokens and saves to all. It must be created through [Registry.Create].
+// the connectors listed in the extra setting "connectors", each a transfer
+// config object such as {"kv_connector": NAME, "kv_connector_extra_config":
+// {...}} whose unset keys take the parent's values, built through the same
+// registry. It loads from the first child that has the tokens and saves to
+// all. It must be created through [Registry.Create].
 func NewMultiConnector(ctx context.Context, cfg Config, role Role) (Connector, error) {
 	r := cfg.Registry()
 	if r == nil {
@@ -40,22 +36,27 @@ func NewMultiConnector(ctx context.Context, cfg Config, role Role) (Connector, e
 	if len(opts.Connectors) == 0 {
 		return nil, errors.New(`kv_connector_extra_config: "connectors" must list at least one connector`)
 	}
-	m := &multi{}
+	m := &multi{logger: r.log()}
 	for i, raw := range opts.Connectors {
-		var child multiChild
-		if err := DecodeExtra(raw, &child); err != nil {
+		// A child is a transfer config of its own, as in vLLM, whose
+		// unset values are the parent's.
+		what := fmt.Sprintf("kv_connector_extra_config: connectors[%d]", i)
+		data, err := json.Marshal(raw)
+		if err != nil {
 			m.Close()
-			return nil, fmt.Errorf("connectors[%d]: %w", i, err)
+			return nil, fmt.Errorf("%s: %w", what, err)
 		}
-		ccfg := cfg
-		ccfg.Connector, ccfg.Extra = child.Connector, child.Extra
-		ccfg.depth++
+		ccfg, err := parseTransferConfig(what, data, cfg)
+		if err != nil {
+			m.Close()
+			return nil, err
+		}
 		c, err := r.Create(ctx, ccfg, role)
 		if err != nil {
 			m.Close()
 			return nil, fmt.Errorf("connectors[%d]: %w", i, err)
 		}
-		m.names = append(m.names, child.Connector)
+		m.names = append(m.names, ccfg.Connector)
 		m.children = append(m.children, c)
 	}
 	if role == RoleScheduler {
@@ -67,11 +68,14 @@ func NewMultiConnector(ctx context.Context, cfg Config, role Role) (Connector, e
 type multi struct {
 	names     []string
 	children  []Connector
+	logger    *slog.Logger
 	closeOnce sync.Once
-	closeErr  error
 }
 
+// Close closes every child; as the contract asks, only the first call
+// reports their errors.
 func (m *multi) Close() error {
+	var err error
 	m.closeOnce.Do(func() {
 		var errs []error
 		for i, c := range m.children {
@@ -79,9 +83,9 @@ func (m *multi) Close() error {
 				errs = append(errs, fmt.Errorf("%s: %w", m.names[i], err))
 			}
 		}
-		m.closeErr = errors.Join(errs...)
+		err = errors.Join(errs...)
 	})
-	return m.closeErr
+	return err
 }
 
 // each calls f on every child, joining their errors.
@@ -105,7 +109,7 @@ func (m *multiScheduler) MatchedTokens(ctx context.Context, req *Request, numCom
 	for i, c := range m.children {
 		n, err := c.(Scheduler).MatchedTokens(ctx, req, numComputed)
 		if err != nil {
-			slog.WarnContext(ctx, "kv connector lookup failed", "connector", m.names[i], "request", req.ID, "error", err)
+			m.logger.WarnContext(ctx, "kv connector lookup failed", "connector", m.names[i], "request", req.ID, "error", err)
 			errs = append(errs, fmt.Errorf("%s: %w", m.names[i], err))
 			continue
 		}
@@ -156,14 +160,16 @@ func (m *multiWorker) WaitForSave(ctx context.Context) error {
 func (m *multiWorker) Finished(ctx context.Context, finished []string) (sent, received []string, err error) {
 	sentBy := map[string]int{}
 	recvBy := map[string]int{}
+	// A child that reports an id twice still counts once.
+	count := func(by map[string]int, ids []string) {
+		for _, id := range slices.Compact(slices.Sorted(slices.Values(ids))) {
+			by[id]++
+		}
+	}
 	err = m.each(func(c Connector) error {
 		s, r, err := c.(Worker).Finished(ctx, finished)
-		for _, id := range s {
-			sentBy[id]++
-		}
-		for _, id := range r {
-			recvBy[id]++
-		}
+		count(sentBy, s)
+		count(recvBy, r)
 		return err
 	})
 	all := func(by map[string]int) []string {

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"reflect"
@@ -24,17 +25,32 @@ func DecodeExtra(extra map[string]any, dst any) error {
 	if len(extra) == 0 {
 		return nil
 	}
-	if err := checkKeys("kv_connector_extra_config", slices.Collect(maps.Keys(extra)), jsonKeys(rv.Elem().Interface())); err != nil {
+	const what = "kv_connector_extra_config"
+	keys := slices.Sorted(maps.Keys(extra))
+	if err := checkKeys(what, keys, jsonKeys(rv.Elem().Interface())); err != nil {
 		return err
 	}
-	data, err := json.Marshal(extra)
-	if err != nil {
-		return fmt.Errorf("kv_connector_extra_config: %w", err)
+	// One key at a time, so that every error names its key: encoding/json
+	// does not say where an UnmarshalJSON method (such as Duration's)
+	// failed.
+	var errs []error
+	for _, k := range keys {
+		data, err := json.Marshal(map[string]any{k: extra[k]})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %s: %w", what, k, err))
+			continue
+		}
+		if err := json.Unmarshal(data, rv.Interface()); err != nil {
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) && te.Field != "" {
+				err = jsonError(data, err) // already names the field
+			} else {
+				err = fmt.Errorf("%s: %w", k, err)
+			}
+			errs = append(errs, fmt.Errorf("%s: %w", what, err))
+		}
 	}
-	if err := json.Unmarshal(data, dst); err != nil {
-		return fmt.Errorf("kv_connector_extra_config: %w", jsonError(data, err))
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // jsonKeys lists the JSON keys a struct value accepts, following embedded

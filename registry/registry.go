@@ -8,7 +8,6 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/kvgen/kvgen/internal/suggest"
 )
@@ -44,8 +43,6 @@ type Registry struct {
 	names   []string // sorted primary names
 	keys    []string // names and aliases, for suggestions
 	logger  *slog.Logger
-
-	versions *sync.Once
 }
 
 // New builds a registry from entries, kept in the given order. It rejects an
@@ -53,9 +50,8 @@ type Registry struct {
 // reporting every problem at once.
 func New(entries ...Entry) (*Registry, error) {
 	r := &Registry{
-		entries:  make([]Entry, len(entries)),
-		index:    make(map[string]int, len(entries)),
-		versions: new(sync.Once),
+		entries: make([]Entry, len(entries)),
+		index:   make(map[string]int, len(entries)),
 	}
 	var errs []error
 	owner := make(map[string]int, len(entries))
@@ -65,7 +61,7 @@ func New(entries ...Entry) (*Registry, error) {
 			return
 		}
 		if j, dup := owner[key]; dup {
-			what := "name"
+			what := "the name"
 			if entries[j].Name != key {
 				what = "an alias"
 			}
@@ -93,6 +89,9 @@ func New(entries ...Entry) (*Registry, error) {
 		return nil, err
 	}
 	slices.Sort(r.names)
+	// Read once here, so that nothing changes after New returns and
+	// Lookup stays a map access: a few microseconds at program start.
+	r.fillVersions()
 	return r, nil
 }
 
@@ -114,6 +113,14 @@ func (r *Registry) WithLogger(l *slog.Logger) *Registry {
 	return &c
 }
 
+// log returns the logger set by WithLogger, or slog.Default().
+func (r *Registry) log() *slog.Logger {
+	if r.logger != nil {
+		return r.logger
+	}
+	return slog.Default()
+}
+
 // Lookup returns the entry registered under name, which may be an alias.
 // The entry's slices are shared with the registry and must not be modified.
 func (r *Registry) Lookup(name string) (Entry, bool) {
@@ -121,7 +128,6 @@ func (r *Registry) Lookup(name string) (Entry, bool) {
 	if !ok {
 		return Entry{}, false
 	}
-	r.versions.Do(r.fillVersions)
 	return r.entries[i], true
 }
 
@@ -131,7 +137,6 @@ func (r *Registry) Names() []string { return slices.Clone(r.names) }
 // Entries returns all entries in the order the manifest lists them, with
 // module versions from the binary's build info.
 func (r *Registry) Entries() []Entry {
-	r.versions.Do(r.fillVersions)
 	out := make([]Entry, len(r.entries))
 	for i, e := range r.entries {
 		e.Aliases = slices.Clone(e.Aliases)
@@ -164,26 +169,28 @@ func (r *Registry) Create(ctx context.Context, cfg Config, role Role) (Connector
 	if cfg.depth >= maxDepth {
 		return nil, fmt.Errorf("kv connector %q (%s): composite connectors nested more than %d deep", e.Name, role, maxDepth)
 	}
+	// Children that a composite creates through cfg.Registry() with this
+	// cfg are one level deeper, whether or not the composite remembers to
+	// say so: a connector that names itself fails instead of recursing.
 	cfg.creator = r
+	cfg.depth++
 	c, err := e.Factory(ctx, cfg, role)
 	if err != nil {
-		if c != nil {
+		// A constructor returning a concrete pointer type turns its nil
+		// into a non-nil Connector; closing that would panic.
+		if !isNil(c) {
 			_ = c.Close()
 		}
 		return nil, fmt.Errorf("kv connector %q (%s): %w", e.Name, role, err)
 	}
 	if isNil(c) {
-		return nil, fmt.Errorf("kv connector %q (%s): %s.%s %w", e.Name, role, e.ImportPath, e.Constructor, ErrNilConnector)
+		return nil, fmt.Errorf("kv connector %q (%s): %s %w", e.Name, role, e.constructorName(), ErrNilConnector)
 	}
 	if err := servesRole(c, role); err != nil {
 		_ = c.Close()
 		return nil, fmt.Errorf("kv connector %q (%s): %T %w", e.Name, role, c, err)
 	}
-	logger := r.logger
-	if logger == nil {
-		logger = slog.Default()
-	}
-	if logger.Enabled(ctx, slog.LevelInfo) {
+	if logger := r.log(); logger.Enabled(ctx, slog.LevelInfo) {
 		logger.LogAttrs(ctx, slog.LevelInfo, "kv connector created",
 			slog.String("connector", e.Name),
 			slog.String("engine_id", cfg.EngineID),
@@ -191,6 +198,15 @@ func (r *Registry) Create(ctx context.Context, cfg Config, role Role) (Connector
 			slog.String("import", e.ImportPath))
 	}
 	return c, nil
+}
+
+// constructorName names the constructor as errors show it; entries built by
+// hand rather than by kvgen may not say where it is.
+func (e *Entry) constructorName() string {
+	if e.ImportPath == "" || e.Constructor == "" {
+		return "the constructor"
+	}
+	return e.ImportPath + "." + e.Constructor
 }
 
 // Errors Create wraps.

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"context"
+	"strings"
+
+	"github.com/kvgen/kvgen/gen/deploy"
+)
+
+func runBuild(ctx context.Context, e *env, args []string) int {
+	fs := newFlags(e, "build", "-manifest FILE -o BINARY [-tags TAGS] [-ldflags FLAGS] [-v] PACKAGE")
+	var opts deploy.Options
+	var tags string
+	fs.StringVar(&opts.Manifest, "manifest", "", "the deployment manifest (required)")
+	fs.StringVar(&opts.Output, "o", "", "the binary to write (required)")
+	fs.StringVar(&tags, "tags", "", "comma-separated build tags")
+	fs.StringVar(&opts.LDFlags, "ldflags", "", "flags for the linker, as go build takes them")
+	fs.BoolVar(&opts.Verbose, "v", false, "show the go commands and what they print")
+	if code := parse(fs, args); code >= 0 {
+		return code
+	}
+	if opts.Manifest == "" || opts.Output == "" || fs.NArg() != 1 {
+		fs.Usage()
+		return exitUsage
+	}
+	opts.Package = fs.Arg(0)
+	for _, t := range strings.Split(tags, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			opts.Tags = append(opts.Tags, t)
+		}
+	}
+	opts.Log = e.stderr
+	if err := deploy.Build(ctx, opts); err != nil {
+		e.report(err)
+		return exitError
+	}
+	return exitOK
+}

@@ -1,0 +1,215 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/kvgen/kvgen/gen"
+	"github.com/kvgen/kvgen/gen/diag"
+	"github.com/kvgen/kvgen/gen/manifest"
+)
+
+func isPositioned(err error) bool {
+	var d *diag.Error
+	var l diag.List
+	return errors.As(err, &d) || errors.As(err, &l)
+}
+
+// genFlags are the flags generate, check and list share.
+type genFlags struct {
+	manifest, output, tags string
+}
+
+func (g *genFlags) register(fs interface {
+	StringVar(*string, string, string, string)
+}, withOutput bool) {
+	fs.StringVar(&g.manifest, "manifest", "connectors.yaml", "the manifest to read")
+	if withOutput {
+		fs.StringVar(&g.output, "o", "", "the file to write (default: the manifest's output)")
+	}
+	fs.StringVar(&g.tags, "tags", "", "comma-separated build tags to load the connectors' packages with")
+}
+
+func (g *genFlags) options() gen.Options {
+	o := gen.Options{Manifest: g.manifest, Output: g.output}
+	for _, t := range strings.Split(g.tags, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			o.Tags = append(o.Tags, t)
+		}
+	}
+	return o
+}
+
+func runGenerate(ctx context.Context, e *env, args []string) int {
+	var g genFlags
+	fs := newFlags(e, "generate", "[-manifest FILE] [-o FILE] [-tags TAGS]")
+	g.register(fs, true)
+	if code := parse(fs, args); code >= 0 {
+		return code
+	}
+	if fs.NArg() > 0 {
+		e.errorf("generate takes no arguments, got %q", fs.Args())
+		return exitUsage
+	}
+	res, err := gen.Generate(ctx, g.options())
+	if err != nil {
+		e.report(err)
+		return exitError
+	}
+	stale, _, err := res.Stale()
+	if err != nil {
+		e.report(err)
+		return exitError
+	}
+	if !stale {
+		return exitOK // leave the file and its modification time alone
+	}
+	if err := gen.WriteFile(res.Path, res.Content); err != nil {
+		e.report(err)
+		return exitError
+	}
+	return exitOK
+}
+
+func runCheck(ctx context.Context, e *env, args []string) int {
+	var g genFlags
+	fs := newFlags(e, "check", "[-manifest FILE] [-o FILE] [-tags TAGS]")
+	g.register(fs, true)
+	if code := parse(fs, args); code >= 0 {
+		return code
+	}
+	if fs.NArg() > 0 {
+		e.errorf("check takes no arguments, got %q", fs.Args())
+		return exitUsage
+	}
+	res, err := gen.Generate(ctx, g.options())
+	if err != nil {
+		e.report(err)
+		return exitUsage
+	}
+	stale, diff, err := res.Stale()
+	switch {
+	case err != nil:
+		e.report(err)
+		return exitUsage
+	case stale && diff == nil:
+		e.errorf("%s is missing; run go generate (or kvgen -manifest %s)", res.Path, g.manifest)
+		return exitError
+	case stale:
+		e.stdout.Write(diff)
+		e.errorf("%s is stale; run go generate (or kvgen -manifest %s)", res.Path, g.manifest)
+		return exitError
+	}
+	return exitOK
+}
+
+// listed is an entry as `kvgen list -json` prints it.
+type listed struct {
+	Name        string   `json:"name"`
+	Aliases     []string `json:"aliases,omitempty"`
+	Import      string   `json:"import"`
+	Constructor string   `json:"constructor"`
+	Roles       []string `json:"roles"`
+	Module      string   `json:"module,omitempty"`
+	Version     string   `json:"version,omitempty"`
+	Doc         string   `json:"doc,omitempty"`
+	Adapted     bool     `json:"adapted,omitempty"`
+	Declared    string   `json:"declared"`
+}
+
+func toListed(e *gen.Entry) listed {
+	l := listed{
+		Name: e.Name, Aliases: e.Aliases, Import: e.ImportPath, Constructor: e.Constructor,
+		Module: e.Module, Version: e.ModuleVersion, Doc: e.Doc, Adapted: e.Adapt, Declared: e.Decl.String(),
+	}
+	for _, r := range e.Roles.List() {
+		l.Roles = append(l.Roles, r.String())
+	}
+	return l
+}
+
+// resolveListed resolves the manifest's entries, with their package docs,
+// for list and doc.
+func resolveListed(ctx context.Context, g genFlags) ([]listed, error) {
+	res, err := gen.Resolve(ctx, g.options())
+	if err != nil {
+		return nil, err
+	}
+	res.Docs()
+	items := make([]listed, len(res.Entries))
+	for i, en := range res.Entries {
+		items[i] = toListed(en)
+	}
+	return items, nil
+}
+
+// moduleAtVersion is how listings print a module: path@version.
+func (l listed) moduleAtVersion() string {
+	if l.Version == "" {
+		return l.Module
+	}
+	return l.Module + "@" + l.Version
+}
+
+func runList(ctx context.Context, e *env, args []string) int {
+	var g genFlags
+	asJSON := false
+	fs := newFlags(e, "list", "[-manifest FILE] [-tags TAGS] [-json]")
+	g.register(fs, false)
+	fs.BoolVar(&asJSON, "json", false, "print JSON")
+	if code := parse(fs, args); code >= 0 {
+		return code
+	}
+	items, err := resolveListed(ctx, g)
+	if err != nil {
+		e.report(err)
+		return exitError
+	}
+	if asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(items); err != nil {
+			e.report(err)
+			return exitError
+		}
+		return exitOK
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tROLES\tCONSTRUCTOR\tMODULE\tSUMMARY")
+	for _, l := range items {
+		name := l.Name
+		if len(l.Aliases) > 0 {
+			name += " (" + strings.Join(l.Aliases, ", ") + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s.%s\t%s\t%s\n", name, strings.Join(l.Roles, ","), l.Import, l.Constructor, l.moduleAtVersion(), l.Doc)
+	}
+	tw.Flush()
+	return exitOK
+}
+
+func runSchema(ctx context.Context, e *env, args []string) int {
+	fs := newFlags(e, "schema", "")
+	if code := parse(fs, args); code >= 0 {
+		return code
+	}
+	e.stdout.Write(manifest.Schema())
+	return exitOK
+}
+
+func runVersion(ctx context.Context, e *env, args []string) int {
+	fs := newFlags(e, "version", "")
+	if code := parse(fs, args); code >= 0 {
+		return code
+	}
+	v := "(devel)"
+	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
+		v = info.Main.Version
+	}
+	fmt.Fprintf(e.stdout, "kvgen %s\n", v)
+	return exitOK
+}

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+var update = flag.Bool("update", false, "rewrite the expectations in testdata/script")
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){"kvgen": main})
+}
+
+// TestScripts runs the txtar scripts under testdata/script. Each runs in a
+// module, example.com/script, that requires this checkout of kvgen; $ROOT is
+// the checkout.
+func TestScripts(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	goEnv := goEnvVars(t, "GOCACHE", "GOMODCACHE", "GOPATH", "GOROOT")
+	testscript.Run(t, testscript.Params{
+		Dir:           "testdata/script",
+		UpdateScripts: *update,
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("ROOT", root)
+			for k, v := range goEnv {
+				env.Setenv(k, v)
+			}
+			env.Setenv("GOPROXY", "off")
+			env.Setenv("GOFLAGS", "-mod=mod")
+			env.Setenv("PATH", filepath.Join(goEnv["GOROOT"], "bin")+string(os.PathListSeparator)+env.Getenv("PATH"))
+			gomod := "module example.com/script\n\ngo 1.26.0\n\nrequire github.com/kvgen/kvgen v0.0.0\n\nreplace github.com/kvgen/kvgen => " + root + "\n"
+			if err := os.WriteFile(filepath.Join(env.WorkDir, "go.mod"), []byte(gomod), 0o644); err != nil {
+				return err
+			}
+			sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(env.WorkDir, "go.sum"), sum, 0o644)
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"exitcode": exitCode,
+		},
+	})
+}
+
+// exitCode runs `exitcode N command args...` and fails unless the command
+// exits with status N; its output can then be checked with stdout/stderr.
+func exitCode(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: exitcode N command [args...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	if err != nil {
+		ts.Fatalf("exitcode: %v", err)
+	}
+	err = ts.Exec(args[1], args[2:]...)
+	got := 0
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		got = ee.ExitCode()
+	case err != nil:
+		ts.Fatalf("exitcode: %v", err)
+	}
+	if got != want {
+		ts.Fatalf("%s exited with %d, want %d", strings.Join(args[1:], " "), got, want)
+	}
+}
+
+func goEnvVars(t *testing.T, names ...string) map[string]string {
+	out, err := exec.Command("go", append([]string{"env"}, names...)...).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	m := map[string]string{}
+	for i, n := range names {
+		m[n] = vals[i]
+	}
+	return m
+}

@@ -1,0 +1,161 @@
+// Package memory is a KV connector that keeps KV in the memory of the
+// process, bounded by bytes, evicting the least recently used layer first.
+//
+// Its settings (kv_connector_extra_config) are:
+//
+//   - capacity_bytes: the most KV bytes the store holds, 268435456 (256 MiB)
+//     by default. A layer larger than that cannot be saved.
+//   - store: the name of the store, "default" by default. Connectors of one
+//     process that name the same store share it; that is how the scheduler
+//     side sees what the worker side saved.
+//
+// A store lives while a connector uses it: when the last connector naming it
+// closes, its KV is dropped. Nothing is shared between processes, so the
+// connector suits single-process deployments, tests and benchmarks.
+package memory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/kvgen/kvgen/registry"
+)
+
+// DefaultCapacity is the capacity of a store whose settings give none.
+const DefaultCapacity = 256 << 20
+
+// DefaultStore is the store connectors use when their settings name none.
+const DefaultStore = "default"
+
+// Options are the connector's settings, decoded from
+// kv_connector_extra_config.
+type Options struct {
+	// CapacityBytes is the most KV bytes the store holds.
+	CapacityBytes int64 `json:"capacity_bytes"`
+	// Store names the store; connectors naming the same one share it.
+	Store string `json:"store"`
+}
+
+// errClosed is returned by calls on a closed connector.
+var errClosed = errors.New("memory connector is closed")
+
+// New creates a memory connector, which serves both roles. Connectors whose
+// settings name the same store share it, and must agree on its capacity.
+//
+//kvgen:constructor
+func New(ctx context.Context, cfg registry.Config, role registry.Role) (registry.Connector, error) {
+	if cfg.BlockSize <= 0 {
+		return nil, fmt.Errorf("block size %d: want a positive number of tokens", cfg.BlockSize)
+	}
+	opts := Options{CapacityBytes: DefaultCapacity, Store: DefaultStore}
+	if err := registry.DecodeExtra(cfg.Extra, &opts); err != nil {
+		return nil, err
+	}
+	if opts.CapacityBytes <= 0 {
+		return nil, fmt.Errorf("capacity_bytes %d: want a positive number of bytes", opts.CapacityBytes)
+	}
+	if opts.Store == "" {
+		return nil, errors.New(`store: want a name, or leave it out for "default"`)
+	}
+	s, err := acquire(opts.Store, opts.CapacityBytes)
+	if err != nil {
+		return nil, err
+	}
+	return &connector{cfg: cfg, store: s}, nil
+}
+
+// connector is one side of a shared store.
+type connector struct {
+	cfg       registry.Config
+	store     *store
+	closed    atomic.Bool
+	closeOnce sync.Once
+}
+
+// Close releases the connector's reference to its store.
+func (c *connector) Close() error {
+	c.closeOnce.Do(func() {
+		c.closed.Store(true)
+		release(c.store)
+	})
+	return nil
+}
+
+// MatchedTokens returns the longest block-aligned prefix of the prompt
+// whose layers are all stored, less numComputed.
+func (c *connector) MatchedTokens(ctx context.Context, req *registry.Request, numComputed int) (int, error) {
+	if c.closed.Load() {
+		return 0, errClosed
+	}
+	if numComputed < 0 {
+		return 0, fmt.Errorf("%d computed tokens: want zero or more", numComputed)
+	}
+	bs := c.cfg.BlockSize
+	hashes := registry.BlockHashes(req.PromptTokens, bs)
+	for n := len(hashes); n > 0 && n*bs > numComputed; n-- {
+		if c.store.has(hashes[n-1], c.cfg.LayerNames) {
+			return n*bs - numComputed, nil
+		}
+	}
+	return 0, nil
+}
+
+// AfterAlloc does nothing: loads need no preparation.
+func (c *connector) AfterAlloc(ctx context.Context, req *registry.Request, numExternal int) error {
+	return nil
+}
+
+// RequestFinished does nothing: the connector keeps no state per request.
+func (c *connector) RequestFinished(ctx context.Context, req *registry.Request) error {
+	return nil
+}
+
+// SaveLayer stores a copy of kv, evicting the least recently used layers
+// to make room.
+func (c *connector) SaveLayer(ctx context.Context, req *registry.Request, layer string, numTokens int, kv []byte) error {
+	if c.closed.Load() {
+		return errClosed
+	}
+	if layer == "" {
+		return errors.New("save: empty layer name")
+	}
+	h, err := registry.PrefixHash(req.PromptTokens, c.cfg.BlockSize, numTokens)
+	if err != nil {
+		return fmt.Errorf("save layer %q: %w", layer, err)
+	}
+	return c.store.put(itemKey{h, layer}, slices.Clone(kv))
+}
+
+// LoadLayer returns a copy of a stored layer and marks it recently used.
+func (c *connector) LoadLayer(ctx context.Context, req *registry.Request, layer string, numTokens int) ([]byte, error) {
+	if c.closed.Load() {
+		return nil, errClosed
+	}
+	h, err := registry.PrefixHash(req.PromptTokens, c.cfg.BlockSize, numTokens)
+	if err != nil {
+		return nil, fmt.Errorf("load layer %q: %w", layer, err)
+	}
+	kv, ok := c.store.get(itemKey{h, layer})
+	if !ok {
+		return nil, fmt.Errorf("layer %q of a %d-token prefix: %w", layer, numTokens, registry.ErrMiss)
+	}
+	return kv, nil
+}
+
+// WaitForSave returns at once: saves complete before SaveLayer returns.
+func (c *connector) WaitForSave(ctx context.Context) error {
+	if c.closed.Load() {
+		return errClosed
+	}
+	return nil
+}
+
+// Finished reports every finished request as sent and received, since
+// transfers complete synchronously.
+func (c *connector) Finished(ctx context.Context, finished []string) (sent, received []string, err error) {
+	return slices.Clone(finished), slices.Clone(finished), nil
+}

@@ -1,0 +1,184 @@
+package memory
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/conformance"
+)
+
+func TestConformance(t *testing.T) {
+	conformance.Run(t, New, conformance.Options{
+		Extra: func(t testing.TB) map[string]any { return map[string]any{"store": t.Name()} },
+	})
+}
+
+// The default store is shared by every test that names none; the suite's
+// prompts keep them apart.
+func TestConformanceDefaultSettings(t *testing.T) {
+	conformance.Run(t, New, conformance.Options{})
+}
+
+const bs = 4
+
+// open creates a connector on the store called name, closed when t ends.
+func open(t *testing.T, name string, capacity int64, layers ...string) *connector {
+	t.Helper()
+	extra := map[string]any{"store": name}
+	if capacity > 0 {
+		extra["capacity_bytes"] = capacity
+	}
+	c, err := New(t.Context(), registry.Config{BlockSize: bs, LayerNames: layers, Extra: extra}, registry.RoleWorker)
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, c.Close()) })
+	return c.(*connector)
+}
+
+// prompt returns a request of one block whose tokens start with first.
+func prompt(first uint32) *registry.Request {
+	return &registry.Request{ID: "r", PromptTokens: []uint32{first, 1, 2, 3}}
+}
+
+func bytesOf(n int, b byte) []byte {
+	kv := make([]byte, n)
+	for i := range kv {
+		kv[i] = b
+	}
+	return kv
+}
+
+// stored reports whether layer "l" of the one-block prompt is held.
+func stored(t *testing.T, c *connector, first uint32) bool {
+	t.Helper()
+	_, err := c.LoadLayer(t.Context(), prompt(first), "l", bs)
+	if err != nil {
+		require.ErrorIs(t, err, registry.ErrMiss)
+		return false
+	}
+	return true
+}
+
+func TestEvictsLeastRecentlyUsed(t *testing.T) {
+	ctx := t.Context()
+	c := open(t, t.Name(), 120, "l")
+	for first := range uint32(3) {
+		require.NoError(t, c.SaveLayer(ctx, prompt(first), "l", bs, bytesOf(40, byte(first))))
+	}
+	// Loading the oldest makes the second the least recently used.
+	kv, err := c.LoadLayer(ctx, prompt(0), "l", bs)
+	require.NoError(t, err)
+	assert.Equal(t, bytesOf(40, 0), kv)
+	require.NoError(t, c.SaveLayer(ctx, prompt(3), "l", bs, bytesOf(40, 3)))
+
+	assert.False(t, stored(t, c, 1), "the least recently used layer is evicted")
+	for _, first := range []uint32{0, 2, 3} {
+		assert.True(t, stored(t, c, first), "layer of prompt %d", first)
+	}
+	n, err := c.MatchedTokens(ctx, prompt(1), 0)
+	require.NoError(t, err)
+	assert.Zero(t, n, "an evicted prefix is not promised")
+}
+
+func TestCapacityAccounting(t *testing.T) {
+	ctx := t.Context()
+	c := open(t, t.Name(), 100, "l")
+	require.NoError(t, c.SaveLayer(ctx, prompt(0), "l", bs, bytesOf(60, 0)))
+	// Replacing a layer frees its old bytes.
+	require.NoError(t, c.SaveLayer(ctx, prompt(0), "l", bs, bytesOf(30, 1)))
+	assert.EqualValues(t, 30, c.store.used)
+	require.NoError(t, c.SaveLayer(ctx, prompt(1), "l", bs, bytesOf(70, 2)))
+	assert.EqualValues(t, 100, c.store.used, "a store may be filled exactly")
+	assert.True(t, stored(t, c, 1))
+	assert.True(t, stored(t, c, 0))
+
+	err := c.SaveLayer(ctx, prompt(2), "l", bs, bytesOf(101, 3))
+	require.ErrorContains(t, err, "does not fit")
+	assert.EqualValues(t, 100, c.store.used, "a layer too large for the store evicts nothing")
+
+	// Loading prompt 0 last leaves prompt 1 to be evicted.
+	require.NoError(t, c.SaveLayer(ctx, prompt(3), "l", bs, bytesOf(1, 4)))
+	assert.False(t, stored(t, c, 1))
+	assert.True(t, stored(t, c, 0))
+	assert.EqualValues(t, 31, c.store.used)
+}
+
+func TestRolesShareAStore(t *testing.T) {
+	ctx := t.Context()
+	cfg := registry.Config{BlockSize: bs, LayerNames: []string{"l"}, Extra: map[string]any{"store": t.Name()}}
+	w, err := New(ctx, cfg, registry.RoleWorker)
+	require.NoError(t, err)
+	defer w.Close()
+	s, err := New(ctx, cfg, registry.RoleScheduler)
+	require.NoError(t, err)
+	defer s.Close()
+	other := open(t, t.Name()+"-other", 0, "l")
+
+	require.NoError(t, w.(registry.Worker).SaveLayer(ctx, prompt(7), "l", bs, []byte("kv")))
+	n, err := s.(registry.Scheduler).MatchedTokens(ctx, prompt(7), 0)
+	require.NoError(t, err)
+	assert.Equal(t, bs, n, "the scheduler side sees the worker side's save")
+	n, err = other.MatchedTokens(ctx, prompt(7), 0)
+	require.NoError(t, err)
+	assert.Zero(t, n, "a store of another name does not")
+}
+
+func TestStoreReleasedAfterLastClose(t *testing.T) {
+	ctx := t.Context()
+	cfg := registry.Config{BlockSize: bs, Extra: map[string]any{"store": t.Name()}}
+	held := func() bool {
+		stores.Lock()
+		defer stores.Unlock()
+		_, ok := stores.byName[t.Name()]
+		return ok
+	}
+	a, err := New(ctx, cfg, registry.RoleWorker)
+	require.NoError(t, err)
+	b, err := New(ctx, cfg, registry.RoleScheduler)
+	require.NoError(t, err)
+	require.NoError(t, a.(registry.Worker).SaveLayer(ctx, prompt(0), "l", bs, []byte("kv")))
+
+	require.NoError(t, a.Close())
+	require.NoError(t, a.Close(), "a second Close must not release the store again")
+	assert.True(t, held(), "the store outlives its first connector")
+	n, err := b.(registry.Scheduler).MatchedTokens(ctx, prompt(0), 0)
+	require.NoError(t, err)
+	assert.Equal(t, bs, n, "layers with no LayerNames configured: one stored layer matches")
+
+	require.NoError(t, b.Close())
+	assert.False(t, held(), "the last Close releases the store")
+	c := open(t, t.Name(), 0)
+	assert.False(t, stored(t, c, 0), "a store reopened after release is empty")
+
+	_, err = a.(registry.Worker).LoadLayer(ctx, prompt(0), "l", bs)
+	assert.ErrorIs(t, err, errClosed)
+}
+
+func TestSettings(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		cfg   registry.Config
+		error string
+	}{
+		{"zero capacity", registry.Config{BlockSize: bs, Extra: map[string]any{"capacity_bytes": 0}}, "capacity_bytes 0"},
+		{"capacity as text", registry.Config{BlockSize: bs, Extra: map[string]any{"capacity_bytes": "1GB"}}, "capacity_bytes"},
+		{"empty store", registry.Config{BlockSize: bs, Extra: map[string]any{"store": ""}}, "store"},
+		{"misspelt", registry.Config{BlockSize: bs, Extra: map[string]any{"capacity": 1}}, `did you mean "capacity_bytes"`},
+		{"no block size", registry.Config{}, "block size 0"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			conn, err := New(context.Background(), c.cfg, registry.RoleWorker)
+			assert.Nil(t, conn)
+			assert.ErrorContains(t, err, c.error)
+		})
+	}
+}
+
+func TestSharersAgreeOnCapacity(t *testing.T) {
+	open(t, t.Name(), 1000)
+	_, err := New(t.Context(), registry.Config{BlockSize: bs, Extra: map[string]any{"store": t.Name(), "capacity_bytes": 2000}}, registry.RoleWorker)
+	assert.ErrorContains(t, err, "capacity_bytes 1000, not 2000")
+}

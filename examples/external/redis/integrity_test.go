@@ -1,0 +1,96 @@
+package redis_test
+
+import (
+	"bytes"
+	"log/slog"
+	"net/url"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvgen/kvgen/examples/external/redis"
+	"github.com/kvgen/kvgen/registry"
+)
+
+// TestTamperedValuesAreMisses overwrites stored values behind the
+// connector's back: whatever it finds, a load is a miss with a warning,
+// never KV other than what was saved under that key.
+func TestTamperedValuesAreMisses(t *testing.T) {
+	t.Parallel()
+	srv := startRedis(t)
+	raw := rawClient(t, srv.Addr())
+	w := openWorker(t, config("e", map[string]any{"addrs": []string{srv.Addr()}, "key_prefix": "kv:"}))
+	var logs bytes.Buffer
+	redis.SetLogger(w, slog.New(slog.NewTextHandler(&logs, nil)))
+	ctx := t.Context()
+	req := request("r", 9, 2*blockSize)
+
+	key := func(numTokens int, layer string) string {
+		h, err := registry.PrefixHash(req.PromptTokens, blockSize, numTokens)
+		require.NoError(t, err)
+		return "kv:{" + h.String() + "}:" + url.PathEscape(layer)
+	}
+	stored := func(numTokens int, layer string) []byte {
+		v, err := raw.Get(ctx, key(numTokens, layer)).Bytes()
+		require.NoError(t, err)
+		return v
+	}
+	save(t, w, req, blockSize, "a", "b")
+	save(t, w, req, 2*blockSize, "a")
+	good := stored(2*blockSize, "a")
+
+	flip := func(i int) []byte {
+		v := bytes.Clone(good)
+		v[i] ^= 0x01
+		return v
+	}
+	for _, tc := range []struct {
+		name   string
+		value  []byte
+		reason string
+	}{
+		{"foreign value", []byte("hello"), "not a value this connector wrote"},
+		{"empty value", []byte{}, "not a value this connector wrote"},
+		{"flipped KV bit", flip(len(good) - 1), "checksum mismatch"},
+		{"flipped header bit", flip(10), "checksum mismatch"},
+		{"truncated", good[:len(good)-7], "checksum mismatch"},
+		{"extended", append(bytes.Clone(good), 0), "checksum mismatch"},
+		{"another prefix's other layer", stored(blockSize, "b"), "another prefix"},
+		{"same layer, another prefix", stored(blockSize, "a"), "another prefix"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			logs.Reset()
+			require.NoError(t, raw.Set(ctx, key(2*blockSize, "a"), tc.value, 0).Err())
+			kv, err := w.LoadLayer(ctx, req, "a", 2*blockSize)
+			require.ErrorIs(t, err, registry.ErrMiss)
+			assert.ErrorContains(t, err, tc.reason)
+			assert.Nil(t, kv)
+			assert.Contains(t, logs.String(), "level=WARN")
+			assert.Contains(t, logs.String(), key(2*blockSize, "a"), "the warning names the key")
+		})
+	}
+
+	t.Run("another layer of the same prefix", func(t *testing.T) {
+		logs.Reset()
+		require.NoError(t, raw.Set(ctx, key(blockSize, "a"), stored(blockSize, "b"), 0).Err())
+		_, err := w.LoadLayer(ctx, req, "a", blockSize)
+		require.ErrorIs(t, err, registry.ErrMiss)
+		assert.ErrorContains(t, err, "another layer")
+		assert.Contains(t, logs.String(), "level=WARN")
+	})
+
+	t.Run("saving again repairs the key", func(t *testing.T) {
+		save(t, w, req, 2*blockSize, "a")
+		kv, err := w.LoadLayer(ctx, req, "a", 2*blockSize)
+		require.NoError(t, err)
+		assert.Equal(t, kvOf(req, "a", 2*blockSize), kv)
+	})
+
+	t.Run("a plain miss is not a warning", func(t *testing.T) {
+		logs.Reset()
+		_, err := w.LoadLayer(ctx, req, "c", 2*blockSize)
+		require.ErrorIs(t, err, registry.ErrMiss)
+		assert.Empty(t, logs.String())
+	})
+}

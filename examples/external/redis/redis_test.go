@@ -1,0 +1,331 @@
+package redis_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvgen/kvgen/examples/external/redis"
+	"github.com/kvgen/kvgen/registry"
+)
+
+const blockSize = 4
+
+func config(engineID string, extra map[string]any, layers ...string) registry.Config {
+	return registry.Config{
+		Connector:         "redis",
+		EngineID:          engineID,
+		KVRole:            registry.KVBoth,
+		BlockSize:         blockSize,
+		LayerNames:        layers,
+		LoadFailurePolicy: registry.PolicyRecompute,
+		Extra:             extra,
+	}
+}
+
+func open(t testing.TB, cfg registry.Config, role registry.Role) registry.Connector {
+	t.Helper()
+	c, err := redis.New(t.Context(), cfg, role)
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, c.Close()) })
+	return c
+}
+
+func openWorker(t testing.TB, cfg registry.Config) registry.Worker {
+	t.Helper()
+	w, ok := open(t, cfg, registry.RoleWorker).(registry.Worker)
+	require.True(t, ok, "a worker-role connector implements registry.Worker")
+	return w
+}
+
+func openScheduler(t testing.TB, cfg registry.Config) registry.Scheduler {
+	t.Helper()
+	s, ok := open(t, cfg, registry.RoleScheduler).(registry.Scheduler)
+	require.True(t, ok, "a scheduler-role connector implements registry.Scheduler")
+	return s
+}
+
+// rawClient talks to the server directly, to look at and tamper with keys.
+func rawClient(t testing.TB, addr string) *goredis.Client {
+	t.Helper()
+	c := goredis.NewClient(&goredis.Options{Addr: addr})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// request returns a request whose prompt has n tokens that depend on seed.
+func request(id string, seed uint32, n int) *registry.Request {
+	tokens := make([]uint32, n)
+	for i := range tokens {
+		tokens[i] = seed*1000 + uint32(i)
+	}
+	return &registry.Request{ID: id, PromptTokens: tokens}
+}
+
+// kvOf returns made-up KV bytes that differ for every prompt, layer and
+// prefix length, so that a load returning another key's value shows.
+func kvOf(req *registry.Request, layer string, numTokens int) []byte {
+	h := sha256.New()
+	for _, tok := range req.PromptTokens[:numTokens] {
+		_ = binary.Write(h, binary.LittleEndian, tok)
+	}
+	fmt.Fprintf(h, "|%s|%d", layer, numTokens)
+	sum := h.Sum(nil)
+	out := make([]byte, 0, 64*len(sum))
+	for range 64 {
+		out = append(out, sum...)
+	}
+	return out
+}
+
+func save(t testing.TB, w registry.Worker, req *registry.Request, numTokens int, layers ...string) {
+	t.Helper()
+	for _, l := range layers {
+		require.NoError(t, w.SaveLayer(t.Context(), req, l, numTokens, kvOf(req, l, numTokens)))
+	}
+}
+
+func TestSharedAcrossEngines(t *testing.T) {
+	t.Parallel()
+	srv := startRedis(t)
+	extra := map[string]any{"addrs": []string{srv.Addr()}}
+	layers := []string{"layers.0", "layers.1", "layers.2"}
+	prefill := openWorker(t, config("prefill-0", extra, layers...))
+	sched := openScheduler(t, config("decode-0", extra, layers...))
+	decode := openWorker(t, config("decode-0", extra, layers...))
+	ctx := t.Context()
+
+	req := request("r1", 1, 3*blockSize+1)
+	n, err := sched.MatchedTokens(ctx, req, 0)
+	require.NoError(t, err)
+	assert.Zero(t, n, "nothing is stored yet")
+
+	kv := kvOf(req, "layers.0", 2*blockSize)
+	require.NoError(t, prefill.SaveLayer(ctx, req, "layers.0", 2*blockSize, kv))
+	clear(kv) // the connector must not keep the caller's slice
+	save(t, prefill, req, 2*blockSize, "layers.1", "layers.2")
+	require.NoError(t, prefill.WaitForSave(ctx))
+
+	// The decode engine has another engine id and sees the same KV under
+	// a request id of its own.
+	again := request("decode-r1", 1, 3*blockSize+1)
+	n, err = sched.MatchedTokens(ctx, again, 0)
+	require.NoError(t, err)
+	assert.Equal(t, 2*blockSize, n)
+	for _, l := range layers {
+		got, err := decode.LoadLayer(ctx, again, l, 2*blockSize)
+		require.NoError(t, err, l)
+		assert.Equal(t, kvOf(req, l, 2*blockSize), got, l)
+	}
+
+	_, err = decode.LoadLayer(ctx, again, "layers.0", blockSize)
+	require.ErrorIs(t, err, registry.ErrMiss, "a shorter prefix is another key")
+	_, err = decode.LoadLayer(ctx, request("r2", 2, 3*blockSize), "layers.0", 2*blockSize)
+	require.ErrorIs(t, err, registry.ErrMiss, "another prompt is another key")
+}
+
+func TestMatchedTokensWantsEveryLayer(t *testing.T) {
+	t.Parallel()
+	srv := startRedis(t)
+	extra := map[string]any{"addrs": []string{srv.Addr()}}
+	// A layer listed twice must not stop prefixes from matching.
+	cfg := config("e", extra, "a", "b", "c", "a")
+	w := openWorker(t, cfg)
+	s := openScheduler(t, cfg)
+	ctx := t.Context()
+	req := request("r", 7, 4*blockSize+2) // ends in a partial block
+
+	matched := func(numComputed int) int {
+		t.Helper()
+		n, err := s.MatchedTokens(ctx, req, numComputed)
+		require.NoError(t, err)
+		return n
+	}
+
+	save(t, w, req, blockSize, "a", "b", "c")
+	save(t, w, req, 3*blockSize, "a", "b")
+	assert.Equal(t, blockSize, matched(0), "the 3-block prefix lacks layer c")
+	assert.Zero(t, matched(blockSize), "nothing complete beyond what is computed")
+
+	save(t, w, req, 3*blockSize, "c")
+	assert.Equal(t, 3*blockSize, matched(0), "the longest complete prefix wins")
+	assert.Equal(t, 2*blockSize, matched(blockSize))
+	assert.Equal(t, 3*blockSize-5, matched(5), "an unaligned count still ends the prefix on a block")
+	assert.Zero(t, matched(3*blockSize))
+	assert.Zero(t, matched(len(req.PromptTokens)))
+
+	save(t, w, req, 4*blockSize, "a", "b", "c")
+	assert.Equal(t, 4*blockSize, matched(0), "the partial last block is never promised")
+
+	_, err := s.MatchedTokens(ctx, req, -1)
+	require.Error(t, err)
+}
+
+func TestMatchedTokensWithoutLayerNames(t *testing.T) {
+	t.Parallel()
+	srv := startRedis(t)
+	extra := map[string]any{"addrs": []string{srv.Addr()}}
+	w := openWorker(t, config("prefill", extra))
+	s := openScheduler(t, config("decode", extra))
+	req := request("r", 3, 2*blockSize)
+
+	n, err := s.MatchedTokens(t.Context(), req, 0)
+	require.NoError(t, err)
+	assert.Zero(t, n)
+
+	save(t, w, req, 2*blockSize, "any-layer")
+	n, err = s.MatchedTokens(t.Context(), req, 0)
+	require.NoError(t, err)
+	assert.Equal(t, 2*blockSize, n, "without layer names, one stored layer makes a prefix")
+}
+
+func TestKeyLayout(t *testing.T) {
+	t.Parallel()
+	srv := startRedis(t)
+	extra := map[string]any{"addrs": []string{srv.Addr()}, "key_prefix": "team-a:"}
+	w := openWorker(t, config("engine-7", extra))
+	raw := rawClient(t, srv.Addr())
+	ctx := t.Context()
+	req := request("r", 4, 2*blockSize)
+	layers := []string{"model.layers.0", "a/b", "a%2Fb", "x:{y} z"}
+	save(t, w, req, 2*blockSize, layers...)
+
+	h, err := registry.PrefixHash(req.PromptTokens, blockSize, 2*blockSize)
+	require.NoError(t, err)
+	want := []string{"team-a:{" + h.String() + "}"}
+	for _, l := range layers {
+		want = append(want, "team-a:{"+h.String()+"}:"+url.PathEscape(l))
+	}
+	keys, err := raw.Keys(ctx, "*").Result()
+	require.NoError(t, err)
+	assert.ElementsMatch(t, want, keys, "the documented key layout")
+	for _, k := range keys {
+		assert.NotContains(t, k, "engine-7", "keys must not depend on the engine")
+	}
+	for _, l := range layers {
+		got, err := w.LoadLayer(ctx, req, l, 2*blockSize)
+		require.NoError(t, err, l)
+		assert.Equal(t, kvOf(req, l, 2*blockSize), got, "layer %q", l)
+	}
+}
+
+func TestTTL(t *testing.T) {
+	t.Parallel()
+	srv := startRedis(t)
+	raw := rawClient(t, srv.Addr())
+	req := request("r", 5, blockSize)
+	for _, tc := range []struct {
+		ttl  any
+		want time.Duration // 0: no expiry
+	}{
+		{ttl: "1h", want: time.Hour},
+		{ttl: 90, want: 90 * time.Second},
+		{ttl: "0s"},
+	} {
+		t.Run(fmt.Sprint(tc.ttl), func(t *testing.T) {
+			prefix := "ttl-" + fmt.Sprint(tc.ttl) + ":"
+			w := openWorker(t, config("e", map[string]any{"addrs": []string{srv.Addr()}, "key_prefix": prefix, "ttl": tc.ttl}))
+			save(t, w, req, blockSize, "l")
+			keys, err := raw.Keys(t.Context(), prefix+"*").Result()
+			require.NoError(t, err)
+			require.Len(t, keys, 2, "the layer and its prefix marker")
+			for _, k := range keys {
+				left, err := raw.PTTL(t.Context(), k).Result()
+				require.NoError(t, err)
+				if tc.want == 0 {
+					assert.Equal(t, time.Duration(-1), left, "%s has no expiry", k)
+					continue
+				}
+				assert.Positive(t, left, k)
+				assert.LessOrEqual(t, left, tc.want, k)
+			}
+		})
+	}
+}
+
+func TestContextIsHonoured(t *testing.T) {
+	t.Parallel()
+	srv := startRedis(t)
+	w := openWorker(t, config("e", map[string]any{"addrs": []string{srv.Addr()}}, "l"))
+	s := openScheduler(t, config("e", map[string]any{"addrs": []string{srv.Addr()}}, "l"))
+	req := request("r", 6, blockSize)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+
+	err := w.SaveLayer(ctx, req, "l", blockSize, []byte("kv"))
+	require.ErrorIs(t, err, context.Canceled)
+	_, err = w.LoadLayer(ctx, req, "l", blockSize)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.NotErrorIs(t, err, registry.ErrMiss, "a cancelled load is not a miss")
+	_, err = s.MatchedTokens(ctx, req, 0)
+	require.ErrorIs(t, err, context.Canceled)
+}
+
+func TestClose(t *testing.T) {
+	t.Parallel()
+	srv := startRedis(t)
+	c, err := redis.New(t.Context(), config("e", map[string]any{"addrs": []string{srv.Addr()}}), registry.RoleWorker)
+	require.NoError(t, err)
+	require.NoError(t, c.Close())
+	require.NoError(t, c.Close(), "Close is idempotent")
+	err = c.(registry.Worker).SaveLayer(t.Context(), request("r", 1, blockSize), "l", blockSize, []byte("kv"))
+	require.ErrorIs(t, err, goredis.ErrClosed)
+}
+
+func TestInvalidSettings(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		extra map[string]any
+		want  []string
+	}{
+		{"unknown key", map[string]any{"adrs": []string{"127.0.0.1:6379"}}, []string{`unknown key "adrs" (did you mean "addrs"?)`}},
+		{"misspelt prefix", map[string]any{"key_prefx": "x:"}, []string{`unknown key "key_prefx" (did you mean "key_prefix"?)`}},
+		{"bad duration", map[string]any{"ttl": "5 minutes"}, []string{`duration "5 minutes"`, `"500ms"`}},
+		{"duration of the wrong type", map[string]any{"dial_timeout": true}, []string{"duration true"}},
+		{"no address", map[string]any{"addrs": []string{}}, []string{"addrs: want at least one host:port address"}},
+		{"empty address", map[string]any{"addrs": []string{"127.0.0.1:6379", " "}}, []string{"addrs[1] is empty"}},
+		{"negative ttl", map[string]any{"ttl": "-1s"}, []string{"ttl -1s: want at least 1ms, or 0 for no expiry"}},
+		{"ttl under a millisecond", map[string]any{"ttl": "10us"}, []string{"ttl 10µs"}},
+		{"zero timeout", map[string]any{"read_timeout": 0}, []string{"read_timeout 0s: want a positive duration"}},
+		{"database in a cluster", map[string]any{"addrs": []string{"10.0.0.1:6379", "10.0.0.2:6379"}, "db": 1}, []string{"db 1: a Redis Cluster"}},
+		{"every problem at once", map[string]any{"db": -1, "pool_size": -2}, []string{"db -1", "pool_size -2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := redis.New(t.Context(), config("e", tc.extra), registry.RoleWorker)
+			require.Error(t, err)
+			for _, w := range tc.want {
+				assert.Contains(t, err.Error(), w)
+			}
+		})
+	}
+
+	t.Run("block size", func(t *testing.T) {
+		cfg := config("e", nil)
+		cfg.BlockSize = 0
+		_, err := redis.New(t.Context(), cfg, registry.RoleWorker)
+		require.ErrorContains(t, err, "block size 0")
+	})
+	t.Run("role", func(t *testing.T) {
+		_, err := redis.New(t.Context(), config("e", nil), registry.Role(0))
+		require.ErrorContains(t, err, "invalid role")
+	})
+}
+
+func TestUnreachableServer(t *testing.T) {
+	t.Parallel()
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t)) // nothing listens there
+	_, err := redis.New(t.Context(), config("e", map[string]any{"addrs": []string{addr}, "dial_timeout": "2s"}), registry.RoleScheduler)
+	require.Error(t, err)
+	assert.True(t, strings.HasPrefix(err.Error(), "redis at "+addr+": "), "error names the server: %v", err)
+	assert.Contains(t, err.Error(), "connection refused")
+}

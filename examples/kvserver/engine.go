@@ -1,0 +1,211 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"strings"
+
+	"github.com/kvgen/kvgen/registry"
+)
+
+// kvBytesPerToken is the size of one token's KV in one layer.
+const kvBytesPerToken = 128
+
+// errWrongData marks loaded KV that differs from recomputation: the one
+// failure a connector must never produce.
+var errWrongData = errors.New("loaded KV differs from recomputation")
+
+// engine is the part of an inference engine that talks to connectors. Like
+// vLLM, it creates the connector once per role and keeps it.
+type engine struct {
+	reg       *registry.Registry
+	cfg       registry.Config
+	scheduler registry.Scheduler
+	worker    registry.Worker
+}
+
+func (e *engine) schedulerSide(ctx context.Context) (registry.Scheduler, error) {
+	if e.scheduler == nil {
+		c, err := e.reg.Create(ctx, e.cfg, registry.RoleScheduler)
+		if err != nil {
+			return nil, err
+		}
+		e.scheduler = c.(registry.Scheduler)
+	}
+	return e.scheduler, nil
+}
+
+func (e *engine) workerSide(ctx context.Context) (registry.Worker, error) {
+	if e.worker == nil {
+		c, err := e.reg.Create(ctx, e.cfg, registry.RoleWorker)
+		if err != nil {
+			return nil, err
+		}
+		e.worker = c.(registry.Worker)
+	}
+	return e.worker, nil
+}
+
+// Close closes the connectors the engine created.
+func (e *engine) Close() error {
+	var errs []error
+	if e.scheduler != nil {
+		errs = append(errs, e.scheduler.Close())
+	}
+	if e.worker != nil {
+		errs = append(errs, e.worker.Close())
+	}
+	return errors.Join(errs...)
+}
+
+type prefillReport struct {
+	Connector string `json:"connector"`
+	Engine    string `json:"engine_id"`
+	Prompt    int    `json:"prompt_tokens"`
+	Saved     int    `json:"saved_tokens"`
+	Layers    int    `json:"layers"`
+}
+
+type decodeReport struct {
+	Connector  string `json:"connector"`
+	Engine     string `json:"engine_id"`
+	Prompt     int    `json:"prompt_tokens"`
+	Matched    int    `json:"matched_tokens"`
+	Loaded     int    `json:"loaded_tokens"`
+	Recomputed int    `json:"recomputed_tokens"`
+	Verified   bool   `json:"verified"`
+}
+
+// prefill computes the prompt's KV for every full block and saves it
+// through the worker side.
+func (e *engine) prefill(ctx context.Context, req *registry.Request) (*prefillReport, error) {
+	w, err := e.workerSide(ctx)
+	if err != nil {
+		return nil, err
+	}
+	n := len(req.PromptTokens) / e.cfg.BlockSize * e.cfg.BlockSize
+	if n == 0 {
+		return nil, fmt.Errorf("a prompt of %d tokens has no full block of %d to save", len(req.PromptTokens), e.cfg.BlockSize)
+	}
+	for _, layer := range e.cfg.LayerNames {
+		if err := w.SaveLayer(ctx, req, layer, n, computeKV(req.PromptTokens[:n], layer)); err != nil {
+			return nil, fmt.Errorf("saving %s: %w", layer, err)
+		}
+	}
+	if err := w.WaitForSave(ctx); err != nil {
+		return nil, err
+	}
+	return &prefillReport{Connector: e.cfg.Connector, Engine: e.cfg.EngineID, Prompt: len(req.PromptTokens), Saved: n, Layers: len(e.cfg.LayerNames)}, nil
+}
+
+// decode loads what the connector has of the prompt and recomputes the
+// rest. As in vLLM, the last prompt token is always computed, since its
+// logits start the generation.
+func (e *engine) decode(ctx context.Context, req *registry.Request) (*decodeReport, error) {
+	r := &decodeReport{Connector: e.cfg.Connector, Engine: e.cfg.EngineID, Prompt: len(req.PromptTokens)}
+	sc, err := e.schedulerSide(ctx)
+	if err != nil {
+		return nil, err
+	}
+	wc, err := e.workerSide(ctx)
+	if err != nil {
+		return nil, err
+	}
+
+	matched, err := sc.MatchedTokens(ctx, req, 0)
+	if err != nil {
+		if err := e.loadFailed("lookup", err); err != nil {
+			return nil, err
+		}
+		matched = 0
+	}
+	r.Matched = matched
+	limit := (len(req.PromptTokens) - 1) / e.cfg.BlockSize * e.cfg.BlockSize
+	n := min(matched, limit)
+	if n > 0 {
+		if err := sc.AfterAlloc(ctx, req, n); err != nil {
+			return nil, err
+		}
+	}
+	r.Verified = true
+	for _, layer := range e.cfg.LayerNames {
+		if n == 0 {
+			break
+		}
+		kv, err := wc.LoadLayer(ctx, req, layer, n)
+		if err != nil {
+			if err := e.loadFailed("loading "+layer, err); err != nil {
+				return nil, err
+			}
+			n = 0
+			break
+		}
+		if want := computeKV(req.PromptTokens[:n], layer); !bytes.Equal(kv, want) {
+			return nil, fmt.Errorf("%s, layer %s, %d tokens: %w", e.cfg.Connector, layer, n, errWrongData)
+		}
+	}
+	r.Loaded, r.Recomputed = n, len(req.PromptTokens)-n
+	if err := sc.RequestFinished(ctx, req); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// loadFailed applies the load-failure policy: recompute, or fail.
+func (e *engine) loadFailed(what string, err error) error {
+	if e.cfg.LoadFailurePolicy == registry.PolicyFail {
+		return fmt.Errorf("%s: %w (kv_load_failure_policy is fail)", what, err)
+	}
+	slog.Warn("kv load failed; recomputing", "step", what, "error", err)
+	return nil
+}
+
+// computeKV stands in for the model: each token's KV in a layer is a
+// function of the layer, the token's position and the tokens before it.
+func computeKV(tokens []uint32, layer string) []byte {
+	out := make([]byte, 0, len(tokens)*kvBytesPerToken)
+	h := sha256.New()
+	h.Write([]byte(layer))
+	var state [sha256.Size]byte
+	var buf [8]byte
+	for i, t := range tokens {
+		binary.LittleEndian.PutUint32(buf[:4], uint32(i))
+		binary.LittleEndian.PutUint32(buf[4:], t)
+		h.Write(buf[:])
+		sum := h.Sum(state[:0])
+		for j := 0; j < kvBytesPerToken; j += len(sum) {
+			out = append(out, sum...)
+			sum[0]++
+		}
+	}
+	return out
+}
+
+// tokenize maps the prompt's words to token ids and repeats them to n
+// tokens: a stand-in for a real tokenizer that is stable across processes.
+func tokenize(prompt string, n int) []uint32 {
+	words := strings.Fields(prompt)
+	if len(words) == 0 {
+		words = []string{""}
+	}
+	ids := make([]uint32, len(words))
+	for i, w := range words {
+		h := fnv.New32a()
+		h.Write([]byte(w))
+		ids[i] = h.Sum32() % 50000
+	}
+	if n <= 0 {
+		n = len(ids)
+	}
+	out := make([]uint32, n)
+	for i := range out {
+		out[i] = ids[i%len(ids)]
+	}
+	return out
+}

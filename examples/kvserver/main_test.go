@@ -1,0 +1,114 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func runServer(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func fsConfig(dir, engine string, extra string) string {
+	return fmt.Sprintf(`{"kv_connector":"ExampleConnector","engine_id":%q,"kv_connector_extra_config":{"shared_storage_path":%q}%s}`, engine, dir, extra)
+}
+
+func TestHandoffThroughSharedDirectory(t *testing.T) {
+	dir := t.TempDir()
+	code, out, stderr := runServer(t, "-json", "-tokens", "100", "-kv-transfer-config", fsConfig(dir, "prefill-0", ""), "prefill")
+	require.Equal(t, 0, code, stderr)
+	var p prefillReport
+	require.NoError(t, json.Unmarshal([]byte(out), &p))
+	assert.Equal(t, prefillReport{Connector: "ExampleConnector", Engine: "prefill-0", Prompt: 100, Saved: 96, Layers: 4}, p)
+
+	code, out, stderr = runServer(t, "-json", "-tokens", "100", "-kv-transfer-config", fsConfig(dir, "decode-0", ""), "decode")
+	require.Equal(t, 0, code, stderr)
+	var d decodeReport
+	require.NoError(t, json.Unmarshal([]byte(out), &d))
+	assert.Equal(t, decodeReport{Connector: "ExampleConnector", Engine: "decode-0", Prompt: 100, Matched: 96, Loaded: 96, Recomputed: 4, Verified: true}, d)
+
+	// Another prompt shares nothing with the saved one.
+	code, out, _ = runServer(t, "-json", "-prompt", "something else entirely", "-kv-transfer-config", fsConfig(dir, "decode-1", ""), "decode")
+	require.Equal(t, 0, code)
+	require.NoError(t, json.Unmarshal([]byte(out), &d))
+	assert.Equal(t, 0, d.Loaded)
+	assert.Equal(t, 100, d.Recomputed)
+}
+
+func TestDemoKeepsConnectorsForBothSteps(t *testing.T) {
+	code, out, stderr := runServer(t, "demo")
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, out, `saved 96 of 100 prompt tokens x 4 layers through "memory"`)
+	assert.Contains(t, out, `loaded 96 tokens and recomputed 4 of 100 through "memory"; every loaded byte verified: true`)
+}
+
+func TestListConnectors(t *testing.T) {
+	code, out, _ := runServer(t, "-list-connectors", "-json")
+	require.Equal(t, 0, code)
+	var items []struct {
+		Name    string   `json:"name"`
+		Aliases []string `json:"aliases"`
+		Roles   []string `json:"roles"`
+		Import  string   `json:"import"`
+		Module  string   `json:"module"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &items))
+	var names []string
+	for _, it := range items {
+		names = append(names, it.Name)
+		assert.Equal(t, "github.com/kvgen/kvgen", it.Module)
+		assert.Equal(t, []string{"scheduler", "worker"}, it.Roles)
+	}
+	assert.Equal(t, []string{"memory", "filesystem", "MultiConnector"}, names, "manifest order")
+	assert.Equal(t, []string{"ExampleConnector"}, items[1].Aliases)
+}
+
+func TestConfigErrors(t *testing.T) {
+	code, _, stderr := runServer(t, "-kv-transfer-config", `{"kv_connector":"memry"}`, "demo")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, `unknown kv connector "memry" (did you mean "memory"?)`)
+
+	code, _, stderr = runServer(t, "-kv-transfer-config", `{"kv_conector":"memory"}`, "demo")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, `unknown key "kv_conector" (did you mean "kv_connector"?)`)
+
+	code, _, stderr = runServer(t, "frobnicate")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, `unknown mode "frobnicate"`)
+}
+
+func TestLoadFailurePolicy(t *testing.T) {
+	dir := t.TempDir()
+	// Nothing saved: the scheduler promises nothing, so both policies
+	// recompute everything without error.
+	for _, policy := range []string{"recompute", "fail"} {
+		code, out, stderr := runServer(t, "-json", "-kv-transfer-config", fsConfig(dir, "d", `,"kv_load_failure_policy":"`+policy+`"`), "decode")
+		require.Equal(t, 0, code, stderr)
+		var d decodeReport
+		require.NoError(t, json.Unmarshal([]byte(out), &d))
+		assert.Equal(t, 100, d.Recomputed, policy)
+	}
+	// A shared directory that cannot be created fails the connector's
+	// construction, whatever the policy.
+	code, _, stderr := runServer(t, "-kv-transfer-config", fsConfig("/dev/null/kv", "d", ""), "decode")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, `kv connector "filesystem" (scheduler)`)
+}
+
+func TestComputeKVIsDeterministicAndPrefixStable(t *testing.T) {
+	tokens := tokenize("a b c", 40)
+	assert.Equal(t, computeKV(tokens, "l0"), computeKV(tokens, "l0"))
+	assert.NotEqual(t, computeKV(tokens, "l0"), computeKV(tokens, "l1"))
+	// A token's KV depends on what precedes it, not on what follows.
+	assert.Equal(t, computeKV(tokens[:16], "l0"), computeKV(tokens, "l0")[:16*kvBytesPerToken])
+	assert.Len(t, computeKV(tokens, "l0"), 40*kvBytesPerToken)
+}

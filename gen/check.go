@@ -1,0 +1,315 @@
+package gen
+
+import (
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"go/types"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/kvgen/kvgen/gen/diag"
+	"github.com/kvgen/kvgen/gen/manifest"
+	"github.com/kvgen/kvgen/internal/suggest"
+	"github.com/kvgen/kvgen/registry"
+)
+
+// Entry is a manifest entry checked against its Go package: what the
+// generated registry links, and what `kvgen list` shows.
+type Entry struct {
+	// Manifest is the entry as written, with positions.
+	Manifest manifest.Connector
+	// Name, Aliases and Roles are the manifest's values.
+	Name    string
+	Aliases []string
+	Roles   registry.RoleSet
+	// ImportPath and PkgName identify the constructor's package.
+	ImportPath string
+	PkgName    string
+	// Constructor is the constructor's name, from the manifest or from
+	// the package's //kvgen:constructor marker.
+	Constructor string
+	// Module and ModuleVersion describe the module that holds the package,
+	// as the go command resolved it (the version is empty for the main
+	// module and for directory replacements).
+	Module        string
+	ModuleVersion string
+	// Adapt is set when the constructor returns a concrete type: the
+	// generated code wraps it in a registry.Factory.
+	Adapt bool
+	// Result is the constructor's first result type, as Go prints it.
+	Result string
+	// Nilable is set when that type has a nil value the adapter must turn
+	// into a nil Connector.
+	Nilable bool
+	// Decl is where the constructor is declared.
+	Decl token.Position
+	// Doc is the first sentence of the package's documentation.
+	Doc string
+
+	files []string // the package's Go files, for markers and docs
+}
+
+// MarkerConstructor marks the function a manifest entry without a
+// constructor uses. It stands alone on a line of the function's doc comment.
+const MarkerConstructor = "//kvgen:constructor"
+
+// checkEntry checks one manifest entry against its loaded package.
+func checkEntry(errs *diag.List, c manifest.Connector, index int, lp *loadedPackage, rel func(string) string) *Entry {
+	label := c.Label(index)
+	if lp.err != nil {
+		errs.Add(c.Import.Pos, "%s: package %s: %v", label, c.Import.V, lp.err)
+		return nil
+	}
+	p := lp.pkg
+	e := &Entry{
+		Manifest:   c,
+		Name:       c.Name.V,
+		Roles:      c.RoleSet(),
+		ImportPath: p.PkgPath,
+		PkgName:    p.Name,
+		files:      p.GoFiles,
+	}
+	for _, a := range c.Aliases {
+		e.Aliases = append(e.Aliases, a.V)
+	}
+	if p.Module != nil {
+		e.Module, e.ModuleVersion = p.Module.Path, p.Module.Version
+		if p.Module.Replace != nil {
+			e.ModuleVersion = p.Module.Replace.Version
+		}
+	}
+	if p.Name == "main" {
+		errs.Add(c.Import.Pos, "%s: %s is a main package, which cannot be imported; move the connector into a library package", label, p.PkgPath)
+		return nil
+	}
+
+	name, namePos := c.Constructor.V, c.Constructor.Pos
+	if name == "" {
+		namePos = c.Pos
+		marked, err := findMarked(p.GoFiles)
+		switch {
+		case err != nil:
+			errs.Add(c.Pos, "%s: looking for a %s marker: %v", label, MarkerConstructor, err)
+			return nil
+		case len(marked) == 0:
+			errs.Add(c.Pos, "%s: no constructor given and package %s marks none; add `constructor: NAME` to the entry, or a %s line to the constructor's doc comment", label, p.PkgPath, MarkerConstructor)
+			return nil
+		case len(marked) > 1:
+			errs.Add(c.Pos, "%s: package %s marks %d constructors (%s); name one with `constructor:`", label, p.PkgPath, len(marked), strings.Join(marked, ", "))
+			return nil
+		}
+		name = marked[0]
+	}
+	e.Constructor = name
+
+	obj := lp.types.Scope().Lookup(name)
+	if obj == nil {
+		msg := fmt.Sprintf("%s: package %s has no function %s", label, p.PkgPath, name)
+		if near := suggest.Nearest(name, exportedFuncs(lp.types), 3); len(near) > 0 {
+			msg += "; did you mean " + quoteJoin(near) + "?"
+		}
+		errs.Add(namePos, "%s", msg)
+		return nil
+	}
+	e.Decl = position(lp.fset, obj.Pos(), p.PkgPath, rel)
+	fn, ok := obj.(*types.Func)
+	if !ok {
+		errs.Add(namePos, "%s: %s.%s is a %s, not a function (declared at %s); kvgen calls a function declared with func",
+			label, p.Name, name, objectKind(obj), e.Decl)
+		return nil
+	}
+	if !fn.Exported() {
+		errs.Add(namePos, "%s: %s.%s is not exported; the generated package cannot call it", label, p.Name, name)
+		return nil
+	}
+	sig := fn.Type().(*types.Signature)
+	if problem := checkSignature(sig, lp.contract, e, lp.types); problem != "" {
+		errs.Add(namePos, "%s: %s.%s (declared at %s) %s", label, p.Name, name, e.Decl, problem)
+		return nil
+	}
+	return e
+}
+
+// checkSignature returns what is wrong with a constructor's signature in Go
+// terms, or "" if it fits the contract; it sets e.Adapt and e.Result.
+func checkSignature(sig *types.Signature, c *contract, e *Entry, pkg *types.Package) string {
+	qual := func(p *types.Package) string { return p.Name() }
+	str := func(t types.Type) string { return types.TypeString(t, qual) }
+	want := c.factory
+	wantSig := "func(ctx context.Context, cfg registry.Config, role registry.Role) (registry.Connector, error)"
+	if sig.TypeParams().Len() > 0 {
+		return "is generic; a constructor must be a plain function " + wantSig
+	}
+	if sig.Params().Len() != want.Params().Len() {
+		return fmt.Sprintf("has %d parameters; want 3: %s", sig.Params().Len(), wantSig)
+	}
+	for i := range sig.Params().Len() {
+		got, wantT := sig.Params().At(i).Type(), want.Params().At(i).Type()
+		if !types.Identical(got, wantT) {
+			if sig.Variadic() && i == sig.Params().Len()-1 {
+				return fmt.Sprintf("parameter %d is variadic ...%s; want %s", i+1, str(got.(*types.Slice).Elem()), str(wantT))
+			}
+			return fmt.Sprintf("parameter %d is %s; want %s", i+1, str(got), str(wantT))
+		}
+	}
+	if sig.Results().Len() != 2 {
+		return fmt.Sprintf("has %d result(s); want 2: (registry.Connector, error)", sig.Results().Len())
+	}
+	if errT := want.Results().At(1).Type(); !types.Identical(sig.Results().At(1).Type(), errT) {
+		return fmt.Sprintf("result 2 is %s; want error", str(sig.Results().At(1).Type()))
+	}
+	res := sig.Results().At(0).Type()
+	e.Result = str(res)
+	connT := want.Results().At(0).Type()
+	if types.Identical(res, connT) {
+		return ""
+	}
+	if !types.Implements(res, c.connector) {
+		return fmt.Sprintf("result 1 is %s; want registry.Connector or a type that implements it%s", str(res), missing(res, c.connector, str))
+	}
+	e.Adapt = true
+	switch res.Underlying().(type) {
+	case *types.Pointer, *types.Map, *types.Slice, *types.Chan, *types.Signature, *types.Interface:
+		e.Nilable = true
+	}
+	if types.IsInterface(res) {
+		return "" // which roles it serves is only known at run time; Create checks
+	}
+	for _, role := range e.Roles.List() {
+		iface := c.roles[role.String()]
+		if !types.Implements(res, iface) {
+			return fmt.Sprintf("returns %s, which does not implement registry.%s%s, but the entry serves the %s role; implement it, or set roles: to the roles it serves",
+				str(res), c.named[roleInterface(role)].Name(), missing(res, iface, str), role)
+		}
+	}
+	return ""
+}
+
+func roleInterface(r registry.Role) string {
+	if r == registry.RoleScheduler {
+		return "Scheduler"
+	}
+	return "Worker"
+}
+
+// missing says which method keeps t from implementing iface.
+func missing(t types.Type, iface *types.Interface, str func(types.Type) string) string {
+	m, wrongType := types.MissingMethod(t, iface, true)
+	switch {
+	case m == nil:
+		return ""
+	case wrongType:
+		return fmt.Sprintf(" (method %s has the wrong signature; want %s)", m.Name(), str(m.Type()))
+	}
+	return fmt.Sprintf(" (missing method %s)", m.Name())
+}
+
+// findMarked returns the functions whose doc comment holds the
+// //kvgen:constructor marker. Only these files are parsed, and only for
+// entries that leave out the constructor.
+func findMarked(files []string) ([]string, error) {
+	var names []string
+	fset := token.NewFileSet()
+	for _, name := range files {
+		f, err := parser.ParseFile(fset, name, nil, parser.ParseComments|parser.SkipObjectResolution)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range f.Decls {
+			fd, ok := d.(*ast.FuncDecl)
+			if !ok || fd.Doc == nil || fd.Recv != nil {
+				continue
+			}
+			for _, c := range fd.Doc.List {
+				if strings.TrimSpace(c.Text) == MarkerConstructor {
+					names = append(names, fd.Name.Name)
+				}
+			}
+		}
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// packageDoc returns the first sentence of the package documentation.
+func packageDoc(files []string) string {
+	fset := token.NewFileSet()
+	for _, name := range files {
+		f, err := parser.ParseFile(fset, name, nil, parser.PackageClauseOnly|parser.ParseComments)
+		if err != nil || f.Doc == nil {
+			continue
+		}
+		return firstSentence(f.Doc.Text())
+	}
+	return ""
+}
+
+func firstSentence(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if i := strings.Index(s, ". "); i >= 0 {
+		return s[:i+1]
+	}
+	return s
+}
+
+func exportedFuncs(pkg *types.Package) []string {
+	var names []string
+	for _, n := range pkg.Scope().Names() {
+		if _, ok := pkg.Scope().Lookup(n).(*types.Func); ok && token.IsExported(n) {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+func objectKind(obj types.Object) string {
+	switch obj.(type) {
+	case *types.Var:
+		return "variable"
+	case *types.Const:
+		return "constant"
+	case *types.TypeName:
+		return "type"
+	}
+	return "declaration"
+}
+
+func quoteJoin(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = fmt.Sprintf("%q", n)
+	}
+	return strings.Join(q, " or ")
+}
+
+// position converts pos in package pkgPath. A file below the current
+// directory is shown relative to it, any other by its import path, so
+// that messages hold no machine paths.
+func position(fset *token.FileSet, pos token.Pos, pkgPath string, rel func(string) string) token.Position {
+	p := fset.Position(pos)
+	if p.Filename != "" {
+		if r := rel(p.Filename); r != p.Filename {
+			p.Filename = r
+		} else {
+			p.Filename = pkgPath + "/" + filepath.Base(p.Filename)
+		}
+	}
+	// Export data keeps lines but not columns; print no column rather
+	// than a wrong one.
+	p.Column = 0
+	return p
+}
+
+// relativeTo returns a function that shows a path relative to dir when it
+// lies below dir, and unchanged otherwise.
+func relativeTo(dir string) func(string) string {
+	return func(path string) string {
+		if r, err := filepath.Rel(dir, path); err == nil && !strings.HasPrefix(r, "..") {
+			return r
+		}
+		return path
+	}
+}

@@ -1,0 +1,211 @@
+// Package gen is the kvgen generator: it parses a connectors.yaml manifest,
+// resolves every entry's package with the go command, checks each
+// constructor against the registry contract with go/types, and renders the
+// static registry file. It returns results and errors; only cmd/kvgen
+// touches the disk, the terminal and the exit code.
+package gen
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/kvgen/kvgen/gen/diag"
+	"github.com/kvgen/kvgen/gen/manifest"
+)
+
+// Options says what to generate.
+type Options struct {
+	// Manifest is the manifest's path as the user wrote it; positions in
+	// errors use it. Default "connectors.yaml".
+	Manifest string
+	// Output overrides the manifest's output file; relative to the current
+	// directory, like a command-line path.
+	Output string
+	// Tags are build tags used when loading the connectors' packages.
+	Tags []string
+	// ModFile, if set, is a go.mod file to use instead of the main
+	// module's (the go command's -modfile), as `kvgen build` does.
+	ModFile string
+}
+
+// Result is a generated registry file, not yet written anywhere.
+type Result struct {
+	// Manifest is the parsed manifest.
+	Manifest *manifest.Manifest
+	// Entries are the checked connectors, in manifest order.
+	Entries []*Entry
+	// Path is the file to write, as a path relative to the current
+	// directory when the manifest's path was.
+	Path string
+	// Package is the generated file's package name.
+	Package string
+	// Content is the gofmt'd file.
+	Content []byte
+}
+
+// Generate runs every stage and returns the file to write. An error in the
+// input is a diag.List with every problem found, sorted by position.
+func Generate(ctx context.Context, opts Options) (*Result, error) {
+	res, err := Resolve(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	res.Content, err = emit(res.Manifest.File, res.Package, res.Entries)
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// Resolve parses the manifest and checks every entry against its package,
+// without rendering: what `kvgen list` needs.
+func Resolve(ctx context.Context, opts Options) (*Result, error) {
+	if opts.Manifest == "" {
+		opts.Manifest = "connectors.yaml"
+	}
+	m, err := manifest.Load(opts.Manifest)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Manifest: m}
+	dir := filepath.Dir(opts.Manifest)
+
+	var errs diag.List
+	res.Path = opts.Output
+	if res.Path == "" {
+		res.Path = filepath.Join(dir, m.Output.V)
+	}
+	res.Package, err = packageName(m, res.Path)
+	if err != nil {
+		errs.Append(m.Package.Pos, err)
+	}
+
+	paths := make([]string, 0, len(m.Connectors))
+	for _, c := range m.Connectors {
+		paths = append(paths, c.Import.V)
+	}
+	absDir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	pkgs, err := load(ctx, absDir, opts.buildFlags(), paths)
+	if err != nil {
+		return nil, err
+	}
+	cwd, err := os.Getwd()
+	if err != nil {
+		return nil, err
+	}
+	rel := relativeTo(cwd)
+	for i, c := range m.Connectors {
+		if e := checkEntry(&errs, c, i, pkgs[c.Import.V], rel); e != nil {
+			res.Entries = append(res.Entries, e)
+		}
+	}
+	if err := errs.Err(); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// Docs fills in each entry's package documentation summary; only listings
+// need it, so Resolve leaves it out.
+func (r *Result) Docs() {
+	for _, e := range r.Entries {
+		e.Doc = packageDoc(e.files)
+	}
+}
+
+// packageName decides the generated file's package: the package of the Go
+// files already in the output directory, else the manifest's package, else
+// the directory's name.
+func packageName(m *manifest.Manifest, out string) (string, error) {
+	dir := filepath.Dir(out)
+	existing, err := dirPackage(dir, filepath.Base(out))
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case existing != "" && m.Package.Set && m.Package.V != existing:
+		return "", fmt.Errorf("package %q: the Go files in %s are package %s; make them agree or drop package: to use %s",
+			m.Package.V, dir, existing, existing)
+	case existing != "":
+		return existing, nil
+	case m.Package.Set:
+		return m.Package.V, nil
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	name := strings.NewReplacer("-", "_", ".", "_").Replace(filepath.Base(abs))
+	if !token.IsIdentifier(name) {
+		return "", fmt.Errorf("cannot name the package of %s after its directory; set package: in the manifest", out)
+	}
+	return name, nil
+}
+
+// dirPackage returns the package name of the non-test Go files in dir
+// other than skip, or "" if there are none.
+func dirPackage(dir, skip string) (string, error) {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	fset := token.NewFileSet()
+	for _, e := range ents {
+		n := e.Name()
+		if e.IsDir() || n == skip || !strings.HasSuffix(n, ".go") || strings.HasSuffix(n, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, filepath.Join(dir, n), nil, parser.PackageClauseOnly)
+		if err != nil {
+			continue // the compiler will say what is wrong with it
+		}
+		if f.Name.Name != "documentation" {
+			return f.Name.Name, nil
+		}
+	}
+	return "", nil
+}
+
+// Stale reports whether the file at r.Path differs from r.Content, and
+// returns a unified diff of the difference.
+func (r *Result) Stale() (bool, []byte, error) {
+	old, err := os.ReadFile(r.Path)
+	if errors.Is(err, os.ErrNotExist) {
+		return true, nil, nil
+	}
+	if err != nil {
+		return false, nil, err
+	}
+	if bytes.Equal(old, r.Content) {
+		return false, nil, nil
+	}
+	return true, unifiedDiff(r.Path, old, r.Content), nil
+}
+
+// buildFlags are the go command flags that loading needs.
+func (o Options) buildFlags() []string {
+	var flags []string
+	if len(o.Tags) > 0 {
+		flags = append(flags, "-tags="+strings.Join(o.Tags, ","))
+	}
+	if o.ModFile != "" {
+		// The temporary go.mod of a deployment build may lack requirements
+		// that the connectors' modules bring; the go command adds them
+		// there, never to the user's go.mod.
+		flags = append(flags, "-modfile="+o.ModFile, "-mod=mod")
+	}
+	return flags
+}

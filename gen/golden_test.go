@@ -1,0 +1,127 @@
+package gen_test
+
+import (
+	"context"
+	"flag"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvgen/kvgen/gen"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/*/want")
+
+// TestGolden runs every case under testdata/: a module holding
+// connectors.yaml and the connectors' packages. A case whose want/ holds
+// errors.txt must fail with exactly those errors; any other case must
+// generate want/<output file>, which is then compiled, and run when the
+// case has a want/stdout.
+func TestGolden(t *testing.T) {
+	root, err := filepath.Abs("..")
+	require.NoError(t, err)
+	cases, err := filepath.Glob("testdata/*/connectors.yaml")
+	require.NoError(t, err)
+	require.NotEmpty(t, cases)
+	for _, c := range cases {
+		src, _ := filepath.Abs(filepath.Dir(c))
+		name := filepath.Base(src)
+		t.Run(name, func(t *testing.T) {
+			dir := caseModule(t, root, src)
+			t.Chdir(dir)
+			res, err := gen.Generate(context.Background(), gen.Options{Manifest: "connectors.yaml"})
+			wantDir := filepath.Join(src, "want")
+			if wantErrs := filepath.Join(wantDir, "errors.txt"); exists(wantErrs) || (*update && err != nil) {
+				require.Error(t, err, "the case expects errors")
+				golden(t, wantErrs, []byte(err.Error()+"\n"))
+				return
+			}
+			require.NoError(t, err)
+			golden(t, filepath.Join(wantDir, filepath.Base(res.Path)), res.Content)
+
+			again, err := gen.Generate(context.Background(), gen.Options{Manifest: "connectors.yaml"})
+			require.NoError(t, err)
+			assert.Equal(t, string(res.Content), string(again.Content), "output must be byte-identical on re-run")
+
+			require.NoError(t, gen.WriteFile(res.Path, res.Content))
+			pkgDir := "./" + filepath.ToSlash(filepath.Dir(res.Path))
+			if wantOut := filepath.Join(wantDir, "stdout"); exists(wantOut) || (*update && res.Package == "main") {
+				out := goCmd(t, "run", pkgDir)
+				golden(t, wantOut, out)
+				return
+			}
+			goCmd(t, "build", "./...")
+		})
+	}
+}
+
+// caseModule copies a case and the shared packages into a temporary module
+// that requires this checkout of kvgen.
+func caseModule(t *testing.T, root, src string) string {
+	t.Helper()
+	dir := t.TempDir()
+	copyTree(t, filepath.Join(root, "gen", "testdata", "_shared"), dir)
+	copyTree(t, src, dir)
+	require.NoError(t, os.RemoveAll(filepath.Join(dir, "want")))
+	gomod := "module example.com/kvcase\n\ngo 1.26.0\n\nrequire github.com/kvgen/kvgen v0.0.0\n\nreplace github.com/kvgen/kvgen => " + root + "\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.mod"), []byte(gomod), 0o644))
+	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.sum"), sum, 0o644))
+	return dir
+}
+
+func copyTree(t *testing.T, from, to string) {
+	t.Helper()
+	err := filepath.WalkDir(from, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(from, path)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(to, rel), 0o755)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(to, rel), data, 0o644)
+	})
+	require.NoError(t, err)
+}
+
+func goCmd(t *testing.T, args ...string) []byte {
+	t.Helper()
+	cmd := exec.Command("go", args...)
+	out, err := cmd.Output()
+	var stderr string
+	if ee, ok := err.(*exec.ExitError); ok {
+		stderr = string(ee.Stderr)
+	}
+	require.NoError(t, err, "go %s:\n%s", strings.Join(args, " "), stderr)
+	return out
+}
+
+// golden compares got with the file at path, or rewrites it with -update.
+func golden(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if *update {
+		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+		require.NoError(t, os.WriteFile(path, got, 0o644))
+		return
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "missing golden file; run go test ./gen -run TestGolden -update")
+	assert.Equal(t, string(want), string(got))
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}

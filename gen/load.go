@@ -1,0 +1,216 @@
+package gen
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"go/token"
+	"go/types"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"sync"
+
+	"golang.org/x/tools/go/gcexportdata"
+	"golang.org/x/tools/go/packages"
+)
+
+// RegistryPath is the import path of the runtime package that generated
+// code imports.
+const RegistryPath = "github.com/kvgen/kvgen/registry"
+
+// loadedPackage is a connector package as the check stage sees it.
+type loadedPackage struct {
+	pkg   *packages.Package
+	types *types.Package
+	fset  *token.FileSet
+	// contract holds the registry types in the same type universe as
+	// types, so that types.Identical and types.Implements can compare them.
+	contract *contract
+	err      error
+}
+
+// contract is the part of package registry that constructors are checked
+// against.
+type contract struct {
+	factory   *types.Signature
+	connector *types.Interface
+	roles     map[string]*types.Interface // "scheduler", "worker" -> interface
+	named     map[string]*types.TypeName  // Factory, Config, Role, Connector, ...
+}
+
+// load lists every package with one go list run and decodes their export
+// data in parallel.
+//
+// go/packages decodes export data under one lock because its importer shares
+// a single type universe. Here each worker keeps its own universe, seeded
+// with package registry, so the workers need no lock and the decoding, which
+// dominates once go list is done, runs on every core.
+func load(ctx context.Context, dir string, buildFlags []string, paths []string) (map[string]*loadedPackage, error) {
+	cfg := &packages.Config{
+		Context:    ctx,
+		Dir:        dir,
+		Mode:       packages.NeedName | packages.NeedFiles | packages.NeedModule | packages.NeedExportFile,
+		BuildFlags: buildFlags,
+	}
+	patterns := append([]string{RegistryPath}, paths...)
+	pkgs, err := packages.Load(cfg, patterns...)
+	if err != nil {
+		return nil, fmt.Errorf("loading packages: %w", err)
+	}
+	byPath := make(map[string]*packages.Package, len(pkgs))
+	for _, p := range pkgs {
+		byPath[p.PkgPath] = p
+	}
+	reg := byPath[RegistryPath]
+	if reg == nil || reg.ExportFile == "" {
+		msg := "cannot load " + RegistryPath
+		switch {
+		case reg != nil && len(reg.Errors) > 0:
+			msg += ": " + reg.Errors[0].Msg
+		case reg == nil:
+			// go/packages drops the go command's complaint when go list
+			// fails as a whole (say, go.mod needs updating); ask again.
+			msg += ": " + goListError(ctx, dir, buildFlags)
+		}
+		if strings.Contains(msg, "no required module provides") {
+			msg += "\nthe manifest's module must require kvgen: go get -tool github.com/kvgen/kvgen/cmd/kvgen"
+		}
+		return nil, errors.New(msg)
+	}
+
+	out := make(map[string]*loadedPackage, len(paths))
+	var todo []*loadedPackage
+	for _, path := range paths {
+		if _, dup := out[path]; dup {
+			continue
+		}
+		lp := &loadedPackage{pkg: byPath[path]}
+		out[path] = lp
+		switch {
+		case lp.pkg == nil:
+			lp.err = fmt.Errorf("package %s was not loaded", path)
+		case len(lp.pkg.Errors) > 0:
+			lp.err = packageErrors(lp.pkg)
+		case lp.pkg.ExportFile == "":
+			lp.err = fmt.Errorf("package %s has no export data (does it build?)", path)
+		default:
+			todo = append(todo, lp)
+		}
+	}
+
+	fset := token.NewFileSet()
+	workers := min(runtime.GOMAXPROCS(0), len(todo))
+	var wg sync.WaitGroup
+	var setupErr error
+	var setupOnce sync.Once
+	next := make(chan *loadedPackage)
+	for range workers {
+		wg.Go(func() {
+			imports := make(map[string]*types.Package)
+			regTypes, err := readExport(fset, imports, reg)
+			var c *contract
+			if err == nil {
+				c, err = newContract(regTypes)
+			}
+			if err != nil {
+				setupOnce.Do(func() { setupErr = err })
+			}
+			for lp := range next {
+				if err != nil {
+					lp.err = err
+					continue
+				}
+				lp.types, lp.err = readExport(fset, imports, lp.pkg)
+				lp.contract, lp.fset = c, fset
+			}
+		})
+	}
+	for _, lp := range todo {
+		next <- lp
+	}
+	close(next)
+	wg.Wait()
+	if setupErr != nil {
+		return nil, setupErr
+	}
+	return out, nil
+}
+
+// goListError returns what the go command says when listing the registry
+// package.
+func goListError(ctx context.Context, dir string, buildFlags []string) string {
+	args := append(append([]string{"list"}, buildFlags...), RegistryPath)
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		return "the go command lists it, but go/packages did not return it"
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// readExport decodes a package's export data into imports.
+func readExport(fset *token.FileSet, imports map[string]*types.Package, p *packages.Package) (*types.Package, error) {
+	f, err := os.Open(p.ExportFile)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	r, err := gcexportdata.NewReader(bufio.NewReader(f))
+	if err != nil {
+		return nil, fmt.Errorf("reading export data of %s: %w", p.PkgPath, err)
+	}
+	return gcexportdata.Read(r, fset, imports, p.PkgPath)
+}
+
+func newContract(reg *types.Package) (*contract, error) {
+	c := &contract{named: map[string]*types.TypeName{}, roles: map[string]*types.Interface{}}
+	for _, name := range []string{"Factory", "Connector", "Config", "Role", "Scheduler", "Worker"} {
+		tn, ok := reg.Scope().Lookup(name).(*types.TypeName)
+		if !ok {
+			return nil, fmt.Errorf("%s.%s is missing: kvgen and the registry package it was built with disagree", RegistryPath, name)
+		}
+		c.named[name] = tn
+	}
+	c.factory = c.named["Factory"].Type().Underlying().(*types.Signature)
+	c.connector = c.named["Connector"].Type().Underlying().(*types.Interface)
+	c.roles["scheduler"] = c.named["Scheduler"].Type().Underlying().(*types.Interface)
+	c.roles["worker"] = c.named["Worker"].Type().Underlying().(*types.Interface)
+	return c, nil
+}
+
+// packageErrors condenses a package's errors into one line, keeping the
+// go command's own words.
+func packageErrors(p *packages.Package) error {
+	var msgs []string
+	for i, e := range p.Errors {
+		if i == 5 {
+			msgs = append(msgs, fmt.Sprintf("(and %d more errors)", len(p.Errors)-i))
+			break
+		}
+		m := e.Msg
+		if strings.Contains(m, "no required module provides package") {
+			return fmt.Errorf("no module in go.mod provides it; add its module with go get %s@VERSION, or give the entry version: (and replace:) and build with kvgen build", p.PkgPath)
+		}
+		if e.Pos != "" && e.Pos != "-" {
+			m = e.Pos + ": " + m
+		}
+		msgs = append(msgs, oneLine(m))
+	}
+	return errors.New(strings.Join(msgs, "; "))
+}
+
+// oneLine folds the go command's multi-line output, dropping its
+// "# package" headers, so that each error stays on one line.
+func oneLine(s string) string {
+	var parts []string
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "# ") {
+			parts = append(parts, l)
+		}
+	}
+	return strings.Join(parts, "; ")
+}

@@ -1,0 +1,114 @@
+package manifest
+
+import (
+	"go/token"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/kvgen/kvgen/registry"
+)
+
+// formatVersion is the manifest version this package reads.
+const formatVersion = 1
+
+// fileV1 and connectorV1 define the keys of a version 1 manifest. The parser
+// accepts exactly their tagged fields and Schema describes exactly them. Tags:
+//
+//	yaml     the key
+//	doc      its description in the schema
+//	required "true" when the key must be present
+//	default  the value an absent key takes
+//	example  a value shown in error messages and in the schema
+//	minItems the least number of items a list given must hold
+//	unique   "true" when a list may not hold a value twice
+//	pattern  the regular expression a string must match
+type fileV1 struct {
+	Version    Value[int]    `yaml:"version" required:"true" example:"1" doc:"Manifest format version; this kvgen reads version 1."`
+	Package    Value[string] `yaml:"package" example:"connectors" doc:"Go package name of the generated file. Default: the package of the output directory."`
+	Output     Value[string] `yaml:"output" default:"connectors_gen.go" example:"connectors_gen.go" doc:"The generated Go file, relative to the manifest's directory and inside it."`
+	Connectors []connectorV1 `yaml:"connectors" required:"true" example:"[]" doc:"The connectors linked into the binary, in registry order; an empty list links none."`
+}
+
+type connectorV1 struct {
+	Pos         token.Position         `yaml:"-"`
+	Name        Value[string]          `yaml:"name" required:"true" pattern:"^[A-Za-z][A-Za-z0-9_.-]*$" example:"redis" doc:"Registry key the connector is created by; unique across all names and aliases."`
+	Import      Value[string]          `yaml:"import" required:"true" example:"github.com/acme/kvredis" doc:"Go import path of the package that holds the constructor."`
+	Constructor Value[string]          `yaml:"constructor" example:"New" doc:"Exported constructor function, a registry.Factory. Default: the function the package marks with //kvgen:constructor."`
+	Roles       []Value[registry.Role] `yaml:"roles" minItems:"1" unique:"true" example:"[scheduler, worker]" doc:"Roles the connector serves. Default: both."`
+	Aliases     []Value[string]        `yaml:"aliases" unique:"true" pattern:"^[A-Za-z][A-Za-z0-9_.-]*$" example:"[RedisConnector]" doc:"Further registry keys for the connector, such as the names vLLM knows it by."`
+	Version     Value[string]          `yaml:"version" example:"v1.4.0" doc:"Module version that kvgen build requires when the module is not in go.mod."`
+	Replace     Value[string]          `yaml:"replace" example:"../kvredis" doc:"Local directory of the connector's module for kvgen build, relative to the manifest."`
+}
+
+// label names the entry in errors; see Connector.Label.
+func (c connectorV1) label(index int) string { return Connector(c).Label(index) }
+
+// labeler is implemented by list items whose errors name the item.
+type labeler interface{ label(index int) string }
+
+// field is one key of a manifest mapping, read from a struct field's tags.
+type field struct {
+	key      string
+	index    int
+	typ      reflect.Type
+	doc      string
+	required bool
+	def      string
+	example  string
+	minItems int
+	unique   bool
+	pattern  string
+}
+
+// fields returns the keys of the mapping that struct type t defines, in
+// declaration order.
+func fields(t reflect.Type) []field {
+	var out []field
+	for i := range t.NumField() {
+		sf := t.Field(i)
+		key, _, _ := strings.Cut(sf.Tag.Get("yaml"), ",")
+		if key == "" || key == "-" {
+			continue
+		}
+		f := field{
+			key:      key,
+			index:    i,
+			typ:      sf.Type,
+			doc:      sf.Tag.Get("doc"),
+			required: sf.Tag.Get("required") == "true",
+			def:      sf.Tag.Get("default"),
+			example:  sf.Tag.Get("example"),
+			unique:   sf.Tag.Get("unique") == "true",
+			pattern:  sf.Tag.Get("pattern"),
+		}
+		if s := sf.Tag.Get("minItems"); s != "" {
+			n, err := strconv.Atoi(s)
+			if err != nil {
+				panic("manifest: bad minItems tag on " + t.Name() + "." + sf.Name)
+			}
+			f.minItems = n
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// keys returns the keys of the mapping that struct type t defines.
+func keys(t reflect.Type) []string {
+	var out []string
+	for _, f := range fields(t) {
+		out = append(out, f.key)
+	}
+	return out
+}
+
+// fieldByKey returns the field of struct type t for key.
+func fieldByKey(t reflect.Type, key string) (field, bool) {
+	for _, f := range fields(t) {
+		if f.key == key {
+			return f, true
+		}
+	}
+	return field{}, false
+}

@@ -1,0 +1,101 @@
+// Package manifest reads connectors.yaml, the list of connectors a
+// deployment links, and checks it strictly: every problem is reported at its
+// file:line:col, all of them in one run.
+//
+// The keys the parser accepts and the JSON Schema it publishes are both
+// derived from the same Go struct types, so the two cannot disagree.
+package manifest
+
+import (
+	"fmt"
+	"go/token"
+	"os"
+
+	"github.com/kvgen/kvgen/registry"
+)
+
+// Value is a manifest value with the position it was written at. Set is
+// false when the key was absent: then V holds the default and Pos is the
+// zero position.
+type Value[T any] struct {
+	V   T
+	Pos token.Position
+	Set bool
+}
+
+// Manifest is a parsed connectors.yaml.
+type Manifest struct {
+	// File is the file name as given to Parse; every position uses it.
+	File    string
+	Version Value[int]
+	// Package is the package of the generated file. When absent, gen uses
+	// the package of the output directory.
+	Package Value[string]
+	// Output is the generated file, relative to the manifest's directory;
+	// it defaults to connectors_gen.go.
+	Output     Value[string]
+	Connectors []Connector
+}
+
+// Connector is one entry of the connectors list.
+type Connector struct {
+	// Pos is the position of the entry's first key.
+	Pos token.Position
+	// Name is the registry key the connector is created by.
+	Name Value[string]
+	// Import is the Go import path of the package holding the constructor.
+	Import Value[string]
+	// Constructor is the constructor's name; V is "" when omitted, and gen
+	// then looks for a //kvgen:constructor marker in the package.
+	Constructor Value[string]
+	// Roles are the roles the connector serves; empty means both.
+	Roles []Value[registry.Role]
+	// Aliases are further registry keys for the connector.
+	Aliases []Value[string]
+	// Version is the module version that `kvgen build` requires.
+	Version Value[string]
+	// Replace is the module's local directory for `kvgen build`, relative
+	// to the manifest.
+	Replace Value[string]
+}
+
+// RoleSet returns the roles the connector serves; the zero set, when no
+// roles were listed, means every role.
+func (c Connector) RoleSet() registry.RoleSet {
+	var s registry.RoleSet
+	for _, r := range c.Roles {
+		s |= registry.NewRoleSet(r.V)
+	}
+	return s
+}
+
+// Label is how errors name the entry at index (counted from 0 in
+// Manifest.Connectors): `connector "redis"`, or `connector 3` for the third
+// entry when it has no valid name.
+func (c Connector) Label(index int) string {
+	if c.Name.Set && nameRE.MatchString(c.Name.V) {
+		return fmt.Sprintf("connector %q", c.Name.V)
+	}
+	return fmt.Sprintf("connector %d", index+1)
+}
+
+// Parse parses and validates a manifest. On failure the error is a
+// diag.List holding every problem found, sorted by position; messages name
+// the entry they concern, say what is wrong and what to do.
+func Parse(filename string, data []byte) (*Manifest, error) {
+	p := newParser(filename, data)
+	m := p.parse()
+	if err := p.errs.Err(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// Load reads and parses the manifest at path; positions use path as given.
+func Load(path string) (*Manifest, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(path, data)
+}

@@ -1,0 +1,187 @@
+package manifest
+
+import (
+	"cmp"
+	"fmt"
+	"go/token"
+	"path"
+	"reflect"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"golang.org/x/mod/module"
+	"golang.org/x/mod/semver"
+)
+
+// validate checks the values that decoded with the right types; a value
+// that did not decode has been reported already and is not Set.
+func (p *parser) validate(m *Manifest) {
+	if v := m.Version; v.Set && v.V != formatVersion {
+		p.errs.Add(v.Pos, "unsupported manifest version %d; this kvgen reads version %d", v.V, formatVersion)
+	}
+	if v := m.Package; v.Set {
+		switch {
+		case v.V == "_":
+			p.errs.Add(v.Pos, "package %q is the blank identifier; give a package name such as \"connectors\"", v.V)
+		case token.IsKeyword(v.V):
+			p.errs.Add(v.Pos, "package %q is a Go keyword; give a package name such as \"connectors\"", v.V)
+		case !token.IsIdentifier(v.V):
+			p.errs.Add(v.Pos, "package %q is not a Go identifier; give a package name such as \"connectors\"", v.V)
+		}
+	}
+	if v := m.Output; v.Set {
+		if msg := checkOutput(v.V); msg != "" {
+			p.errs.Add(v.Pos, "%s", msg)
+		}
+	}
+	for i, c := range m.Connectors {
+		p.validateConnector(c, c.Label(i))
+	}
+	p.checkUnique(m.Connectors)
+}
+
+func (p *parser) validateConnector(c Connector, label string) {
+	add := func(pos token.Position, format string, args ...any) {
+		p.errs.Add(pos, "%s: %s", label, fmt.Sprintf(format, args...))
+	}
+	if v := c.Name; v.Set {
+		if msg := checkName("name", v.V); msg != "" {
+			add(v.Pos, "%s", msg)
+		}
+	}
+	for _, a := range c.Aliases {
+		if msg := checkName("alias", a.V); msg != "" {
+			add(a.Pos, "%s", msg)
+		} else if c.Name.Set && a.V == c.Name.V {
+			add(a.Pos, "alias %q is the connector's own name; remove it", a.V)
+		}
+	}
+	if v := c.Import; v.Set {
+		if err := module.CheckImportPath(v.V); err != nil {
+			reason := err
+			if ip, ok := err.(*module.InvalidPathError); ok {
+				reason = ip.Err
+			}
+			add(v.Pos, "import %q is not a valid Go import path: %v; give the package's full import path, e.g. %q",
+				v.V, reason, mustField(reflect.TypeFor[connectorV1](), "import").example)
+		}
+	}
+	if v := c.Constructor; v.Set {
+		switch {
+		case !token.IsIdentifier(v.V):
+			add(v.Pos, "constructor %q is not a Go identifier; give the function's name only, e.g. \"New\"", v.V)
+		case !token.IsExported(v.V):
+			add(v.Pos, "constructor %q is lowercase: unexported functions cannot be called from the generated package; export it", v.V)
+		}
+	}
+	if v := c.Version; v.Set {
+		switch {
+		case !semver.IsValid(v.V):
+			add(v.Pos, "version %q is not a semantic version; want a version such as v1.4.0", v.V)
+		case semver.Canonical(v.V) != v.V && semver.Canonical(v.V)+"+incompatible" != v.V:
+			add(v.Pos, "version %q is not in canonical form; want a version such as v1.4.0, here %q", v.V, semver.Canonical(v.V))
+		}
+	}
+	if v := c.Replace; v.Set {
+		switch {
+		case isAbs(v.V):
+			add(v.Pos, "replace %q is an absolute path, which ties the manifest to one machine; give the module's directory relative to the manifest, e.g. %q",
+				v.V, mustField(reflect.TypeFor[connectorV1](), "replace").example)
+		case strings.Contains(v.V, `\`):
+			add(v.Pos, "replace %q contains a backslash; separate directories with \"/\"", v.V)
+		case path.Clean(v.V) != v.V:
+			add(v.Pos, "replace %q is not a clean path; write %q", v.V, path.Clean(v.V))
+		}
+	}
+}
+
+// checkName says what is wrong with a connector name or alias, or returns "".
+func checkName(kind, s string) string {
+	if nameRE.MatchString(s) {
+		return ""
+	}
+	const rule = "a name is a letter followed by letters, digits, '_', '.' or '-'"
+	// Valid names are closed under prefixes, so the first prefix that
+	// does not match ends at the offending character.
+	for i, r := range s {
+		if !nameRE.MatchString(s[:i+utf8.RuneLen(r)]) {
+			if i == 0 {
+				return fmt.Sprintf("%s %q cannot start with %q; %s", kind, s, r, rule)
+			}
+			return fmt.Sprintf("%s %q cannot contain %q; %s", kind, s, r, rule)
+		}
+	}
+	return fmt.Sprintf("%s %q is not a valid name; %s", kind, s, rule)
+}
+
+func isAbs(p string) bool {
+	return strings.HasPrefix(p, "/") || strings.HasPrefix(p, `\`) ||
+		len(p) >= 2 && p[1] == ':' && ('a' <= p[0] && p[0] <= 'z' || 'A' <= p[0] && p[0] <= 'Z')
+}
+
+// checkOutput says what is wrong with the output file name, or returns "".
+func checkOutput(s string) string {
+	example := mustField(reflect.TypeFor[fileV1](), "output").def
+	base := path.Base(s)
+	switch {
+	case isAbs(s):
+		return fmt.Sprintf("output %q is an absolute path; give a file name relative to the manifest, e.g. %q", s, example)
+	case strings.Contains(s, `\`):
+		return fmt.Sprintf("output %q contains a backslash; separate directories with \"/\"", s)
+	case path.Clean(s) == ".." || strings.HasPrefix(path.Clean(s), "../"):
+		return fmt.Sprintf("output %q is outside the manifest's directory; write the file there or below it", s)
+	case !strings.HasSuffix(s, ".go"):
+		return fmt.Sprintf("output %q is not a Go file; give a name ending in .go, e.g. %q", s, example)
+	case strings.HasSuffix(s, "_test.go"):
+		return fmt.Sprintf("output %q is a test file, which go build leaves out; give another name, e.g. %q", s, example)
+	case strings.HasPrefix(base, ".") || strings.HasPrefix(base, "_"):
+		return fmt.Sprintf("output %q starts with %q, so go build ignores it; give another name, e.g. %q", s, base[:1], example)
+	}
+	return ""
+}
+
+// claim is one registry key a connector takes: its name or an alias.
+type claim struct {
+	key   string
+	alias bool
+	pos   token.Position
+	conn  int
+}
+
+// checkUnique reports every name or alias that an earlier entry already
+// took, at the later one, naming the earlier one's position.
+func (p *parser) checkUnique(cs []Connector) {
+	var claims []claim
+	for i, c := range cs {
+		if c.Name.Set && nameRE.MatchString(c.Name.V) {
+			claims = append(claims, claim{c.Name.V, false, c.Name.Pos, i})
+		}
+		for _, a := range c.Aliases {
+			if nameRE.MatchString(a.V) {
+				claims = append(claims, claim{a.V, true, a.Pos, i})
+			}
+		}
+	}
+	slices.SortStableFunc(claims, func(a, b claim) int { return cmp.Compare(a.pos.Offset, b.pos.Offset) })
+	owner := make(map[string]claim)
+	for _, c := range claims {
+		first, taken := owner[c.key]
+		if !taken {
+			owner[c.key] = c
+			continue
+		}
+		if first.conn == c.conn {
+			continue // an alias repeating the entry's own name or alias is reported on its own
+		}
+		kind, what := "name", "the name"
+		if c.alias {
+			kind = "alias"
+		}
+		if first.alias {
+			what = "an alias"
+		}
+		p.errs.Add(c.pos, "%s: %s %q is already %s of %s at %s; rename one of them",
+			cs[c.conn].Label(c.conn), kind, c.key, what, cs[first.conn].Label(first.conn), first.pos)
+	}
+}

@@ -1,0 +1,31 @@
+// Package value has a constructor that returns a struct value.
+package value
+
+import (
+	"context"
+
+	"example.com/kvcase/fake"
+	"github.com/kvgen/kvgen/registry"
+)
+
+// Conn is a scheduler-side connector held by value.
+type Conn struct{ fake.Conn }
+
+// Close releases nothing.
+func (Conn) Close() error { return nil }
+
+// MatchedTokens reports one block.
+func (Conn) MatchedTokens(ctx context.Context, req *registry.Request, numComputed int) (int, error) {
+	return 16, nil
+}
+
+// AfterAlloc does nothing.
+func (Conn) AfterAlloc(ctx context.Context, req *registry.Request, numExternal int) error { return nil }
+
+// RequestFinished does nothing.
+func (Conn) RequestFinished(ctx context.Context, req *registry.Request) error { return nil }
+
+// Open returns the connector by value.
+func Open(ctx context.Context, cfg registry.Config, role registry.Role) (Conn, error) {
+	return Conn{}, nil
+}

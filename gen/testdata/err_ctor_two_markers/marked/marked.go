@@ -1,0 +1,22 @@
+package marked
+
+import (
+	"context"
+
+	"example.com/kvcase/fake"
+	"github.com/kvgen/kvgen/registry"
+)
+
+// A makes one.
+//
+//kvgen:constructor
+func A(ctx context.Context, cfg registry.Config, role registry.Role) (registry.Connector, error) {
+	return fake.New(ctx, cfg, role)
+}
+
+// B makes another.
+//
+//kvgen:constructor
+func B(ctx context.Context, cfg registry.Config, role registry.Role) (registry.Connector, error) {
+	return fake.New(ctx, cfg, role)
+}

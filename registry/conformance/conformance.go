@@ -1,0 +1,158 @@
+// Package conformance is the test suite every KV connector should pass. A
+// connector's own tests call [Run] with its factory:
+//
+//	func TestConformance(t *testing.T) {
+//		conformance.Run(t, mypkg.New, conformance.Options{
+//			Extra: func(t testing.TB) map[string]any {
+//				return map[string]any{"path": t.TempDir()}
+//			},
+//		})
+//	}
+//
+// The suite checks what the engine relies on and what a connector's own
+// tests tend to miss: byte-exact round trips per layer, misses that never
+// return data, chained prefix keys, block-aligned matches that honour the
+// computed tokens, slices that are not shared with the caller, concurrent
+// use, idempotent Close and rejected unknown settings. Run it with -race.
+package conformance
+
+import (
+	"log/slog"
+	"maps"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvgen/kvgen/registry"
+)
+
+// Options configures Run.
+type Options struct {
+	// Extra returns the kv_connector_extra_config for one store. Run calls
+	// it once per subtest and creates the scheduler and the worker side
+	// from the same settings, so they must share one store (a fresh
+	// directory, a fresh key prefix...). Nil means no settings.
+	Extra func(t testing.TB) map[string]any
+	// Roles the connector serves; zero means both.
+	Roles registry.RoleSet
+}
+
+// name is the registry key the suite gives the connector under test.
+const name = "under-test"
+
+// blockSize is the block size of most subtests: vLLM's default.
+const blockSize = registry.DefaultBlockSize
+
+// layerNames are the layers of the suite's model, named the way vLLM names
+// attention layers.
+var layerNames = []string{
+	"model.layers.0.self_attn",
+	"model.layers.1.self_attn",
+	"model.layers.2.self_attn",
+}
+
+// Run runs the conformance suite against factory as subtests of t.
+func Run(t *testing.T, factory registry.Factory, opts Options) {
+	t.Helper()
+	reg, err := registry.New(registry.Entry{
+		Name:        name,
+		ImportPath:  "conformance",
+		Constructor: "factory",
+		Roles:       opts.Roles,
+		Factory:     factory,
+	})
+	require.NoError(t, err)
+	s := &suite{
+		// The registry logs every creation; the suite creates hundreds.
+		reg:  reg.WithLogger(slog.New(slog.DiscardHandler)),
+		opts: opts,
+		// A random salt keeps the prompts of one run apart from those of
+		// earlier runs, for stores that outlive the test process.
+		salt: rand.Uint64(),
+	}
+	t.Run("RolesServed", s.rolesServed)
+	t.Run("BothRolesInOneProcess", s.bothRolesInOneProcess)
+	t.Run("RoundTrip", func(t *testing.T) { s.roundTrip(t, blockSize) })
+	t.Run("RoundTripBlockSize4", func(t *testing.T) { s.roundTrip(t, 4) })
+	t.Run("Miss", s.miss)
+	t.Run("MatchedTokens", s.matchedTokens)
+	t.Run("SaveRejectsBadPrefix", s.saveRejectsBadPrefix)
+	t.Run("NoSharedSlices", s.noSharedSlices)
+	t.Run("Concurrent", s.concurrent)
+	t.Run("CloseIdempotent", s.closeIdempotent)
+	t.Run("UnknownSetting", s.unknownSetting)
+	t.Run("Finished", s.finished)
+}
+
+// suite holds what every subtest shares.
+type suite struct {
+	reg  *registry.Registry
+	opts Options
+	salt uint64
+}
+
+// pair is the two sides of one store. A side whose role the connector does
+// not serve is nil.
+type pair struct {
+	sched  registry.Scheduler
+	worker registry.Worker
+}
+
+// extra returns one store's settings.
+func (s *suite) extra(t *testing.T) map[string]any {
+	t.Helper()
+	if s.opts.Extra == nil {
+		return nil
+	}
+	return s.opts.Extra(t)
+}
+
+// config returns the configuration the suite creates connectors from. Each
+// connector gets its own copy of extra, as separate processes would.
+func (s *suite) config(bs int, extra map[string]any) registry.Config {
+	return registry.Config{
+		Connector:         name,
+		EngineID:          "conformance-engine",
+		KVRole:            registry.KVBoth,
+		BlockSize:         bs,
+		LayerNames:        layerNames,
+		LoadFailurePolicy: registry.PolicyRecompute,
+		Extra:             maps.Clone(extra),
+	}
+}
+
+// create creates the connector for role through the registry, so that its
+// role-interface check runs, and closes it when t ends.
+func (s *suite) create(t *testing.T, bs int, extra map[string]any, role registry.Role) registry.Connector {
+	t.Helper()
+	c, err := s.reg.Create(t.Context(), s.config(bs, extra), role)
+	require.NoError(t, err, "Create for the %s role", role)
+	t.Cleanup(func() { assert.NoError(t, c.Close(), "Close of the %s side", role) })
+	return c
+}
+
+// open creates both sides of one fresh store.
+func (s *suite) open(t *testing.T, bs int) pair {
+	t.Helper()
+	extra := s.extra(t)
+	var p pair
+	if s.serves(registry.RoleScheduler) {
+		p.sched = s.create(t, bs, extra, registry.RoleScheduler).(registry.Scheduler)
+	}
+	if s.serves(registry.RoleWorker) {
+		p.worker = s.create(t, bs, extra, registry.RoleWorker).(registry.Worker)
+	}
+	return p
+}
+
+func (s *suite) serves(r registry.Role) bool { return s.opts.Roles.Has(r) }
+
+// needWorker skips a subtest that has to store KV.
+func (s *suite) needWorker(t *testing.T) {
+	t.Helper()
+	if !s.serves(registry.RoleWorker) {
+		t.Skip("the connector does not serve the worker role")
+	}
+}

@@ -1,0 +1,115 @@
+package conformance
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvgen/kvgen/registry"
+)
+
+// rolesServed checks that each role the connector serves gets its role's
+// interface. Create already refuses a connector that lacks it; the suite
+// says so in its own words.
+func (s *suite) rolesServed(t *testing.T) {
+	extra := s.extra(t)
+	for _, role := range s.opts.Roles.List() {
+		c := s.create(t, blockSize, extra, role)
+		switch role {
+		case registry.RoleScheduler:
+			assert.Implements(t, (*registry.Scheduler)(nil), c, "the scheduler side")
+		case registry.RoleWorker:
+			assert.Implements(t, (*registry.Worker)(nil), c, "the worker side")
+		}
+	}
+}
+
+// bothRolesInOneProcess follows vLLM's single-process executor: both sides
+// live in one process at once, built worker first here, and closing one
+// side must not take the store from under the other.
+func (s *suite) bothRolesInOneProcess(t *testing.T) {
+	if !s.serves(registry.RoleScheduler) || !s.serves(registry.RoleWorker) {
+		t.Skip("the connector serves one role")
+	}
+	ctx := t.Context()
+	extra := s.extra(t)
+	w := s.create(t, blockSize, extra, registry.RoleWorker).(registry.Worker)
+	sched := s.create(t, blockSize, extra, registry.RoleScheduler).(registry.Scheduler)
+
+	req := s.request(t, "prompt", 3*blockSize)
+	require.NoError(t, saveLayers(ctx, w, req, 2*blockSize, 64, layerNames))
+	n, err := sched.MatchedTokens(ctx, req, 0)
+	require.NoError(t, err)
+	assert.Equal(t, 2*blockSize, n, "the scheduler side must see what the worker side saved")
+
+	require.NoError(t, sched.Close())
+	assert.NoError(t, checkLayers(ctx, w, req, 2*blockSize, 64, layerNames),
+		"the worker side must keep working after the scheduler side closed")
+}
+
+// closeIdempotent checks that a second Close returns nil.
+func (s *suite) closeIdempotent(t *testing.T) {
+	extra := s.extra(t)
+	for _, role := range s.opts.Roles.List() {
+		c := s.create(t, blockSize, extra, role)
+		require.NoError(t, c.Close(), "first Close of the %s side", role)
+		assert.NoError(t, c.Close(), "second Close of the %s side", role)
+	}
+}
+
+// unknownSetting checks that a misspelt setting fails creation by name, as
+// registry.DecodeExtra reports it, instead of being ignored.
+func (s *suite) unknownSetting(t *testing.T) {
+	extra := maps.Clone(s.extra(t))
+	if extra == nil {
+		extra = map[string]any{}
+	}
+	extra["no_such_setting"] = true
+	for _, role := range s.opts.Roles.List() {
+		c, err := s.reg.Create(t.Context(), s.config(blockSize, extra), role)
+		if err == nil {
+			assert.NoError(t, c.Close())
+		}
+		assert.ErrorContains(t, err, `unknown key "no_such_setting"`, "Create for the %s role", role)
+	}
+}
+
+// finished checks Finished: over the calls of one engine, every request it
+// reports as sent or received was passed to it as finished, and none is
+// reported twice.
+func (s *suite) finished(t *testing.T) {
+	s.needWorker(t)
+	ctx := t.Context()
+	p := s.open(t, blockSize)
+	saved := s.request(t, "saved", 2*blockSize)
+	loaded := s.request(t, "loaded", 2*blockSize)
+	idle := s.request(t, "idle", 2*blockSize)
+	require.NoError(t, saveLayers(ctx, p.worker, saved, blockSize, 32, layerNames))
+	require.NoError(t, saveLayers(ctx, p.worker, loaded, blockSize, 32, layerNames))
+	require.NoError(t, checkLayers(ctx, p.worker, loaded, blockSize, 32, layerNames))
+
+	passed := map[string]bool{}
+	sentSeen := map[string]bool{}
+	receivedSeen := map[string]bool{}
+	record := func(call string, ids []string, seen map[string]bool, what string) {
+		for _, id := range ids {
+			assert.True(t, passed[id], "%s reported %q as %s, but it was never passed as finished", call, id, what)
+			assert.False(t, seen[id], "%s reported %q as %s again", call, id, what)
+			seen[id] = true
+		}
+	}
+	for i, batch := range [][]string{{saved.ID, loaded.ID}, {idle.ID}, nil} {
+		for _, id := range batch {
+			passed[id] = true
+		}
+		sent, received, err := p.worker.Finished(ctx, slices.Clone(batch))
+		require.NoError(t, err, "Finished call %d", i+1)
+		call := fmt.Sprintf("Finished call %d", i+1)
+		record(call, sent, sentSeen, "sent")
+		record(call, received, receivedSeen, "received")
+	}
+}

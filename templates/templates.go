@@ -1,0 +1,91 @@
+// Package templates holds the text/template files kvgen renders for what is
+// not the registry: the scaffold of a new connector module (`kvgen new`) and
+// the Markdown table of a manifest's connectors (`kvgen doc`). The registry
+// itself is emitted with jennifer only.
+package templates
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"go/format"
+	"io/fs"
+	"path"
+	"strings"
+	"text/template"
+)
+
+//go:embed connector/*.tmpl doc.md.tmpl
+var files embed.FS
+
+// Scaffold is what a new connector module is rendered from.
+type Scaffold struct {
+	// Name is the connector's registry name, also its package name.
+	Name string
+	// Module is the new module's path.
+	Module string
+	// GoVersion is the go directive of the new go.mod.
+	GoVersion string
+	// KVGenVersion is the version of github.com/kvgen/kvgen to require.
+	KVGenVersion string
+	// Replace, if set, is a local directory that replaces
+	// github.com/kvgen/kvgen, for developing against an unreleased kvgen.
+	Replace string
+}
+
+// RenderScaffold returns the scaffold's files by their path in the new
+// module. Go files are gofmt'd.
+func RenderScaffold(s Scaffold) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	err := fs.WalkDir(files, "connector", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := render(p, s)
+		if err != nil {
+			return err
+		}
+		name := strings.TrimSuffix(path.Base(p), ".tmpl")
+		if strings.HasSuffix(name, ".go") {
+			if data, err = format.Source(data); err != nil {
+				return fmt.Errorf("template %s: %w", p, err)
+			}
+		}
+		out[name] = data
+		return nil
+	})
+	return out, err
+}
+
+// DocRow is one connector in the `kvgen doc` table.
+type DocRow struct {
+	Name, Aliases, Roles, Import, Constructor, Module, Summary string
+}
+
+// RenderDoc renders the Markdown table of a manifest's connectors.
+func RenderDoc(manifest string, rows []DocRow) ([]byte, error) {
+	return render("doc.md.tmpl", struct {
+		Manifest string
+		Rows     []DocRow
+	}{manifest, rows})
+}
+
+func render(name string, data any) ([]byte, error) {
+	t, err := template.New(path.Base(name)).Funcs(template.FuncMap{
+		"cell": cell,
+	}).ParseFS(files, name)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if err := t.Execute(&buf, data); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// cell makes s safe inside a Markdown table cell.
+func cell(s string) string {
+	s = strings.ReplaceAll(s, "|", `\|`)
+	return strings.Join(strings.Fields(s), " ")
+}
