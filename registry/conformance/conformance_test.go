@@ -1,0 +1,221 @@
+package conformance_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/conformance"
+)
+
+func TestRun(t *testing.T) {
+	conformance.Run(t, newFactory(""), conformance.Options{})
+}
+
+func TestRunOneRole(t *testing.T) {
+	for _, role := range registry.Roles {
+		t.Run(role.String(), func(t *testing.T) {
+			conformance.Run(t, newFactory(""), conformance.Options{Roles: registry.NewRoleSet(role)})
+		})
+	}
+}
+
+// defectEnv tells a child test process which defect to run the suite on.
+const defectEnv = "KVGEN_CONFORMANCE_DEFECT"
+
+// TestSuiteCatchesDefects runs the suite on connectors with one defect each,
+// in a child process since the suite fails its test, and checks that the
+// subtest meant to catch the defect fails.
+func TestSuiteCatchesDefects(t *testing.T) {
+	if d := os.Getenv(defectEnv); d != "" {
+		conformance.Run(t, newFactory(defect(d)), conformance.Options{})
+		return
+	}
+	for _, c := range []struct {
+		defect  defect
+		subtest string
+	}{
+		{schedulerMissing, "RolesServed"},
+		{storePerInstance, "BothRolesInOneProcess"},
+		{ignoresLayer, "RoundTrip"},
+		{missWithoutError, "Miss/NeverSaved"},
+		{unchainedKeys, "Miss/DivergingPrompt"},
+		{anyLayerMatches, "Miss/PartialLayers"},
+		{ignoresComputed, "MatchedTokens"},
+		{acceptsMisaligned, "SaveRejectsBadPrefix"},
+		{retainsSaved, "NoSharedSlices"},
+		{sharesLoaded, "NoSharedSlices"},
+		{closeTwiceFails, "CloseIdempotent"},
+		{ignoresSettings, "UnknownSetting"},
+		{reportsStranger, "Finished"},
+	} {
+		t.Run(string(c.defect), func(t *testing.T) {
+			t.Parallel()
+			cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestSuiteCatchesDefects$")
+			cmd.Env = append(os.Environ(), defectEnv+"="+string(c.defect))
+			out, err := cmd.CombinedOutput()
+			var exit *exec.ExitError
+			require.ErrorAs(t, err, &exit, "the suite passed a connector with the defect %q:\n%s", c.defect, out)
+			assert.Contains(t, string(out), "--- FAIL: TestSuiteCatchesDefects/"+c.subtest+" ")
+		})
+	}
+}
+
+// defect names one way to break the connector contract; "" is none.
+type defect string
+
+const (
+	schedulerMissing  defect = "scheduler-missing"
+	storePerInstance  defect = "store-per-instance"
+	ignoresLayer      defect = "ignores-layer"
+	missWithoutError  defect = "miss-without-error"
+	unchainedKeys     defect = "unchained-keys"
+	anyLayerMatches   defect = "any-layer-matches"
+	ignoresComputed   defect = "ignores-computed"
+	acceptsMisaligned defect = "accepts-misaligned"
+	retainsSaved      defect = "retains-saved"
+	sharesLoaded      defect = "shares-loaded"
+	closeTwiceFails   defect = "close-twice-fails"
+	ignoresSettings   defect = "ignores-settings"
+	reportsStranger   defect = "reports-stranger"
+)
+
+// newFactory returns the factory of a small map-backed connector whose
+// instances share one store, with the defect d.
+func newFactory(d defect) registry.Factory {
+	shared := &store{kv: map[key][]byte{}}
+	return func(ctx context.Context, cfg registry.Config, role registry.Role) (registry.Connector, error) {
+		if d != ignoresSettings {
+			var opts struct{}
+			if err := registry.DecodeExtra(cfg.Extra, &opts); err != nil {
+				return nil, err
+			}
+		}
+		st := shared
+		if d == storePerInstance {
+			st = &store{kv: map[key][]byte{}}
+		}
+		c := &mapConnector{store: st, cfg: cfg, defect: d}
+		if d == schedulerMissing && role == registry.RoleScheduler {
+			return workerOnly{c}, nil
+		}
+		return c, nil
+	}
+}
+
+type workerOnly struct{ registry.Worker }
+
+type key struct{ prefix, layer string }
+
+type store struct {
+	mu sync.Mutex
+	kv map[key][]byte
+}
+
+type mapConnector struct {
+	*store
+	cfg    registry.Config
+	defect defect
+	closed bool
+}
+
+func (c *mapConnector) key(req *registry.Request, layer string, n int) key {
+	bs := c.cfg.BlockSize
+	if c.defect == ignoresLayer {
+		layer = ""
+	}
+	if c.defect == unchainedKeys {
+		return key{fmt.Sprint(n, req.PromptTokens[n-bs:n]), layer}
+	}
+	h, _ := registry.PrefixHash(req.PromptTokens, bs, n)
+	return key{h.String(), layer}
+}
+
+func (c *mapConnector) MatchedTokens(_ context.Context, req *registry.Request, numComputed int) (int, error) {
+	bs := c.cfg.BlockSize
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for n := len(req.PromptTokens) / bs * bs; n > numComputed; n -= bs {
+		found := 0
+		for _, l := range c.cfg.LayerNames {
+			if _, ok := c.kv[c.key(req, l, n)]; ok {
+				found++
+			}
+		}
+		if found == len(c.cfg.LayerNames) || found > 0 && c.defect == anyLayerMatches {
+			if c.defect == ignoresComputed {
+				return n, nil
+			}
+			return n - numComputed, nil
+		}
+	}
+	return 0, nil
+}
+
+func (c *mapConnector) AfterAlloc(context.Context, *registry.Request, int) error { return nil }
+
+func (c *mapConnector) RequestFinished(context.Context, *registry.Request) error { return nil }
+
+func (c *mapConnector) SaveLayer(_ context.Context, req *registry.Request, layer string, n int, kv []byte) error {
+	bs := c.cfg.BlockSize
+	if c.defect == acceptsMisaligned {
+		if n = n / bs * bs; n <= 0 || n > len(req.PromptTokens) {
+			return nil
+		}
+	} else if err := registry.CheckPrefix(len(req.PromptTokens), bs, n); err != nil {
+		return err
+	}
+	if c.defect != retainsSaved {
+		kv = slices.Clone(kv)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.kv[c.key(req, layer, n)] = kv
+	return nil
+}
+
+func (c *mapConnector) LoadLayer(_ context.Context, req *registry.Request, layer string, n int) ([]byte, error) {
+	if err := registry.CheckPrefix(len(req.PromptTokens), c.cfg.BlockSize, n); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	kv, ok := c.kv[c.key(req, layer, n)]
+	switch {
+	case !ok && c.defect == missWithoutError:
+		return nil, nil
+	case !ok:
+		return nil, fmt.Errorf("%s: %w", layer, registry.ErrMiss)
+	case c.defect == sharesLoaded:
+		return kv, nil
+	}
+	return slices.Clone(kv), nil
+}
+
+func (c *mapConnector) WaitForSave(context.Context) error { return nil }
+
+func (c *mapConnector) Finished(_ context.Context, finished []string) (sent, received []string, err error) {
+	if c.defect == reportsStranger {
+		finished = append(finished, "stranger")
+	}
+	return finished, slices.Clone(finished), nil
+}
+
+func (c *mapConnector) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed && c.defect == closeTwiceFails {
+		return errors.New("already closed")
+	}
+	c.closed = true
+	return nil
+}
