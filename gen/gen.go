@@ -33,6 +33,9 @@ type Options struct {
 	// ModFile, if set, is a go.mod file to use instead of the main
 	// module's (the go command's -modfile), as `kvgen build` does.
 	ModFile string
+	// Dir is where the go command loads the connectors' packages from;
+	// default the manifest's directory. It decides the main module.
+	Dir string
 }
 
 // Result is a generated registry file, not yet written anywhere.
@@ -91,7 +94,11 @@ func Resolve(ctx context.Context, opts Options) (*Result, error) {
 	for _, c := range m.Connectors {
 		paths = append(paths, c.Import.V)
 	}
-	absDir, err := filepath.Abs(dir)
+	loadDir := dir
+	if opts.Dir != "" {
+		loadDir = opts.Dir
+	}
+	absDir, err := filepath.Abs(loadDir)
 	if err != nil {
 		return nil, err
 	}

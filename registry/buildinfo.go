@@ -19,8 +19,9 @@ func (r *Registry) fillVersions() {
 }
 
 // ModuleVersion returns the version of module path in info: the main
-// module's version, a dependency's version (following replacements, where a
-// local directory replacement has none), or "" if the module is not linked.
+// module's version, a dependency's version, the version of its replacement,
+// "v0.1.0 => ./dir" for a replacement by a local directory, or "" if the
+// module is not linked.
 func ModuleVersion(info *debug.BuildInfo, path string) string {
 	if path == "" || info == nil {
 		return ""
@@ -33,10 +34,13 @@ func ModuleVersion(info *debug.BuildInfo, path string) string {
 			continue
 		}
 		if m.Replace != nil {
-			if m.Replace.Version != "" {
-				return m.Replace.Version
+			// A directory replacement has no version of its own; the go
+			// command records it as "(devel)". Show what was required and
+			// where it came from instead.
+			if v := m.Replace.Version; v != "" && v != "(devel)" {
+				return v
 			}
-			return "(replaced by " + m.Replace.Path + ")"
+			return m.Version + " => " + m.Replace.Path
 		}
 		return m.Version
 	}

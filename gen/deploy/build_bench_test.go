@@ -1,0 +1,107 @@
+package deploy_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// BenchmarkBuild compares `kvgen build` of the datacenter deployment with
+// a plain `go build` of the same program in a copy of the module whose
+// go.mod already requires the Redis connector and whose committed registry
+// is the datacenter one: the cost of building without touching the tree.
+// Both copies are built once before timing, so every build has warm caches;
+// each iteration runs both builds, so they see the same machine load.
+func BenchmarkBuild(b *testing.B) {
+	root := repoRoot(b)
+	kvgen := buildKVGen(b, root)
+	env := []string{goFlags()}
+	custom := copyModule(b, root)
+	plain := copyModule(b, root)
+
+	// The plain copy gets by hand what kvgen build does in temporary files.
+	mustRun(b, plain, env, "go", "mod", "edit",
+		"-require="+redisModule+"@v0.1.0", "-replace="+redisModule+"=./examples/external/redis")
+	mustRun(b, plain, env, "go", "get", redisModule+"@v0.1.0")
+	mustRun(b, plain, env, kvgen, "-manifest", "examples/deploy/datacenter.yaml", "-o", "examples/kvserver/connectors_gen.go")
+
+	out := b.TempDir()
+	customBin, plainBin := filepath.Join(out, "kvserver-custom"), filepath.Join(out, "kvserver-plain")
+	customBuild := []string{kvgen, "build", "-manifest", "examples/deploy/datacenter.yaml", "-o", customBin, "./examples/kvserver"}
+	plainBuild := []string{"go", "build", "-trimpath", "-o", plainBin, "./examples/kvserver"}
+	mustRun(b, custom, env, customBuild...)
+	mustRun(b, plain, env, plainBuild...)
+	// The same connectors must be linked, or the comparison is void.
+	require.Equal(b, listConnectorNames(b, plainBin), listConnectorNames(b, customBin))
+
+	// A deployment build usually writes a new binary. Over an up-to-date
+	// one the go command skips the link, which leaves only what kvgen
+	// build adds to go build.
+	for _, fresh := range []bool{true, false} {
+		name := "up-to-date"
+		if fresh {
+			name = "new-binary"
+		}
+		b.Run(name, func(b *testing.B) {
+			var customTime, plainTime time.Duration
+			timed := func(total *time.Duration, dir, bin string, args []string) {
+				if fresh {
+					require.NoError(b, os.Remove(bin))
+				}
+				start := time.Now()
+				mustRun(b, dir, env, args...)
+				*total += time.Since(start)
+			}
+			for b.Loop() {
+				timed(&customTime, custom, customBin, customBuild)
+				timed(&plainTime, plain, plainBin, plainBuild)
+			}
+			ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / float64(b.N) }
+			b.ReportMetric(ms(customTime), "kvgen-build-ms/op")
+			b.ReportMetric(ms(plainTime), "go-build-ms/op")
+			b.ReportMetric(float64(customTime)/float64(plainTime), "ratio")
+		})
+	}
+}
+
+// copyModule copies the module's files (tracked, and untracked but not
+// ignored) into a temporary directory, which a benchmark may change freely.
+func copyModule(b *testing.B, root string) string {
+	b.Helper()
+	res := execute(b, root, nil, time.Minute, "git", "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+	require.Equal(b, 0, res.code, "git ls-files:\n%s", res.stderr)
+	dst := b.TempDir()
+	for name := range bytes.SplitSeq([]byte(res.stdout), []byte{0}) {
+		if len(name) == 0 {
+			continue
+		}
+		rel := filepath.FromSlash(string(name))
+		data, err := os.ReadFile(filepath.Join(root, rel))
+		if os.IsNotExist(err) {
+			continue // deleted in the working tree, not yet in the index
+		}
+		require.NoError(b, err)
+		require.NoError(b, os.MkdirAll(filepath.Join(dst, filepath.Dir(rel)), 0o755))
+		require.NoError(b, os.WriteFile(filepath.Join(dst, rel), data, 0o644))
+	}
+	return dst
+}
+
+func mustRun(b *testing.B, dir string, env []string, args ...string) {
+	b.Helper()
+	res := execute(b, dir, env, buildTimeout, args[0], args[1:]...)
+	require.Equal(b, 0, res.code, "%q:\n%s", args, res.stderr)
+}
+
+func listConnectorNames(b *testing.B, bin string) []string {
+	b.Helper()
+	var names []string
+	for _, c := range listConnectors(b, bin) {
+		names = append(names, c.Name)
+	}
+	return names
+}
