@@ -36,14 +36,11 @@ type Entry struct {
 	// module and for directory replacements).
 	Module        string
 	ModuleVersion string
-	// Adapt is set when the constructor returns a concrete type: the
-	// generated code wraps it in a registry.Factory.
+	// Adapt is set when the constructor returns another type than
+	// registry.Connector: the generated code wraps it with registry.Adapt.
 	Adapt bool
 	// Result is the constructor's first result type, as Go prints it.
 	Result string
-	// Nilable is set when that type has a nil value the adapter must turn
-	// into a nil Connector.
-	Nilable bool
 	// Decl is where the constructor is declared.
 	Decl token.Position
 	// Doc is the first sentence of the package's documentation.
@@ -171,10 +168,6 @@ func checkSignature(sig *types.Signature, c *contract, e *Entry, pkg *types.Pack
 		return fmt.Sprintf("result 1 is %s; want registry.Connector or a type that implements it%s", str(res), missing(res, c.connector, str))
 	}
 	e.Adapt = true
-	switch res.Underlying().(type) {
-	case *types.Pointer, *types.Map, *types.Slice, *types.Chan, *types.Signature, *types.Interface:
-		e.Nilable = true
-	}
 	if types.IsInterface(res) {
 		return "" // which roles it serves is only known at run time; Create checks
 	}

@@ -29,9 +29,14 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 )
 
 func main() {
+	// A run is short and most of what it allocates, decoded type
+	// information, lives until the end: collecting less often saves time
+	// and costs little memory.
+	debug.SetGCPercent(400)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

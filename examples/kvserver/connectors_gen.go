@@ -3,7 +3,6 @@
 package main
 
 import (
-	"context"
 	"github.com/kvgen/kvgen/examples/connectors/filesystem"
 	"github.com/kvgen/kvgen/examples/connectors/memory"
 	"github.com/kvgen/kvgen/registry"
@@ -27,13 +26,7 @@ var Registry = registry.MustNew(
 		Constructor: "New",
 		Module:      "github.com/kvgen/kvgen",
 		Roles:       registry.NewRoleSet(registry.RoleScheduler, registry.RoleWorker),
-		Factory: func(ctx context.Context, cfg registry.Config, role registry.Role) (registry.Connector, error) {
-			c, err := filesystem.New(ctx, cfg, role)
-			if c == nil {
-				return nil, err
-			}
-			return c, err
-		},
+		Factory:     registry.Adapt(filesystem.New),
 	},
 	registry.Entry{
 		Name:        "MultiConnector",

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/kvgen/kvgen/registry"
 )
@@ -61,9 +62,22 @@ type field struct {
 	pattern  string
 }
 
+// fieldCache holds fields' results: the parser asks for every key it
+// reads, and reading tags each time dominated parsing large manifests.
+var fieldCache sync.Map // reflect.Type -> []field
+
 // fields returns the keys of the mapping that struct type t defines, in
-// declaration order.
+// declaration order. The result is shared and must not be modified.
 func fields(t reflect.Type) []field {
+	if f, ok := fieldCache.Load(t); ok {
+		return f.([]field)
+	}
+	f := tagFields(t)
+	fieldCache.Store(t, f)
+	return f
+}
+
+func tagFields(t reflect.Type) []field {
 	var out []field
 	for i := range t.NumField() {
 		sf := t.Field(i)

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"context"
 	"example.com/kvcase/concrete"
 	"example.com/kvcase/fake"
 	"example.com/kvcase/value"
@@ -28,13 +27,7 @@ var Registry = registry.MustNew(
 		Constructor: "New",
 		Module:      "example.com/kvcase",
 		Roles:       registry.NewRoleSet(registry.RoleWorker),
-		Factory: func(ctx context.Context, cfg registry.Config, role registry.Role) (registry.Connector, error) {
-			c, err := concrete.New(ctx, cfg, role)
-			if c == nil {
-				return nil, err
-			}
-			return c, err
-		},
+		Factory:     registry.Adapt(concrete.New),
 	},
 	registry.Entry{
 		Name:        "value",
@@ -42,9 +35,7 @@ var Registry = registry.MustNew(
 		Constructor: "Open",
 		Module:      "example.com/kvcase",
 		Roles:       registry.NewRoleSet(registry.RoleScheduler),
-		Factory: func(ctx context.Context, cfg registry.Config, role registry.Role) (registry.Connector, error) {
-			return value.Open(ctx, cfg, role)
-		},
+		Factory:     registry.Adapt(value.Open),
 	},
 	registry.Entry{
 		Name:        "MultiConnector",

@@ -3,7 +3,6 @@
 package srv
 
 import (
-	"context"
 	"example.com/kvcase/ctors"
 	"github.com/kvgen/kvgen/registry"
 )
@@ -17,12 +16,6 @@ var Registry = registry.MustNew(
 		Constructor: "NewWorkerOnly",
 		Module:      "example.com/kvcase",
 		Roles:       registry.NewRoleSet(registry.RoleWorker),
-		Factory: func(ctx context.Context, cfg registry.Config, role registry.Role) (registry.Connector, error) {
-			c, err := ctors.NewWorkerOnly(ctx, cfg, role)
-			if c == nil {
-				return nil, err
-			}
-			return c, err
-		},
+		Factory:     registry.Adapt(ctors.NewWorkerOnly),
 	},
 )

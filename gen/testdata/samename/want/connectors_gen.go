@@ -3,14 +3,13 @@
 package main
 
 import (
-	"context"
 	"example.com/kvcase/a/connector"
 	connector3 "example.com/kvcase/b/connector"
 	connector4 "example.com/kvcase/c/connector"
 	"example.com/kvcase/d/connector2"
 	registry2 "example.com/kvcase/e/registry"
-	ctx2 "example.com/kvcase/f/ctx"
-	err2 "example.com/kvcase/g/err"
+	"example.com/kvcase/f/ctx"
+	err1 "example.com/kvcase/g/err"
 	"github.com/kvgen/kvgen/registry"
 )
 
@@ -63,13 +62,7 @@ var Registry = registry.MustNew(
 		Constructor: "New",
 		Module:      "example.com/kvcase",
 		Roles:       registry.NewRoleSet(registry.RoleScheduler, registry.RoleWorker),
-		Factory: func(ctx context.Context, cfg registry.Config, role registry.Role) (registry.Connector, error) {
-			c, err := ctx2.New(ctx, cfg, role)
-			if c == nil {
-				return nil, err
-			}
-			return c, err
-		},
+		Factory:     registry.Adapt(ctx.New),
 	},
 	registry.Entry{
 		Name:        "g",
@@ -77,13 +70,7 @@ var Registry = registry.MustNew(
 		Constructor: "New",
 		Module:      "example.com/kvcase",
 		Roles:       registry.NewRoleSet(registry.RoleScheduler, registry.RoleWorker),
-		Factory: func(ctx context.Context, cfg registry.Config, role registry.Role) (registry.Connector, error) {
-			c, err := err2.New(ctx, cfg, role)
-			if c == nil {
-				return nil, err
-			}
-			return c, err
-		},
+		Factory:     registry.Adapt(err1.New),
 	},
 	registry.Entry{
 		Name:        "a-again",

@@ -1,5 +1,5 @@
-// Package ctx returns a concrete type, so the generated code adapts it in a
-// function whose parameters would shadow an import of the same name.
+// Package ctx is named like an identifier common in Go code, and returns a
+// concrete type, so the generated code wraps its constructor.
 package ctx
 
 import (
