@@ -66,4 +66,3 @@ func Distance(a, b string) int {
 	}
 	return prev[len(b)]
 }
-

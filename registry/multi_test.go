@@ -1,0 +1,349 @@
+package registry_test
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvgen/kvgen/registry"
+)
+
+// multiFixture is a registry holding MultiConnector and three fake stores.
+type multiFixture struct {
+	local, remote, flaky *kvStore
+	log                  *recorder
+	reg                  *registry.Registry
+}
+
+func newMultiFixture() *multiFixture {
+	f := &multiFixture{local: newKVStore(), remote: newKVStore(), flaky: newKVStore(), log: newRecorder(slog.LevelInfo)}
+	lookupOnly := registry.Entry{Name: "lookup", Roles: registry.NewRoleSet(registry.RoleScheduler), Factory: storeFactory(newKVStore())}
+	f.reg = registry.MustNew(
+		registry.Entry{
+			Name:        registry.MultiConnectorName,
+			ImportPath:  "github.com/kvgen/kvgen/registry",
+			Constructor: "NewMultiConnector",
+			Factory:     registry.NewMultiConnector,
+		},
+		registry.Entry{Name: "local", Factory: storeFactory(f.local)},
+		registry.Entry{Name: "remote", Aliases: []string{"RemoteConnector"}, Factory: storeFactory(f.remote)},
+		registry.Entry{Name: "flaky", Factory: storeFactory(f.flaky)},
+		lookupOnly,
+	).WithLogger(slog.New(f.log))
+	return f
+}
+
+func (f *multiFixture) createErr(t *testing.T, config string, role registry.Role) (registry.Connector, error) {
+	t.Helper()
+	cfg, err := registry.ParseTransferConfig([]byte(config))
+	require.NoError(t, err)
+	c, err := f.reg.Create(t.Context(), cfg, role)
+	if err == nil {
+		t.Cleanup(func() { _ = c.Close() })
+	}
+	return c, err
+}
+
+func (f *multiFixture) create(t *testing.T, config string, role registry.Role) registry.Connector {
+	t.Helper()
+	c, err := f.createErr(t, config, role)
+	require.NoError(t, err)
+	return c
+}
+
+// multiOf is the transfer config of a MultiConnector over children, with
+// blocks of 4 tokens.
+func multiOf(children ...string) string {
+	return `{"kv_connector": "MultiConnector", "engine_id": "decode-0", "block_size": 4,
+		"kv_connector_extra_config": {"connectors": [` + strings.Join(children, ", ") + `]}}`
+}
+
+var prompt = &registry.Request{ID: "r1", PromptTokens: []uint32{11, 12, 13, 14, 15, 16, 17, 18, 19, 20}}
+
+func TestMultiConnectorBuildsChildrenThroughRegistry(t *testing.T) {
+	f := newMultiFixture()
+	// As vLLM users write it: each child is a transfer config of its own.
+	c := f.create(t, `{
+		"kv_connector": "MultiConnector", "kv_role": "kv_both", "engine_id": "decode-0",
+		"block_size": 4, "kv_load_failure_policy": "fail",
+		"kv_connector_extra_config": {"connectors": [
+			{"kv_connector": "local", "kv_role": "kv_both"},
+			{"kv_connector": "RemoteConnector", "kv_role": "kv_consumer", "engine_id": "decode-0-remote",
+			 "kv_connector_extra_config": {"timeout": "2s"}}
+		]}}`, registry.RoleWorker)
+	assert.Implements(t, (*registry.Worker)(nil), c)
+
+	local, remote := f.local.calls(), f.remote.calls()
+	require.Len(t, local, 1)
+	require.Len(t, remote, 1)
+	assert.Same(t, f.reg, local[0].creator, "children are created through the same registry")
+	assert.Equal(t, registry.RoleWorker, local[0].role)
+	assert.Equal(t, "local", local[0].cfg.Connector)
+	assert.Empty(t, local[0].cfg.Extra)
+	assert.Equal(t, "decode-0", local[0].cfg.EngineID, "unset values are the parent's")
+	assert.Equal(t, 4, local[0].cfg.BlockSize)
+	assert.Equal(t, registry.PolicyFail, local[0].cfg.LoadFailurePolicy)
+	assert.Equal(t, "RemoteConnector", remote[0].cfg.Connector)
+	assert.Equal(t, registry.KVConsumer, remote[0].cfg.KVRole)
+	assert.Equal(t, "decode-0-remote", remote[0].cfg.EngineID)
+	assert.Equal(t, map[string]any{"timeout": "2s"}, remote[0].cfg.Extra)
+
+	var created []string
+	for _, r := range f.log.records() {
+		created = append(created, attrs(r)["connector"])
+	}
+	assert.Equal(t, []string{"local", "remote", "MultiConnector"}, created)
+
+	require.NoError(t, c.Close())
+	assert.Equal(t, 1, f.local.closes())
+	assert.Equal(t, 1, f.remote.closes())
+	assert.NoError(t, c.Close(), "a second Close is allowed")
+	assert.Equal(t, 1, f.local.closes())
+}
+
+func TestMultiConnectorSavesToAllLoadsFromFirst(t *testing.T) {
+	f := newMultiFixture()
+	w := f.create(t, multiOf(`{"kv_connector": "local"}`, `{"kv_connector": "remote"}`), registry.RoleWorker).(registry.Worker)
+	ctx := t.Context()
+
+	require.NoError(t, w.SaveLayer(ctx, prompt, "layer.0", 8, []byte("both")))
+	require.NoError(t, w.WaitForSave(ctx))
+	h, err := registry.PrefixHash(prompt.PromptTokens, 4, 8)
+	require.NoError(t, err)
+	assert.True(t, f.local.has(h, "layer.0"), "saved to the first child")
+	assert.True(t, f.remote.has(h, "layer.0"), "saved to the second child")
+
+	// Only the second child has layer.1: it is loaded from there.
+	remote, err := f.reg.Create(ctx, registry.Config{Connector: "remote", BlockSize: 4}, registry.RoleWorker)
+	require.NoError(t, err)
+	require.NoError(t, remote.(registry.Worker).SaveLayer(ctx, prompt, "layer.1", 8, []byte("remote only")))
+	kv, err := w.LoadLayer(ctx, prompt, "layer.1", 8)
+	require.NoError(t, err)
+	assert.Equal(t, []byte("remote only"), kv)
+
+	// Both have layer.2: the first child wins.
+	local, err := f.reg.Create(ctx, registry.Config{Connector: "local", BlockSize: 4}, registry.RoleWorker)
+	require.NoError(t, err)
+	require.NoError(t, local.(registry.Worker).SaveLayer(ctx, prompt, "layer.2", 8, []byte("from local")))
+	require.NoError(t, remote.(registry.Worker).SaveLayer(ctx, prompt, "layer.2", 8, []byte("from remote")))
+	kv, err = w.LoadLayer(ctx, prompt, "layer.2", 8)
+	require.NoError(t, err)
+	assert.Equal(t, []byte("from local"), kv)
+
+	// Nobody has it: a miss that names every child.
+	_, err = w.LoadLayer(ctx, prompt, "layer.9", 8)
+	require.ErrorIs(t, err, registry.ErrMiss)
+	assert.EqualError(t, err, "local: layer layer.9 of 8 tokens: kv not stored\n"+
+		"remote: layer layer.9 of 8 tokens: kv not stored")
+}
+
+func TestMultiConnectorMatchedTokens(t *testing.T) {
+	f := newMultiFixture()
+	ctx := t.Context()
+	s := f.create(t, multiOf(`{"kv_connector": "local"}`, `{"kv_connector": "remote"}`), registry.RoleScheduler).(registry.Scheduler)
+
+	n, err := s.MatchedTokens(ctx, prompt, 0)
+	require.NoError(t, err)
+	assert.Zero(t, n, "nothing stored anywhere")
+
+	remote, err := f.reg.Create(ctx, registry.Config{Connector: "remote", BlockSize: 4}, registry.RoleWorker)
+	require.NoError(t, err)
+	require.NoError(t, remote.(registry.Worker).SaveLayer(ctx, prompt, "layer.0", 8, []byte("kv")))
+	n, err = s.MatchedTokens(ctx, prompt, 0)
+	require.NoError(t, err)
+	assert.Equal(t, 8, n, "the second child has the tokens")
+	n, err = s.MatchedTokens(ctx, prompt, 4)
+	require.NoError(t, err)
+	assert.Equal(t, 4, n, "tokens beyond those computed")
+
+	// The first child that has any tokens wins, as in vLLM, even if a
+	// later one has more.
+	local, err := f.reg.Create(ctx, registry.Config{Connector: "local", BlockSize: 4}, registry.RoleWorker)
+	require.NoError(t, err)
+	require.NoError(t, local.(registry.Worker).SaveLayer(ctx, prompt, "layer.0", 4, []byte("kv")))
+	n, err = s.MatchedTokens(ctx, prompt, 0)
+	require.NoError(t, err)
+	assert.Equal(t, 4, n)
+
+	require.NoError(t, s.AfterAlloc(ctx, prompt, 4))
+	require.NoError(t, s.RequestFinished(ctx, prompt))
+}
+
+func TestMultiConnectorPassesOverFailingChild(t *testing.T) {
+	f := newMultiFixture()
+	ctx := t.Context()
+	s := f.create(t, multiOf(`{"kv_connector": "flaky", "kv_connector_extra_config": {"fail_lookup": true}}`,
+		`{"kv_connector": "remote"}`), registry.RoleScheduler).(registry.Scheduler)
+
+	// No child matches and one failed: the failure is the answer.
+	n, err := s.MatchedTokens(ctx, prompt, 0)
+	require.ErrorIs(t, err, errUnreachable)
+	assert.EqualError(t, err, "flaky: store unreachable")
+	assert.Zero(t, n)
+
+	remote, err := f.reg.Create(ctx, registry.Config{Connector: "remote", BlockSize: 4}, registry.RoleWorker)
+	require.NoError(t, err)
+	require.NoError(t, remote.(registry.Worker).SaveLayer(ctx, prompt, "layer.0", 8, []byte("kv")))
+	n, err = s.MatchedTokens(ctx, prompt, 0)
+	require.NoError(t, err, "a failing child is passed over when another matches")
+	assert.Equal(t, 8, n)
+
+	// Each failure is logged to the registry's logger.
+	var warned []map[string]string
+	for _, r := range f.log.records() {
+		if r.Level == slog.LevelWarn {
+			assert.Equal(t, "kv connector lookup failed", r.Message)
+			warned = append(warned, attrs(r))
+		}
+	}
+	require.Len(t, warned, 2)
+	assert.Equal(t, map[string]string{"connector": "flaky", "request": "r1", "error": "store unreachable"}, warned[1])
+}
+
+func TestMultiConnectorFinished(t *testing.T) {
+	f := newMultiFixture()
+	ctx := t.Context()
+	w := f.create(t, multiOf(`{"kv_connector": "local", "kv_connector_extra_config": {"pending": ["r2"]}}`,
+		`{"kv_connector": "remote"}`), registry.RoleWorker).(registry.Worker)
+	sent, received, err := w.Finished(ctx, []string{"r3", "r1", "r2"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"r1", "r3"}, sent, "a request is sent once every child has sent it")
+	assert.Equal(t, []string{"r1", "r2", "r3"}, received)
+
+	// A child that reports a request twice does not stand in for another
+	// child that has not reported it.
+	w = f.create(t, multiOf(`{"kv_connector": "local", "kv_connector_extra_config": {"repeat": true}}`,
+		`{"kv_connector": "remote", "kv_connector_extra_config": {"pending": ["r2"]}}`), registry.RoleWorker).(registry.Worker)
+	sent, received, err = w.Finished(ctx, []string{"r1", "r2"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"r1"}, sent)
+	assert.Equal(t, []string{"r1", "r2"}, received)
+}
+
+func TestMultiConnectorRejectsBadChildren(t *testing.T) {
+	tests := []struct {
+		name, config, want string
+	}{
+		{
+			name:   "unknown key in a child",
+			config: multiOf(`{"kv_connector": "local"}`, `{"kv_conector": "remote"}`),
+			want:   `kv connector "MultiConnector" (worker): kv_connector_extra_config: connectors[1]: unknown key "kv_conector" (did you mean "kv_connector"?)`,
+		},
+		{
+			name:   "unknown key in a child's own settings",
+			config: multiOf(`{"kv_connector": "local"}`, `{"kv_connector": "remote", "kv_connector_extra_config": {"timout": "1s"}}`),
+			want: `kv connector "MultiConnector" (worker): connectors[1]: kv connector "remote" (worker): ` +
+				`kv_connector_extra_config: unknown key "timout" (did you mean "timeout"?)`,
+		},
+		{
+			name:   "bad value in a child",
+			config: multiOf(`{"kv_connector": "local"}`, `{"kv_connector": "remote", "kv_role": "consumer"}`),
+			want: `kv connector "MultiConnector" (worker): kv_connector_extra_config: connectors[1]: ` +
+				`kv_role "consumer": want "kv_producer", "kv_consumer" or "kv_both"`,
+		},
+		{
+			name:   "child without a name",
+			config: multiOf(`{"kv_connector": "local"}`, `{"kv_role": "kv_both"}`),
+			want:   `kv connector "MultiConnector" (worker): kv_connector_extra_config: connectors[1]: kv_connector is required`,
+		},
+		{
+			name:   "unknown child",
+			config: multiOf(`{"kv_connector": "local"}`, `{"kv_connector": "remot"}`),
+			want: `kv connector "MultiConnector" (worker): connectors[1]: unknown kv connector "remot" (did you mean "remote" or "RemoteConnector"?); ` +
+				`linked: MultiConnector, flaky, local, lookup, remote; to link another, add it to the manifest and regenerate`,
+		},
+		{
+			name:   "child without the role",
+			config: multiOf(`{"kv_connector": "local"}`, `{"kv_connector": "lookup"}`),
+			want:   `kv connector "MultiConnector" (worker): connectors[1]: kv connector "lookup": does not serve the role worker (it serves scheduler)`,
+		},
+		{
+			name:   "no children",
+			config: multiOf(),
+			want:   `kv connector "MultiConnector" (worker): kv_connector_extra_config: "connectors" must list at least one connector`,
+		},
+		{
+			name:   "unknown setting",
+			config: `{"kv_connector": "MultiConnector", "kv_connector_extra_config": {"connector": [{"kv_connector": "local"}]}}`,
+			want:   `kv connector "MultiConnector" (worker): kv_connector_extra_config: unknown key "connector" (did you mean "connectors"?)`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newMultiFixture()
+			_, err := f.createErr(t, tt.config, registry.RoleWorker)
+			require.EqualError(t, err, tt.want)
+			local := f.local.calls()
+			assert.Equal(t, len(local), f.local.closes(), "children already created are closed")
+		})
+	}
+}
+
+// nestedMulti returns the settings of a MultiConnector whose only child is
+// a MultiConnector, levels deep, around a local store.
+func nestedMulti(levels int) map[string]any {
+	extra := map[string]any{"connectors": []any{map[string]any{"kv_connector": "local"}}}
+	for range levels {
+		extra = map[string]any{"connectors": []any{
+			map[string]any{"kv_connector": registry.MultiConnectorName, "kv_connector_extra_config": extra},
+		}}
+	}
+	return extra
+}
+
+func TestMultiConnectorNestingIsBounded(t *testing.T) {
+	f := newMultiFixture()
+	cfg := registry.Config{Connector: registry.MultiConnectorName, BlockSize: 4}
+
+	// Seven MultiConnectors around a store make eight levels: allowed.
+	cfg.Extra = nestedMulti(6)
+	c, err := f.reg.Create(t.Context(), cfg, registry.RoleWorker)
+	require.NoError(t, err)
+	require.NoError(t, c.Close())
+
+	cfg.Extra = nestedMulti(7)
+	_, err = f.reg.Create(t.Context(), cfg, registry.RoleWorker)
+	want := strings.Repeat(`kv connector "MultiConnector" (worker): connectors[0]: `, 8) +
+		`kv connector "local" (worker): composite connectors nested more than 8 deep`
+	require.EqualError(t, err, want)
+	assert.Equal(t, 1, f.local.closes(), "only the first, complete tree created a store")
+}
+
+func TestCompositeThatCreatesItselfFails(t *testing.T) {
+	// A composite that passes its own config back to the registry would
+	// recurse forever; Create counts the levels for it.
+	var calls int
+	loop := registry.Entry{Name: "loop", Factory: func(ctx context.Context, cfg registry.Config, role registry.Role) (registry.Connector, error) {
+		calls++
+		return cfg.Registry().Create(ctx, cfg, role)
+	}}
+	r := registry.MustNew(loop).WithLogger(quiet)
+	_, err := r.Create(t.Context(), registry.Config{Connector: "loop"}, registry.RoleScheduler)
+	require.EqualError(t, err, strings.Repeat(`kv connector "loop" (scheduler): `, 8)+
+		`kv connector "loop" (scheduler): composite connectors nested more than 8 deep`)
+	assert.Equal(t, 8, calls)
+}
+
+func TestMultiConnectorWithCyclicSettingsFails(t *testing.T) {
+	f := newMultiFixture()
+	extra := map[string]any{}
+	extra["connectors"] = []any{map[string]any{"kv_connector": registry.MultiConnectorName, "kv_connector_extra_config": extra}}
+	_, err := f.reg.Create(t.Context(), registry.Config{Connector: registry.MultiConnectorName, Extra: extra}, registry.RoleWorker)
+	// encoding/json notices the cycle long before the nesting limit.
+	assert.EqualError(t, err, `kv connector "MultiConnector" (worker): kv_connector_extra_config: connectors: `+
+		`json: unsupported value: encountered a cycle via []interface {}`)
+}
+
+func TestNewMultiConnectorOutsideCreate(t *testing.T) {
+	cfg := registry.Config{
+		Connector: registry.MultiConnectorName,
+		Extra:     map[string]any{"connectors": []any{map[string]any{"kv_connector": "local"}}},
+	}
+	c, err := registry.NewMultiConnector(t.Context(), cfg, registry.RoleWorker)
+	assert.Nil(t, c)
+	assert.EqualError(t, err, "MultiConnector must be created through Registry.Create")
+}

@@ -1,0 +1,478 @@
+package registry_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvgen/kvgen/registry"
+)
+
+// quiet is a logger for tests that do not look at the creation records.
+var quiet = slog.New(slog.DiscardHandler)
+
+func entry(name string, aliases ...string) registry.Entry {
+	return registry.Entry{
+		Name:        name,
+		Aliases:     aliases,
+		ImportPath:  "example.com/kv/" + strings.ToLower(name),
+		Constructor: "New",
+		Module:      "example.com/kv",
+		Factory:     storeFactory(newKVStore()),
+	}
+}
+
+func TestNewRejects(t *testing.T) {
+	noFactory := entry("memory")
+	noFactory.Factory = nil
+	tests := []struct {
+		name    string
+		entries []registry.Entry
+		want    string
+	}{
+		{
+			name:    "duplicate name",
+			entries: []registry.Entry{entry("memory"), entry("redis"), entry("memory")},
+			want:    `registry: entry 3 ("memory"): name "memory" is already the name of entry 1 ("memory")`,
+		},
+		{
+			name:    "name taken by an alias",
+			entries: []registry.Entry{entry("lmcache", "LMCacheConnectorV1"), entry("LMCacheConnectorV1")},
+			want:    `registry: entry 2 ("LMCacheConnectorV1"): name "LMCacheConnectorV1" is already an alias of entry 1 ("lmcache")`,
+		},
+		{
+			name:    "alias taken by a name",
+			entries: []registry.Entry{entry("filesystem"), entry("disk", "filesystem")},
+			want:    `registry: entry 2 ("disk"): alias "filesystem" is already the name of entry 1 ("filesystem")`,
+		},
+		{
+			name:    "alias taken by an alias",
+			entries: []registry.Entry{entry("filesystem", "ExampleConnector"), entry("memory", "ExampleConnector")},
+			want:    `registry: entry 2 ("memory"): alias "ExampleConnector" is already an alias of entry 1 ("filesystem")`,
+		},
+		{
+			name:    "empty name",
+			entries: []registry.Entry{entry("")},
+			want:    `registry: entry 1 (""): empty name`,
+		},
+		{
+			name:    "empty alias",
+			entries: []registry.Entry{entry("memory", "mem", "")},
+			want:    `registry: entry 1 ("memory"): empty alias`,
+		},
+		{
+			name:    "nil factory",
+			entries: []registry.Entry{noFactory},
+			want:    `registry: entry 1 ("memory"): nil factory`,
+		},
+		{
+			name:    "every problem at once",
+			entries: []registry.Entry{entry("memory", "mem"), noFactory, entry("", "mem"), entry("redis", "")},
+			want: strings.Join([]string{
+				`registry: entry 2 ("memory"): name "memory" is already the name of entry 1 ("memory")`,
+				`registry: entry 2 ("memory"): nil factory`,
+				`registry: entry 3 (""): empty name`,
+				`registry: entry 3 (""): alias "mem" is already an alias of entry 1 ("memory")`,
+				`registry: entry 4 ("redis"): empty alias`,
+			}, "\n"),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := registry.New(tt.entries...)
+			require.EqualError(t, err, tt.want)
+			assert.Nil(t, r)
+			assert.PanicsWithError(t, tt.want, func() { registry.MustNew(tt.entries...) })
+		})
+	}
+}
+
+func TestCreateUnknownSuggestsNearest(t *testing.T) {
+	r := registry.MustNew(entry("NixlConnector"), entry("LMCacheConnectorV1", "lmcache"), entry("memory"), entry("redis"))
+	_, err := r.Create(t.Context(), registry.Config{Connector: "NixlConector"}, registry.RoleWorker)
+	var unknown *registry.UnknownConnectorError
+	require.ErrorAs(t, err, &unknown)
+	assert.Equal(t, "NixlConector", unknown.Name)
+	assert.Equal(t, []string{"NixlConnector"}, unknown.Suggestions)
+	assert.Equal(t, []string{"LMCacheConnectorV1", "NixlConnector", "memory", "redis"}, unknown.Linked)
+	assert.EqualError(t, err, `unknown kv connector "NixlConector" (did you mean "NixlConnector"?); `+
+		`linked: LMCacheConnectorV1, NixlConnector, memory, redis; to link another, add it to the manifest and regenerate`)
+
+	// Aliases are suggested too, and several suggestions are listed.
+	_, err = r.Create(t.Context(), registry.Config{Connector: "rediss"}, registry.RoleWorker)
+	require.ErrorAs(t, err, &unknown)
+	assert.Equal(t, []string{"redis"}, unknown.Suggestions)
+	_, err = r.Create(t.Context(), registry.Config{Connector: "lmcach"}, registry.RoleWorker)
+	require.ErrorAs(t, err, &unknown)
+	assert.Equal(t, []string{"lmcache", "LMCacheConnectorV1"}, unknown.Suggestions)
+	assert.True(t, strings.HasPrefix(err.Error(), `unknown kv connector "lmcach" (did you mean "lmcache" or "LMCacheConnectorV1"?); `), err.Error())
+}
+
+func TestCreateUnknownWithoutNearMatch(t *testing.T) {
+	r := registry.MustNew(entry("memory"), entry("redis"))
+	_, err := r.Create(t.Context(), registry.Config{Connector: "MooncakeConnector"}, registry.RoleScheduler)
+	var unknown *registry.UnknownConnectorError
+	require.ErrorAs(t, err, &unknown)
+	assert.Empty(t, unknown.Suggestions)
+	assert.EqualError(t, err, `unknown kv connector "MooncakeConnector"; linked: memory, redis; `+
+		`to link another, add it to the manifest and regenerate`)
+
+	empty := registry.MustNew()
+	_, err = empty.Create(t.Context(), registry.Config{Connector: "memory"}, registry.RoleScheduler)
+	assert.EqualError(t, err, `unknown kv connector "memory"; this binary links no connectors; `+
+		`to link another, add it to the manifest and regenerate`)
+}
+
+func TestCreateUnknownAmongManyCountsThem(t *testing.T) {
+	var entries []registry.Entry
+	for i := range 13 {
+		entries = append(entries, entry(fmt.Sprintf("store%02d", i)))
+	}
+	_, err := registry.MustNew(entries...).Create(t.Context(), registry.Config{Connector: "zzz"}, registry.RoleWorker)
+	assert.EqualError(t, err, `unknown kv connector "zzz"; 13 connectors are linked (see --list-connectors); `+
+		`to link another, add it to the manifest and regenerate`)
+}
+
+func TestCreateUnsupportedRole(t *testing.T) {
+	e := entry("lookup")
+	e.Roles = registry.NewRoleSet(registry.RoleScheduler)
+	r := registry.MustNew(e).WithLogger(quiet)
+
+	_, err := r.Create(t.Context(), registry.Config{Connector: "lookup", BlockSize: 16}, registry.RoleWorker)
+	require.ErrorIs(t, err, registry.ErrUnsupportedRole)
+	assert.EqualError(t, err, `kv connector "lookup": does not serve the role worker (it serves scheduler)`)
+
+	c, err := r.Create(t.Context(), registry.Config{Connector: "lookup", BlockSize: 16}, registry.RoleScheduler)
+	require.NoError(t, err)
+	assert.Implements(t, (*registry.Scheduler)(nil), c)
+
+	_, err = r.Create(t.Context(), registry.Config{Connector: "lookup"}, registry.Role(0))
+	assert.EqualError(t, err, `kv connector "lookup": invalid role Role(0)`)
+}
+
+func TestCreateWrapsConstructorError(t *testing.T) {
+	refused := errors.New("dial tcp 127.0.0.1:6379: connect: connection refused")
+	e := entry("redis")
+	e.Factory = func(context.Context, registry.Config, registry.Role) (registry.Connector, error) {
+		return nil, refused
+	}
+	_, err := registry.MustNew(e).Create(t.Context(), registry.Config{Connector: "redis"}, registry.RoleWorker)
+	require.ErrorIs(t, err, refused)
+	assert.EqualError(t, err, `kv connector "redis" (worker): dial tcp 127.0.0.1:6379: connect: connection refused`)
+}
+
+func TestCreateClosesWhatAFailingConstructorReturned(t *testing.T) {
+	st := newKVStore()
+	e := entry("memory")
+	e.Factory = func(context.Context, registry.Config, registry.Role) (registry.Connector, error) {
+		return &storeConn{st: st}, errors.New("half built")
+	}
+	_, err := registry.MustNew(e).Create(t.Context(), registry.Config{Connector: "memory"}, registry.RoleWorker)
+	require.EqualError(t, err, `kv connector "memory" (worker): half built`)
+	assert.Equal(t, 1, st.closes())
+
+	// A constructor returning *T hands back a nil *T in a non-nil
+	// Connector with its error; that must not be closed.
+	e.Factory = func(context.Context, registry.Config, registry.Role) (registry.Connector, error) {
+		var c *storeConn
+		return c, errors.New("no backend")
+	}
+	assert.NotPanics(t, func() {
+		_, err = registry.MustNew(e).Create(t.Context(), registry.Config{Connector: "memory"}, registry.RoleWorker)
+	})
+	assert.EqualError(t, err, `kv connector "memory" (worker): no backend`)
+}
+
+func TestCreateRejectsNilConnector(t *testing.T) {
+	typedNil := entry("memory")
+	typedNil.Factory = func(context.Context, registry.Config, registry.Role) (registry.Connector, error) {
+		var c *storeConn
+		return c, nil
+	}
+	untypedNil := registry.Entry{
+		Name:    "bare",
+		Factory: func(context.Context, registry.Config, registry.Role) (registry.Connector, error) { return nil, nil },
+	}
+	r := registry.MustNew(typedNil, untypedNil)
+
+	_, err := r.Create(t.Context(), registry.Config{Connector: "memory"}, registry.RoleScheduler)
+	require.ErrorIs(t, err, registry.ErrNilConnector)
+	assert.EqualError(t, err, `kv connector "memory" (scheduler): example.com/kv/memory.New returned a nil connector and no error`)
+
+	// An entry built by hand need not say where its constructor is.
+	_, err = r.Create(t.Context(), registry.Config{Connector: "bare"}, registry.RoleWorker)
+	require.ErrorIs(t, err, registry.ErrNilConnector)
+	assert.EqualError(t, err, `kv connector "bare" (worker): the constructor returned a nil connector and no error`)
+}
+
+func TestCreateRejectsConnectorWithoutRoleInterface(t *testing.T) {
+	var made []*closeOnly
+	e := entry("half")
+	e.Factory = func(context.Context, registry.Config, registry.Role) (registry.Connector, error) {
+		c := &closeOnly{}
+		made = append(made, c)
+		return c, nil
+	}
+	r := registry.MustNew(e)
+
+	_, err := r.Create(t.Context(), registry.Config{Connector: "half"}, registry.RoleWorker)
+	require.ErrorIs(t, err, registry.ErrRoleInterface)
+	assert.EqualError(t, err, `kv connector "half" (worker): *registry_test.closeOnly does not implement the role's interface registry.Worker`)
+
+	_, err = r.Create(t.Context(), registry.Config{Connector: "half"}, registry.RoleScheduler)
+	assert.EqualError(t, err, `kv connector "half" (scheduler): *registry_test.closeOnly does not implement the role's interface registry.Scheduler`)
+
+	require.Len(t, made, 2)
+	assert.True(t, made[0].closed, "a connector rejected for its role must be closed")
+	assert.True(t, made[1].closed, "a connector rejected for its role must be closed")
+}
+
+func TestLookup(t *testing.T) {
+	e := entry("LMCacheConnectorV1", "lmcache", "LMCache")
+	e.Roles = registry.NewRoleSet(registry.RoleWorker)
+	r := registry.MustNew(entry("memory"), e)
+
+	for _, key := range []string{"LMCacheConnectorV1", "lmcache", "LMCache"} {
+		got, ok := r.Lookup(key)
+		require.True(t, ok, key)
+		assert.Equal(t, "LMCacheConnectorV1", got.Name)
+		assert.Equal(t, []string{"lmcache", "LMCache"}, got.Aliases)
+		assert.Equal(t, "example.com/kv/lmcacheconnectorv1", got.ImportPath)
+		assert.Equal(t, registry.NewRoleSet(registry.RoleWorker), got.Roles)
+		assert.NotNil(t, got.Factory)
+	}
+	_, ok := r.Lookup("lmcach")
+	assert.False(t, ok)
+	_, ok = r.Lookup("")
+	assert.False(t, ok)
+}
+
+func TestNamesSortedWithoutAliases(t *testing.T) {
+	r := registry.MustNew(entry("redis"), entry("NixlConnector", "nixl"), entry("filesystem"), entry("LMCacheConnectorV1"))
+	names := r.Names()
+	assert.Equal(t, []string{"LMCacheConnectorV1", "NixlConnector", "filesystem", "redis"}, names)
+	names[0] = "changed"
+	assert.Equal(t, "LMCacheConnectorV1", r.Names()[0])
+}
+
+func TestEntriesInManifestOrderAsCopies(t *testing.T) {
+	aliases := []string{"ExampleConnector"}
+	r := registry.MustNew(entry("redis"), entry("filesystem", aliases...), entry("memory"))
+	aliases[0] = "changed by the caller of New"
+
+	got := r.Entries()
+	require.Len(t, got, 3)
+	assert.Equal(t, "redis", got[0].Name)
+	assert.Equal(t, "filesystem", got[1].Name)
+	assert.Equal(t, "memory", got[2].Name)
+	assert.Equal(t, []string{"ExampleConnector"}, got[1].Aliases)
+
+	got[1].Name = "changed"
+	got[1].Aliases[0] = "changed"
+	got[0].Roles = registry.NewRoleSet(registry.RoleScheduler)
+	again := r.Entries()
+	assert.Equal(t, "filesystem", again[1].Name)
+	assert.Equal(t, []string{"ExampleConnector"}, again[1].Aliases)
+	assert.Equal(t, registry.RoleSet(0), again[0].Roles)
+	e, ok := r.Lookup("ExampleConnector")
+	require.True(t, ok)
+	assert.Equal(t, "filesystem", e.Name)
+}
+
+func TestEntriesVersionFromBuildInfo(t *testing.T) {
+	info, ok := debug.ReadBuildInfo()
+	require.True(t, ok)
+	// Test binaries record the main module, not their dependencies.
+	mod := info.Main.Path
+	want := registry.ModuleVersion(info, mod)
+	require.NotEmpty(t, want)
+
+	linked := entry("linked")
+	linked.Module = mod
+	pinned := entry("pinned")
+	pinned.Module = mod
+	pinned.Version = "v0.0.1"
+	absent := entry("absent")
+	absent.Module = "example.com/not/linked"
+	r := registry.MustNew(linked, pinned, absent)
+
+	got := r.Entries()
+	assert.Equal(t, want, got[0].Version)
+	assert.Equal(t, "v0.0.1", got[1].Version, "a version set by the generated code is kept")
+	assert.Empty(t, got[2].Version)
+	e, _ := r.Lookup("linked")
+	assert.Equal(t, want, e.Version)
+}
+
+func TestSchedulerAndWorkerInOneProcess(t *testing.T) {
+	st := newKVStore()
+	e := entry("memory")
+	e.Factory = storeFactory(st)
+	r := registry.MustNew(e).WithLogger(quiet)
+	cfg := registry.Config{Connector: "memory", EngineID: "engine-0", BlockSize: 4}
+
+	sc, err := r.Create(t.Context(), cfg, registry.RoleScheduler)
+	require.NoError(t, err)
+	wc, err := r.Create(t.Context(), cfg, registry.RoleWorker)
+	require.NoError(t, err)
+	assert.NotSame(t, sc, wc, "each role gets its own instance")
+
+	calls := st.calls()
+	require.Len(t, calls, 2)
+	assert.Equal(t, registry.RoleScheduler, calls[0].role)
+	assert.Equal(t, registry.RoleWorker, calls[1].role)
+	assert.Same(t, r, calls[0].creator, "Config.Registry is the registry that creates")
+	assert.Equal(t, "engine-0", calls[1].cfg.EngineID)
+
+	// The two sides cooperate: what the worker saves, the scheduler finds.
+	req := &registry.Request{ID: "r1", PromptTokens: []uint32{1, 2, 3, 4, 5, 6, 7, 8, 9}}
+	require.NoError(t, wc.(registry.Worker).SaveLayer(t.Context(), req, "layer.0", 8, []byte("kv")))
+	n, err := sc.(registry.Scheduler).MatchedTokens(t.Context(), req, 4)
+	require.NoError(t, err)
+	assert.Equal(t, 4, n)
+
+	require.NoError(t, sc.Close())
+	require.NoError(t, wc.Close())
+	assert.Equal(t, 2, st.closes())
+	assert.Nil(t, registry.Config{}.Registry(), "a Config not passed through Create has no registry")
+}
+
+func TestConcurrentCreateAndLookup(t *testing.T) {
+	st := newKVStore()
+	entries := []registry.Entry{entry("redis"), entry("filesystem", "ExampleConnector"), entry("memory")}
+	entries[2].Factory = storeFactory(st)
+	r := registry.MustNew(entries...).WithLogger(quiet)
+
+	const goroutines, rounds = 8, 100
+	var wg sync.WaitGroup
+	errs := make(chan error, goroutines)
+	for g := range goroutines {
+		wg.Go(func() {
+			role := registry.Roles[g%2]
+			for i := range rounds {
+				c, err := r.Create(context.Background(), registry.Config{Connector: "memory", BlockSize: 16}, role)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if e, ok := r.Lookup("ExampleConnector"); !ok || e.Name != "filesystem" {
+					errs <- fmt.Errorf("round %d: Lookup(ExampleConnector) = %q, %v", i, e.Name, ok)
+					return
+				}
+				if n := len(r.Entries()); n != 3 {
+					errs <- fmt.Errorf("round %d: %d entries", i, n)
+					return
+				}
+				_ = c.Close()
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	assert.Len(t, st.calls(), goroutines*rounds)
+	assert.Equal(t, goroutines*rounds, st.closes())
+}
+
+func TestCreateLogsRecord(t *testing.T) {
+	h := newRecorder(slog.LevelInfo)
+	r := registry.MustNew(entry("redis", "RedisConnector")).WithLogger(slog.New(h))
+
+	_, err := r.Create(t.Context(), registry.Config{Connector: "RedisConnector", EngineID: "prefill-0"}, registry.RoleWorker)
+	require.NoError(t, err)
+
+	recs := h.records()
+	require.Len(t, recs, 1)
+	assert.Equal(t, slog.LevelInfo, recs[0].Level)
+	assert.Equal(t, "kv connector created", recs[0].Message)
+	assert.Equal(t, map[string]string{
+		"connector": "redis",
+		"engine_id": "prefill-0",
+		"role":      "worker",
+		"import":    "example.com/kv/redis",
+	}, attrs(recs[0]))
+
+	// A failed creation logs nothing.
+	_, err = r.Create(t.Context(), registry.Config{Connector: "redi"}, registry.RoleWorker)
+	require.Error(t, err)
+	assert.Len(t, h.records(), 1)
+}
+
+func TestCreateSkipsRecordBelowLevel(t *testing.T) {
+	h := newRecorder(slog.LevelWarn)
+	r := registry.MustNew(entry("redis")).WithLogger(slog.New(h))
+	_, err := r.Create(t.Context(), registry.Config{Connector: "redis"}, registry.RoleScheduler)
+	require.NoError(t, err)
+	assert.Empty(t, h.records())
+}
+
+func TestWithLoggerLeavesOriginal(t *testing.T) {
+	first, second := newRecorder(slog.LevelInfo), newRecorder(slog.LevelInfo)
+	orig := registry.MustNew(entry("memory")).WithLogger(slog.New(first))
+	derived := orig.WithLogger(slog.New(second))
+
+	_, err := orig.Create(t.Context(), registry.Config{Connector: "memory"}, registry.RoleWorker)
+	require.NoError(t, err)
+	assert.Len(t, first.records(), 1)
+	assert.Empty(t, second.records())
+
+	_, err = derived.Create(t.Context(), registry.Config{Connector: "memory"}, registry.RoleWorker)
+	require.NoError(t, err)
+	assert.Len(t, first.records(), 1)
+	assert.Len(t, second.records(), 1)
+	assert.Equal(t, orig.Names(), derived.Names())
+}
+
+func TestAdaptedConstructor(t *testing.T) {
+	st := newKVStore()
+	var fail, none bool
+	newConn := func(_ context.Context, cfg registry.Config, _ registry.Role) (*storeConn, error) {
+		switch {
+		case fail:
+			return nil, errors.New("no backend")
+		case none:
+			return nil, nil
+		}
+		return &storeConn{st: st, blockSize: cfg.BlockSize}, nil
+	}
+	e := entry("memory")
+	e.Factory = registry.Adapt(newConn)
+	r := registry.MustNew(e).WithLogger(quiet)
+	cfg := registry.Config{Connector: "memory", BlockSize: 16}
+
+	c, err := r.Create(t.Context(), cfg, registry.RoleWorker)
+	require.NoError(t, err)
+	assert.IsType(t, &storeConn{}, c)
+
+	// The constructor's nil *storeConn reaches Create inside a non-nil
+	// Connector: it is neither closed nor returned.
+	fail = true
+	assert.NotPanics(t, func() { _, err = r.Create(t.Context(), cfg, registry.RoleWorker) })
+	assert.EqualError(t, err, `kv connector "memory" (worker): no backend`)
+	fail, none = false, true
+	_, err = r.Create(t.Context(), cfg, registry.RoleWorker)
+	require.ErrorIs(t, err, registry.ErrNilConnector)
+	assert.Zero(t, st.closes())
+}
+
+func TestCreateLogsToDefaultLogger(t *testing.T) {
+	h := newRecorder(slog.LevelInfo)
+	prev := slog.Default()
+	slog.SetDefault(slog.New(h))
+	t.Cleanup(func() { slog.SetDefault(prev) })
+
+	_, err := registry.MustNew(entry("memory")).Create(t.Context(), registry.Config{Connector: "memory"}, registry.RoleWorker)
+	require.NoError(t, err)
+	require.Len(t, h.records(), 1)
+	assert.Equal(t, "memory", attrs(h.records()[0])["connector"])
+}
