@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -73,4 +74,28 @@ func CheckPrefix(promptLen, blockSize, numTokens int) error {
 		return fmt.Errorf("prefix of %d tokens is longer than the prompt (%d tokens)", numTokens, promptLen)
 	}
 	return nil
+}
+
+// MatchedTokens answers Scheduler.MatchedTokens for a connector that can
+// tell whether it holds a prefix: it asks stored about the prompt's
+// block-aligned prefixes, longest first, down to numComputed, and returns
+// how many tokens of the first one held lie beyond numComputed.
+func MatchedTokens(ctx context.Context, req *Request, blockSize, numComputed int, stored func(BlockHash) (bool, error)) (int, error) {
+	if numComputed < 0 {
+		return 0, fmt.Errorf("%d computed tokens: want zero or more", numComputed)
+	}
+	hashes := BlockHashes(req.PromptTokens, blockSize)
+	for n := len(hashes); n > 0 && n*blockSize > numComputed; n-- {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		ok, err := stored(hashes[n-1])
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			return n*blockSize - numComputed, nil
+		}
+	}
+	return 0, nil
 }

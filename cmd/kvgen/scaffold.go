@@ -45,7 +45,7 @@ func runNew(ctx context.Context, e *env, args []string) int {
 		e.errorf("%s already exists; choose another -dir", *dir)
 		return exitError
 	}
-	s := templates.Scaffold{Name: name, Module: *module, GoVersion: "1.26", KVGenVersion: kvgenVersion()}
+	s := templates.Scaffold{Name: name, Module: *module, GoVersion: "1.26.0", KVGenVersion: kvgenVersion()}
 	if *replace != "" {
 		abs, err := filepath.Abs(*replace)
 		if err != nil {

@@ -92,20 +92,9 @@ func (c *Connector) MatchedTokens(ctx context.Context, req *registry.Request, nu
 	if c.closed.Load() {
 		return 0, errClosed
 	}
-	if numComputed < 0 {
-		return 0, fmt.Errorf("%d computed tokens: want zero or more", numComputed)
-	}
-	bs := c.cfg.BlockSize
-	hashes := registry.BlockHashes(req.PromptTokens, bs)
-	for n := len(hashes); n > 0 && n*bs > numComputed; n-- {
-		if err := ctx.Err(); err != nil {
-			return 0, err
-		}
-		if c.stored(hashes[n-1]) {
-			return n*bs - numComputed, nil
-		}
-	}
-	return 0, nil
+	return registry.MatchedTokens(ctx, req, c.cfg.BlockSize, numComputed, func(h registry.BlockHash) (bool, error) {
+		return c.stored(h), nil
+	})
 }
 
 // stored reports whether every configured layer has a file for the prefix,

@@ -91,17 +91,9 @@ func (c *connector) MatchedTokens(ctx context.Context, req *registry.Request, nu
 	if c.closed.Load() {
 		return 0, errClosed
 	}
-	if numComputed < 0 {
-		return 0, fmt.Errorf("%d computed tokens: want zero or more", numComputed)
-	}
-	bs := c.cfg.BlockSize
-	hashes := registry.BlockHashes(req.PromptTokens, bs)
-	for n := len(hashes); n > 0 && n*bs > numComputed; n-- {
-		if c.store.has(hashes[n-1], c.cfg.LayerNames) {
-			return n*bs - numComputed, nil
-		}
-	}
-	return 0, nil
+	return registry.MatchedTokens(ctx, req, c.cfg.BlockSize, numComputed, func(h registry.BlockHash) (bool, error) {
+		return c.store.has(h, c.cfg.LayerNames), nil
+	})
 }
 
 // AfterAlloc does nothing: loads need no preparation.
