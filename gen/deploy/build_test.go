@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kvgen/kvgen/internal/redistest"
 )
 
 // These tests drive the real CLI: they build kvgen, run `kvgen build` at
@@ -157,15 +159,15 @@ func testDatacenter(t *testing.T, root, kvgen string) {
 	})
 
 	t.Run("redis", func(t *testing.T) {
-		redis := startRedis(t)
+		redis := redistest.Start(t)
 
 		t.Run("handoff", func(t *testing.T) {
-			extra := map[string]any{"addrs": []string{redis.addr}, "key_prefix": "e2e:redis:"}
+			extra := map[string]any{"addrs": []string{redis.Addr()}, "key_prefix": "e2e:redis:"}
 			testHandoff(t, bin, "redis", extra)
 		})
 
 		t.Run("MultiConnector handoff", func(t *testing.T) {
-			testMultiHandoff(t, bin, redis.addr)
+			testMultiHandoff(t, bin, redis.Addr())
 		})
 	})
 }

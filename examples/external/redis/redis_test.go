@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvgen/kvgen/examples/external/redis"
+	"github.com/kvgen/kvgen/internal/redistest"
 	"github.com/kvgen/kvgen/registry"
 )
 
@@ -323,7 +324,7 @@ func TestInvalidSettings(t *testing.T) {
 
 func TestUnreachableServer(t *testing.T) {
 	t.Parallel()
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t)) // nothing listens there
+	addr := fmt.Sprintf("127.0.0.1:%d", redistest.FreePort(t)) // nothing listens there
 	_, err := redis.New(t.Context(), config("e", map[string]any{"addrs": []string{addr}, "dial_timeout": "2s"}), registry.RoleScheduler)
 	require.Error(t, err)
 	assert.True(t, strings.HasPrefix(err.Error(), "redis at "+addr+": "), "error names the server: %v", err)
