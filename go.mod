@@ -15,3 +15,5 @@ require (
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 )
+
+tool github.com/kvgen/kvgen/cmd/kvgen

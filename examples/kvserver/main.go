@@ -13,7 +13,7 @@
 // both in one process.
 package main
 
-//go:generate go run github.com/kvgen/kvgen/cmd/kvgen -manifest ../../connectors.yaml
+//go:generate go tool kvgen -manifest ../../connectors.yaml
 
 import (
 	"context"
