@@ -36,7 +36,6 @@ func TestScripts(t *testing.T) {
 			for k, v := range goEnv {
 				env.Setenv(k, v)
 			}
-			env.Setenv("GOPROXY", "off")
 			env.Setenv("PATH", filepath.Join(goEnv["GOROOT"], "bin")+string(os.PathListSeparator)+env.Getenv("PATH"))
 			gomod := "module example.com/script\n\ngo 1.26.0\n\nrequire github.com/kvgen/kvgen v0.0.0\n\nreplace github.com/kvgen/kvgen => " + root + "\n"
 			if err := os.WriteFile(filepath.Join(env.WorkDir, "go.mod"), []byte(gomod), 0o644); err != nil {
