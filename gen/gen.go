@@ -9,9 +9,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
-	"go/parser"
-	"go/token"
 	"os"
 	"path/filepath"
 	"strings"
@@ -51,6 +48,8 @@ type Result struct {
 	Package string
 	// Content is the gofmt'd file.
 	Content []byte
+
+	declared map[string]bool // top-level names of the output package's other files
 }
 
 // Generate runs every stage and returns the file to write. An error in the
@@ -60,7 +59,7 @@ func Generate(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res.Content, err = emit(res.Manifest.File, res.Package, res.Entries)
+	res.Content, err = emit(res.Manifest.File, res.Package, res.Entries, res.declared)
 	if err != nil {
 		return nil, err
 	}
@@ -85,9 +84,11 @@ func Resolve(ctx context.Context, opts Options) (*Result, error) {
 	if res.Path == "" {
 		res.Path = filepath.Join(dir, m.Output.V)
 	}
-	res.Package, err = packageName(m, res.Path)
+	out, err := inspectOutput(m, res.Path, opts.Tags)
 	if err != nil {
-		errs.Append(m.Package.Pos, err)
+		errs.Append(outputPos(m), err)
+	} else {
+		res.Package, res.declared = out.name, out.declared
 	}
 
 	paths := make([]string, 0, len(m.Connectors))
@@ -102,7 +103,7 @@ func Resolve(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	pkgs, err := load(ctx, absDir, opts.buildFlags(), paths)
+	pkgs, err := load(ctx, absDir, opts.env(), opts.buildFlags(), out.overlay(res.Path), paths)
 	if err != nil {
 		return nil, err
 	}
@@ -112,6 +113,10 @@ func Resolve(ctx context.Context, opts Options) (*Result, error) {
 	}
 	rel := relativeTo(cwd)
 	for i, c := range m.Connectors {
+		if out != nil && out.path != "" && c.Import.V == out.path {
+			errs.Add(c.Import.Pos, "%s: %s is the package the registry is generated into, and a package cannot import itself; move the connector to its own package, or generate the registry elsewhere with output:", c.Label(i), c.Import.V)
+			continue
+		}
 		if e := checkEntry(&errs, c, i, pkgs[c.Import.V], rel); e != nil {
 			res.Entries = append(res.Entries, e)
 		}
@@ -130,62 +135,6 @@ func (r *Result) Docs() {
 	}
 }
 
-// packageName decides the generated file's package: the package of the Go
-// files already in the output directory, else the manifest's package, else
-// the directory's name.
-func packageName(m *manifest.Manifest, out string) (string, error) {
-	dir := filepath.Dir(out)
-	existing, err := dirPackage(dir, filepath.Base(out))
-	if err != nil {
-		return "", err
-	}
-	switch {
-	case existing != "" && m.Package.Set && m.Package.V != existing:
-		return "", fmt.Errorf("package %q: the Go files in %s are package %s; make them agree or drop package: to use %s",
-			m.Package.V, dir, existing, existing)
-	case existing != "":
-		return existing, nil
-	case m.Package.Set:
-		return m.Package.V, nil
-	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return "", err
-	}
-	name := strings.NewReplacer("-", "_", ".", "_").Replace(filepath.Base(abs))
-	if !token.IsIdentifier(name) {
-		return "", fmt.Errorf("cannot name the package of %s after its directory; set package: in the manifest", out)
-	}
-	return name, nil
-}
-
-// dirPackage returns the package name of the non-test Go files in dir
-// other than skip, or "" if there are none.
-func dirPackage(dir, skip string) (string, error) {
-	ents, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return "", nil
-	}
-	if err != nil {
-		return "", err
-	}
-	fset := token.NewFileSet()
-	for _, e := range ents {
-		n := e.Name()
-		if e.IsDir() || n == skip || !strings.HasSuffix(n, ".go") || strings.HasSuffix(n, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, filepath.Join(dir, n), nil, parser.PackageClauseOnly)
-		if err != nil {
-			continue // the compiler will say what is wrong with it
-		}
-		if f.Name.Name != "documentation" {
-			return f.Name.Name, nil
-		}
-	}
-	return "", nil
-}
-
 // Stale reports whether the file at r.Path differs from r.Content, and
 // returns a unified diff of the difference.
 func (r *Result) Stale() (bool, []byte, error) {
@@ -200,6 +149,16 @@ func (r *Result) Stale() (bool, []byte, error) {
 		return false, nil, nil
 	}
 	return true, unifiedDiff(r.Path, old, r.Content), nil
+}
+
+// env is the go command's environment for loading: the process's, but
+// outside workspace mode when a temporary go.mod is used, since the go
+// command refuses -modfile there.
+func (o Options) env() []string {
+	if o.ModFile == "" {
+		return nil
+	}
+	return append(os.Environ(), "GOWORK=off")
 }
 
 // buildFlags are the go command flags that loading needs.

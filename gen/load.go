@@ -48,12 +48,14 @@ type contract struct {
 // a single type universe. Here each worker keeps its own universe, seeded
 // with package registry, so the workers need no lock and the decoding, which
 // dominates once go list is done, runs on every core.
-func load(ctx context.Context, dir string, buildFlags []string, paths []string) (map[string]*loadedPackage, error) {
+func load(ctx context.Context, dir string, env, buildFlags []string, overlay map[string][]byte, paths []string) (map[string]*loadedPackage, error) {
 	cfg := &packages.Config{
 		Context:    ctx,
 		Dir:        dir,
 		Mode:       packages.NeedName | packages.NeedFiles | packages.NeedModule | packages.NeedExportFile,
 		BuildFlags: buildFlags,
+		Env:        env,
+		Overlay:    overlay,
 	}
 	patterns := append([]string{RegistryPath}, paths...)
 	pkgs, err := packages.Load(cfg, patterns...)
@@ -73,7 +75,7 @@ func load(ctx context.Context, dir string, buildFlags []string, paths []string) 
 		case reg == nil:
 			// go/packages drops the go command's complaint when go list
 			// fails as a whole (say, go.mod needs updating); ask again.
-			msg += ": " + goListError(ctx, dir, buildFlags)
+			msg += ": " + goListError(ctx, dir, env, buildFlags)
 		}
 		if strings.Contains(msg, "no required module provides") {
 			msg += "\nthe manifest's module must require kvgen: go get -tool github.com/kvgen/kvgen/cmd/kvgen"
@@ -143,10 +145,10 @@ func load(ctx context.Context, dir string, buildFlags []string, paths []string) 
 
 // goListError returns what the go command says when listing the registry
 // package.
-func goListError(ctx context.Context, dir string, buildFlags []string) string {
+func goListError(ctx context.Context, dir string, env, buildFlags []string) string {
 	args := append(append([]string{"list"}, buildFlags...), RegistryPath)
 	cmd := exec.CommandContext(ctx, "go", args...)
-	cmd.Dir = dir
+	cmd.Dir, cmd.Env = dir, env
 	out, err := cmd.CombinedOutput()
 	if err == nil {
 		return "the go command lists it, but go/packages did not return it"

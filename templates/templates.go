@@ -13,6 +13,8 @@ import (
 	"path"
 	"strings"
 	"text/template"
+
+	"golang.org/x/mod/modfile"
 )
 
 //go:embed connector/*.tmpl doc.md.tmpl
@@ -34,10 +36,15 @@ type Scaffold struct {
 }
 
 // RenderScaffold returns the scaffold's files by their path in the new
-// module. Go files are gofmt'd.
+// module. Go files are gofmt'd; go.mod is written with x/mod, which quotes
+// paths that need it.
 func RenderScaffold(s Scaffold) (map[string][]byte, error) {
-	out := map[string][]byte{}
-	err := fs.WalkDir(files, "connector", func(p string, d fs.DirEntry, err error) error {
+	gomod, err := goMod(s)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]byte{"go.mod": gomod}
+	err = fs.WalkDir(files, "connector", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
@@ -55,6 +62,25 @@ func RenderScaffold(s Scaffold) (map[string][]byte, error) {
 		return nil
 	})
 	return out, err
+}
+
+func goMod(s Scaffold) ([]byte, error) {
+	f := new(modfile.File)
+	if err := f.AddModuleStmt(s.Module); err != nil {
+		return nil, err
+	}
+	if err := f.AddGoStmt(s.GoVersion); err != nil {
+		return nil, err
+	}
+	if err := f.AddRequire("github.com/kvgen/kvgen", s.KVGenVersion); err != nil {
+		return nil, err
+	}
+	if s.Replace != "" {
+		if err := f.AddReplace("github.com/kvgen/kvgen", "", s.Replace, ""); err != nil {
+			return nil, err
+		}
+	}
+	return f.Format()
 }
 
 // DocRow is one connector in the `kvgen doc` table.

@@ -35,6 +35,18 @@ func (g *genFlags) register(fs interface {
 	fs.StringVar(&g.tags, "tags", "", "comma-separated build tags to load the connectors' packages with")
 }
 
+// command is the kvgen command line that writes what check compared.
+func (g *genFlags) command() string {
+	cmd := "kvgen -manifest " + g.manifest
+	if g.output != "" {
+		cmd += " -o " + g.output
+	}
+	if g.tags != "" {
+		cmd += " -tags " + g.tags
+	}
+	return cmd
+}
+
 func (g *genFlags) options() gen.Options {
 	o := gen.Options{Manifest: g.manifest, Output: g.output}
 	for _, t := range strings.Split(g.tags, ",") {
@@ -98,11 +110,11 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 		e.report(err)
 		return exitUsage
 	case stale && diff == nil:
-		e.errorf("%s is missing; run go generate (or kvgen -manifest %s)", res.Path, g.manifest)
+		e.errorf("%s is missing; run go generate (or %s)", res.Path, g.command())
 		return exitError
 	case stale:
 		e.stdout.Write(diff)
-		e.errorf("%s is stale; run go generate (or kvgen -manifest %s)", res.Path, g.manifest)
+		e.errorf("%s is stale; run go generate (or %s)", res.Path, g.command())
 		return exitError
 	}
 	return exitOK
@@ -164,6 +176,10 @@ func runList(ctx context.Context, e *env, args []string) int {
 	fs.BoolVar(&asJSON, "json", false, "print JSON")
 	if code := parse(fs, args); code >= 0 {
 		return code
+	}
+	if fs.NArg() > 0 {
+		e.errorf("list takes no arguments, got %q", fs.Args())
+		return exitUsage
 	}
 	items, err := resolveListed(ctx, g)
 	if err != nil {

@@ -3,12 +3,15 @@ package main
 import (
 	"context"
 	"fmt"
+	"go/token"
 	"os"
 	"path/filepath"
 	"regexp"
 	"runtime/debug"
 	"sort"
 	"strings"
+
+	"golang.org/x/mod/module"
 
 	"github.com/kvgen/kvgen/gen"
 	"github.com/kvgen/kvgen/templates"
@@ -20,7 +23,7 @@ var packageName = regexp.MustCompile(`^[a-z][a-z0-9]*$`)
 
 func runNew(ctx context.Context, e *env, args []string) int {
 	fs := newFlags(e, "new", "[-module PATH] [-dir DIR] [-replace DIR] NAME")
-	module := fs.String("module", "", "module path of the new connector (default example.com/NAME)")
+	modPath := fs.String("module", "", "module path of the new connector (default example.com/NAME)")
 	dir := fs.String("dir", "", "directory to create (default ./NAME)")
 	replace := fs.String("replace", "", "local kvgen checkout to develop against (adds a replace directive)")
 	if code := parse(fs, args); code >= 0 {
@@ -35,8 +38,20 @@ func runNew(ctx context.Context, e *env, args []string) int {
 		e.errorf("connector name %q: want a lower-case Go package name such as %q", name, strings.ToLower(nonAlnum.ReplaceAllString(name, "")))
 		return exitUsage
 	}
-	if *module == "" {
-		*module = "example.com/" + name
+	if token.IsKeyword(name) {
+		e.errorf("connector name %q is a Go keyword and cannot name a package; choose another", name)
+		return exitUsage
+	}
+	if reservedNames[name] {
+		e.errorf("connector name %q: the scaffold's code and tests import a package of that name; choose another", name)
+		return exitUsage
+	}
+	if *modPath == "" {
+		*modPath = "example.com/" + name
+	}
+	if err := module.CheckPath(*modPath); err != nil {
+		e.errorf("-module: %v", err)
+		return exitUsage
 	}
 	if *dir == "" {
 		*dir = name
@@ -45,7 +60,7 @@ func runNew(ctx context.Context, e *env, args []string) int {
 		e.errorf("%s already exists; choose another -dir", *dir)
 		return exitError
 	}
-	s := templates.Scaffold{Name: name, Module: *module, GoVersion: "1.26.0", KVGenVersion: kvgenVersion()}
+	s := templates.Scaffold{Name: name, Module: *modPath, GoVersion: "1.26.0", KVGenVersion: kvgenVersion()}
 	if *replace != "" {
 		abs, err := filepath.Abs(*replace)
 		if err != nil {
@@ -74,7 +89,7 @@ func runNew(ctx context.Context, e *env, args []string) int {
 			return exitError
 		}
 	}
-	fmt.Fprintf(e.stdout, "created %s (module %s): %s\n", *dir, *module, strings.Join(names, ", "))
+	fmt.Fprintf(e.stdout, "created %s (module %s): %s\n", *dir, *modPath, strings.Join(names, ", "))
 	if s.Replace == "" && strings.HasPrefix(s.KVGenVersion, "v0.0.0-") {
 		fmt.Fprintf(e.stdout, "this kvgen is a development build: point go.mod at your kvgen checkout with\n\tgo mod edit -replace github.com/kvgen/kvgen=PATH\n")
 	}
@@ -83,6 +98,13 @@ func runNew(ctx context.Context, e *env, args []string) int {
 }
 
 var nonAlnum = regexp.MustCompile(`[^A-Za-z0-9]`)
+
+// reservedNames are the packages the scaffold imports: a connector named
+// like one would shadow it.
+var reservedNames = map[string]bool{
+	"context": true, "errors": true, "fmt": true, "fs": true, "os": true, "filepath": true,
+	"testing": true, "registry": true, "conformance": true,
+}
 
 // kvgenVersion is the kvgen module version this binary was built from, for
 // the scaffold's require line.
@@ -99,6 +121,10 @@ func runDoc(ctx context.Context, e *env, args []string) int {
 	g.register(fs, false)
 	if code := parse(fs, args); code >= 0 {
 		return code
+	}
+	if fs.NArg() > 0 {
+		e.errorf("doc takes no arguments, got %q", fs.Args())
+		return exitUsage
 	}
 	items, err := resolveListed(ctx, g)
 	if err != nil {

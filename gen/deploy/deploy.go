@@ -49,10 +49,6 @@ type Options struct {
 	Log io.Writer
 }
 
-// zeroVersion is what a module replaced by a directory is required at when
-// the manifest gives no version.
-var zeroVersion = module.PseudoVersion("v0", "", time.Time{}, "000000000000")
-
 // Build builds opts.Package with the manifest's connectors.
 func Build(ctx context.Context, opts Options) error {
 	if opts.Log == nil {
@@ -64,10 +60,13 @@ func Build(ctx context.Context, opts Options) error {
 		return err
 	}
 	b.m = m
-	if err := b.step("resolving modules", b.resolveModules, ctx); err != nil {
+	if b.tmp, err = os.MkdirTemp("", "kvgen-build-"); err != nil {
 		return err
 	}
 	defer os.RemoveAll(b.tmp)
+	if err := b.step("resolving modules", b.resolveModules, ctx); err != nil {
+		return err
+	}
 	if err := b.step("generating the registry", b.generate, ctx); err != nil {
 		return err
 	}
@@ -115,8 +114,8 @@ func (b *builder) resolveModules(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if b.tmp, err = os.MkdirTemp("", "kvgen-build-"); err != nil {
-		return err
+	if mf.Module == nil {
+		return fmt.Errorf("%s has no module line", gomod)
 	}
 	b.modFile = filepath.Join(b.tmp, "go.mod")
 
@@ -147,7 +146,14 @@ func (b *builder) resolveModules(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			version := zeroVersion
+			// Without a version, require the zero pseudo-version of the
+			// module's major version: v2 modules need a v2 version.
+			_, pathMajor, _ := module.SplitPathVersion(modPath)
+			major := module.PathMajorPrefix(pathMajor)
+			if major == "" {
+				major = "v0"
+			}
+			version := module.ZeroPseudoVersion(major)
 			if c.Version.Set {
 				version = c.Version.V
 			}
@@ -281,6 +287,7 @@ func (b *builder) packageFiles(ctx context.Context) ([]string, error) {
 		Context:    ctx,
 		Mode:       packages.NeedName | packages.NeedFiles,
 		BuildFlags: b.buildFlags(),
+		Env:        goEnv(),
 	}
 	pkgs, err := packages.Load(cfg, b.opts.Package)
 	if err != nil {
@@ -356,6 +363,7 @@ func (b *builder) compile(ctx context.Context) error {
 func (b *builder) goOutput(ctx context.Context, dir string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = dir
+	cmd.Env = goEnv()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if b.opts.Verbose {
@@ -379,7 +387,7 @@ func (b *builder) annotate(out string) string {
 		best, bestIdx := "", -1
 		for i, c := range b.m.Connectors {
 			for _, p := range []string{c.Import.V, b.modules[i]} {
-				if p != "" && len(p) > len(best) && strings.Contains(line, p) {
+				if p != "" && len(p) > len(best) && mentions(line, p) {
 					best, bestIdx = p, i
 				}
 			}
@@ -391,4 +399,27 @@ func (b *builder) annotate(out string) string {
 		lines = append(lines, line)
 	}
 	return strings.Join(lines, "\n")
+}
+
+// mentions reports whether line names path as a whole path, not as the
+// prefix of a longer one (github.com/x/foo in github.com/x/foobar).
+func mentions(line, path string) bool {
+	for i := 0; ; {
+		j := strings.Index(line[i:], path)
+		if j < 0 {
+			return false
+		}
+		end := i + j + len(path)
+		if end == len(line) || strings.ContainsRune("/@: \t\"'", rune(line[end])) {
+			return true
+		}
+		i = end
+	}
+}
+
+// goEnv is the environment of the go commands a deployment build runs.
+// The go command refuses -modfile in workspace mode, and a deployment is
+// built from its module alone, so go.work is ignored.
+func goEnv() []string {
+	return append(os.Environ(), "GOWORK=off")
 }

@@ -7,8 +7,10 @@
 package manifest
 
 import (
+	"errors"
 	"fmt"
 	"go/token"
+	"io/fs"
 	"os"
 
 	"github.com/kvgen/kvgen/registry"
@@ -94,6 +96,9 @@ func Parse(filename string, data []byte) (*Manifest, error) {
 // Load reads and parses the manifest at path; positions use path as given.
 func Load(path string) (*Manifest, error) {
 	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w; run kvgen in the directory that holds the manifest, or name it with -manifest", err)
+	}
 	if err != nil {
 		return nil, err
 	}

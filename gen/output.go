@@ -1,0 +1,178 @@
+package gen
+
+import (
+	"errors"
+	"fmt"
+	"go/ast"
+	"go/build"
+	"go/parser"
+	"go/token"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/mod/modfile"
+
+	"github.com/kvgen/kvgen/gen/manifest"
+)
+
+// outputPackage is the package the registry file is generated into.
+type outputPackage struct {
+	name string
+	// path is its import path, or "" when no go.mod is found above it.
+	path string
+	// declared holds the top-level names its other files declare: the
+	// generated file's imports must not collide with them.
+	declared map[string]bool
+}
+
+// inspectOutput reads the directory of the file to generate: the package
+// of the Go files already there (those the build tags select), else the
+// manifest's package, else the directory's name.
+func inspectOutput(m *manifest.Manifest, out string, tags []string) (*outputPackage, error) {
+	dir := filepath.Dir(out)
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	o := &outputPackage{declared: map[string]bool{}}
+	existing, declaredIn, err := readPackage(dir, filepath.Base(out), tags, o.declared)
+	if err != nil {
+		return nil, err
+	}
+	if f, ok := declaredIn["Registry"]; ok {
+		return nil, fmt.Errorf("%s already declares Registry, which the generated file declares; rename it", f)
+	}
+	switch {
+	case existing != "" && m.Package.Set && m.Package.V != existing:
+		return nil, fmt.Errorf("package %q: the Go files in %s are package %s; make them agree or drop package: to use %s",
+			m.Package.V, dir, existing, existing)
+	case existing != "":
+		o.name = existing
+	case m.Package.Set:
+		o.name = m.Package.V
+	default:
+		o.name = strings.NewReplacer("-", "_", ".", "_").Replace(filepath.Base(abs))
+		if !token.IsIdentifier(o.name) || token.IsKeyword(o.name) {
+			return nil, fmt.Errorf("cannot name the package of %s after its directory; set package: in the manifest", out)
+		}
+	}
+	o.path = importPath(abs)
+	return o, nil
+}
+
+// readPackage returns the package name of the non-test Go files in dir
+// other than skip that the build tags select, and adds their top-level
+// names to declared; declaredIn says which file declares each.
+func readPackage(dir, skip string, tags []string, declared map[string]bool) (string, map[string]string, error) {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil, nil
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	bctx := build.Default
+	bctx.BuildTags = tags
+	name := ""
+	declaredIn := map[string]string{}
+	fset := token.NewFileSet()
+	for _, e := range ents {
+		n := e.Name()
+		if e.IsDir() || n == skip || !strings.HasSuffix(n, ".go") || strings.HasSuffix(n, "_test.go") {
+			continue
+		}
+		if ok, err := bctx.MatchFile(dir, n); err != nil || !ok {
+			continue
+		}
+		file := filepath.Join(dir, n)
+		f, err := parser.ParseFile(fset, file, nil, parser.SkipObjectResolution)
+		if err != nil {
+			continue // the compiler will say what is wrong with it
+		}
+		if name == "" && f.Name.Name != "documentation" {
+			name = f.Name.Name
+		}
+		for _, id := range topLevelNames(f) {
+			declared[id] = true
+			if _, ok := declaredIn[id]; !ok {
+				declaredIn[id] = file
+			}
+		}
+	}
+	return name, declaredIn, nil
+}
+
+func topLevelNames(f *ast.File) []string {
+	var names []string
+	for _, d := range f.Decls {
+		switch d := d.(type) {
+		case *ast.FuncDecl:
+			if d.Recv == nil {
+				names = append(names, d.Name.Name)
+			}
+		case *ast.GenDecl:
+			for _, spec := range d.Specs {
+				switch spec := spec.(type) {
+				case *ast.TypeSpec:
+					names = append(names, spec.Name.Name)
+				case *ast.ValueSpec:
+					for _, n := range spec.Names {
+						names = append(names, n.Name)
+					}
+				}
+			}
+		}
+	}
+	return names
+}
+
+// importPath returns the import path of directory dir from the go.mod
+// above it, or "" if there is none.
+func importPath(dir string) string {
+	for d := dir; ; d = filepath.Dir(d) {
+		data, err := os.ReadFile(filepath.Join(d, "go.mod"))
+		if err == nil {
+			mod := modfile.ModulePath(data)
+			rel, err := filepath.Rel(d, dir)
+			if mod == "" || err != nil {
+				return ""
+			}
+			return path.Join(mod, filepath.ToSlash(rel))
+		}
+		if filepath.Dir(d) == d {
+			return ""
+		}
+	}
+}
+
+// overlay stands in for an existing registry file while the connectors'
+// packages load. A connector that imports the package the registry goes
+// into would otherwise fail to load through the old file's import of it,
+// and kvgen could never write a file without the cycle.
+func (o *outputPackage) overlay(out string) map[string][]byte {
+	if o == nil {
+		return nil
+	}
+	abs, err := filepath.Abs(out)
+	if err != nil {
+		return nil
+	}
+	if _, err := os.Stat(abs); err != nil {
+		return nil
+	}
+	return map[string][]byte{abs: []byte("package " + o.name + "\n")}
+}
+
+// outputPos is where errors about the output package point: the package
+// or output key, else the manifest's first line.
+func outputPos(m *manifest.Manifest) token.Position {
+	switch {
+	case m.Package.Set:
+		return m.Package.Pos
+	case m.Output.Set:
+		return m.Output.Pos
+	}
+	return token.Position{Filename: m.File, Line: 1, Column: 1}
+}

@@ -1,0 +1,14 @@
+// Package lib holds a connector and is where the manifest puts the registry.
+package lib
+
+import (
+	"context"
+
+	"example.com/kvcase/fake"
+	"github.com/kvgen/kvgen/registry"
+)
+
+// New creates the fake connector.
+func New(ctx context.Context, cfg registry.Config, role registry.Role) (registry.Connector, error) {
+	return fake.New(ctx, cfg, role)
+}

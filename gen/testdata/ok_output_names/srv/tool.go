@@ -1,0 +1,3 @@
+//go:build ignore
+
+package tool
