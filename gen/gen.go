@@ -103,9 +103,17 @@ func Resolve(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	pkgs, err := load(ctx, absDir, opts.env(), opts.buildFlags(), out.overlay(res.Path), paths)
+	pkgs, err := load(ctx, absDir, opts.env(), opts.buildFlags(), nil, paths)
 	if err != nil {
 		return nil, err
+	}
+	if overlay := out.overlay(res.Path); overlay != nil && anyCycle(pkgs) {
+		// The existing registry file may be what closes the cycle; load
+		// again without it (an overlay costs the go command time, so
+		// only when needed).
+		if pkgs, err = load(ctx, absDir, opts.env(), opts.buildFlags(), overlay, paths); err != nil {
+			return nil, err
+		}
 	}
 	cwd, err := os.Getwd()
 	if err != nil {
