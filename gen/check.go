@@ -39,8 +39,6 @@ type Entry struct {
 	// Adapt is set when the constructor returns another type than
 	// registry.Connector: the generated code wraps it with registry.Adapt.
 	Adapt bool
-	// Result is the constructor's first result type, as Go prints it.
-	Result string
 	// Decl is where the constructor is declared.
 	Decl token.Position
 	// Doc is the first sentence of the package's documentation.
@@ -123,7 +121,7 @@ func checkEntry(errs *diag.List, c manifest.Connector, index int, lp *loadedPack
 		return nil
 	}
 	sig := fn.Type().(*types.Signature)
-	if problem := checkSignature(sig, lp.contract, e, lp.types); problem != "" {
+	if problem := checkSignature(sig, lp.contract, e); problem != "" {
 		errs.Add(namePos, "%s: %s.%s (declared at %s) %s", label, p.Name, name, e.Decl, problem)
 		return nil
 	}
@@ -131,8 +129,8 @@ func checkEntry(errs *diag.List, c manifest.Connector, index int, lp *loadedPack
 }
 
 // checkSignature returns what is wrong with a constructor's signature in Go
-// terms, or "" if it fits the contract; it sets e.Adapt and e.Result.
-func checkSignature(sig *types.Signature, c *contract, e *Entry, pkg *types.Package) string {
+// terms, or "" if it fits the contract; it sets e.Adapt.
+func checkSignature(sig *types.Signature, c *contract, e *Entry) string {
 	qual := func(p *types.Package) string { return p.Name() }
 	str := func(t types.Type) string { return types.TypeString(t, qual) }
 	want := c.factory
@@ -159,7 +157,6 @@ func checkSignature(sig *types.Signature, c *contract, e *Entry, pkg *types.Pack
 		return fmt.Sprintf("result 2 is %s; want error", str(sig.Results().At(1).Type()))
 	}
 	res := sig.Results().At(0).Type()
-	e.Result = str(res)
 	connT := want.Results().At(0).Type()
 	if types.Identical(res, connT) {
 		return ""
@@ -172,15 +169,16 @@ func checkSignature(sig *types.Signature, c *contract, e *Entry, pkg *types.Pack
 		return "" // which roles it serves is only known at run time; Create checks
 	}
 	for _, role := range e.Roles.List() {
-		iface := c.roles[role.String()]
+		iface := c.roles[role]
 		if !types.Implements(res, iface) {
 			return fmt.Sprintf("returns %s, which does not implement registry.%s%s, but the entry serves the %s role; implement it, or set roles: to the roles it serves",
-				str(res), c.named[roleInterface(role)].Name(), missing(res, iface, str), role)
+				str(res), roleInterface(role), missing(res, iface, str), role)
 		}
 	}
 	return ""
 }
 
+// roleInterface names the registry interface a role's connector implements.
 func roleInterface(r registry.Role) string {
 	if r == registry.RoleScheduler {
 		return "Scheduler"

@@ -159,13 +159,19 @@ func (r *Result) Stale() (bool, []byte, error) {
 	return true, unifiedDiff(r.Path, old, r.Content), nil
 }
 
-// env is the go command's environment for loading: the process's, but
-// outside workspace mode when a temporary go.mod is used, since the go
-// command refuses -modfile there.
+// env is the go command's environment for loading.
 func (o Options) env() []string {
 	if o.ModFile == "" {
 		return nil
 	}
+	return ModFileEnv()
+}
+
+// ModFileEnv is the environment for go commands given a temporary go.mod
+// with -modfile: the process's, outside workspace mode, since the go
+// command refuses -modfile there and a deployment is built from its module
+// alone.
+func ModFileEnv() []string {
 	return append(os.Environ(), "GOWORK=off")
 }
 

@@ -15,6 +15,8 @@ import (
 
 	"golang.org/x/tools/go/gcexportdata"
 	"golang.org/x/tools/go/packages"
+
+	"github.com/kvgen/kvgen/registry"
 )
 
 // RegistryPath is the import path of the runtime package that generated
@@ -37,8 +39,7 @@ type loadedPackage struct {
 type contract struct {
 	factory   *types.Signature
 	connector *types.Interface
-	roles     map[string]*types.Interface // "scheduler", "worker" -> interface
-	named     map[string]*types.TypeName  // Factory, Config, Role, Connector, ...
+	roles     map[registry.Role]*types.Interface // Scheduler, Worker
 }
 
 // load lists every package with one go list run and decodes their export
@@ -171,18 +172,30 @@ func readExport(fset *token.FileSet, imports map[string]*types.Package, p *packa
 }
 
 func newContract(reg *types.Package) (*contract, error) {
-	c := &contract{named: map[string]*types.TypeName{}, roles: map[string]*types.Interface{}}
-	for _, name := range []string{"Factory", "Connector", "Config", "Role", "Scheduler", "Worker"} {
+	underlying := func(name string) (types.Type, error) {
 		tn, ok := reg.Scope().Lookup(name).(*types.TypeName)
 		if !ok {
 			return nil, fmt.Errorf("%s.%s is missing: kvgen and the registry package it was built with disagree", RegistryPath, name)
 		}
-		c.named[name] = tn
+		return tn.Type().Underlying(), nil
 	}
-	c.factory = c.named["Factory"].Type().Underlying().(*types.Signature)
-	c.connector = c.named["Connector"].Type().Underlying().(*types.Interface)
-	c.roles["scheduler"] = c.named["Scheduler"].Type().Underlying().(*types.Interface)
-	c.roles["worker"] = c.named["Worker"].Type().Underlying().(*types.Interface)
+	factory, err := underlying("Factory")
+	if err != nil {
+		return nil, err
+	}
+	c := &contract{factory: factory.(*types.Signature), roles: map[registry.Role]*types.Interface{}}
+	connector, err := underlying("Connector")
+	if err != nil {
+		return nil, err
+	}
+	c.connector = connector.(*types.Interface)
+	for _, r := range registry.Roles {
+		iface, err := underlying(roleInterface(r))
+		if err != nil {
+			return nil, err
+		}
+		c.roles[r] = iface.(*types.Interface)
+	}
 	return c, nil
 }
 

@@ -54,13 +54,12 @@ func New(entries ...Entry) (*Registry, error) {
 		index:   make(map[string]int, len(entries)),
 	}
 	var errs []error
-	owner := make(map[string]int, len(entries))
 	claim := func(i int, kind, key string) {
 		if key == "" {
 			errs = append(errs, fmt.Errorf("registry: entry %d (%q): empty %s", i+1, entries[i].Name, kind))
 			return
 		}
-		if j, dup := owner[key]; dup {
+		if j, dup := r.index[key]; dup {
 			what := "the name"
 			if entries[j].Name != key {
 				what = "an alias"
@@ -69,7 +68,6 @@ func New(entries ...Entry) (*Registry, error) {
 				i+1, entries[i].Name, kind, key, what, j+1, entries[j].Name))
 			return
 		}
-		owner[key] = i
 		r.index[key] = i
 		r.keys = append(r.keys, key)
 	}

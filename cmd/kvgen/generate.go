@@ -3,22 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"runtime/debug"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/kvgen/kvgen/gen"
-	"github.com/kvgen/kvgen/gen/diag"
 	"github.com/kvgen/kvgen/gen/manifest"
 )
-
-func isPositioned(err error) bool {
-	var d *diag.Error
-	var l diag.List
-	return errors.As(err, &d) || errors.As(err, &l)
-}
 
 // genFlags are the flags generate, check and list share.
 type genFlags struct {

@@ -30,6 +30,8 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+
+	"github.com/kvgen/kvgen/gen/diag"
 )
 
 func main() {
@@ -70,12 +72,9 @@ func (e *env) errorf(format string, args ...any) {
 // report prints err: positioned errors one per line as the compiler does,
 // anything else with the kvgen prefix.
 func (e *env) report(err error) {
-	var list interface{ Unwrap() []error }
-	if errors.As(err, &list) {
-		fmt.Fprintln(e.stderr, err)
-		return
-	}
-	if isPositioned(err) {
+	var d *diag.Error
+	var l diag.List
+	if errors.As(err, &l) || errors.As(err, &d) && d.Pos.Filename != "" {
 		fmt.Fprintln(e.stderr, err)
 		return
 	}

@@ -88,10 +88,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if p, err = e.prefill(ctx, req); err == nil {
 			var d *decodeReport
 			d, err = e.decode(ctx, req)
-			report = struct {
-				Prefill *prefillReport `json:"prefill"`
-				Decode  *decodeReport  `json:"decode"`
-			}{p, d}
+			report = &demoReport{p, d}
 		}
 	default:
 		fmt.Fprintf(stderr, "kvserver: unknown mode %q (want demo, prefill or decode)\n", mode)
@@ -122,16 +119,16 @@ func printReport(w io.Writer, report any) {
 	case *decodeReport:
 		fmt.Fprintf(w, "decode: %s loaded %d tokens and recomputed %d of %d through %q; every loaded byte verified: %t\n",
 			r.Engine, r.Loaded, r.Recomputed, r.Prompt, r.Connector, r.Verified)
-	default:
-		data, _ := json.Marshal(report)
-		var both struct {
-			Prefill *prefillReport
-			Decode  *decodeReport
-		}
-		json.Unmarshal(data, &both)
-		printReport(w, both.Prefill)
-		printReport(w, both.Decode)
+	case *demoReport:
+		printReport(w, r.Prefill)
+		printReport(w, r.Decode)
 	}
+}
+
+// demoReport is what demo mode reports: both steps, run in one process.
+type demoReport struct {
+	Prefill *prefillReport `json:"prefill"`
+	Decode  *decodeReport  `json:"decode"`
 }
 
 // listConnectors prints what was linked, with module versions, like

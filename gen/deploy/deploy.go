@@ -287,7 +287,7 @@ func (b *builder) packageFiles(ctx context.Context) ([]string, error) {
 		Context:    ctx,
 		Mode:       packages.NeedName | packages.NeedFiles,
 		BuildFlags: b.buildFlags(),
-		Env:        goEnv(),
+		Env:        gen.ModFileEnv(),
 	}
 	pkgs, err := packages.Load(cfg, b.opts.Package)
 	if err != nil {
@@ -363,7 +363,7 @@ func (b *builder) compile(ctx context.Context) error {
 func (b *builder) goOutput(ctx context.Context, dir string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = dir
-	cmd.Env = goEnv()
+	cmd.Env = gen.ModFileEnv()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if b.opts.Verbose {
@@ -415,11 +415,4 @@ func mentions(line, path string) bool {
 		}
 		i = end
 	}
-}
-
-// goEnv is the environment of the go commands a deployment build runs.
-// The go command refuses -modfile in workspace mode, and a deployment is
-// built from its module alone, so go.work is ignored.
-func goEnv() []string {
-	return append(os.Environ(), "GOWORK=off")
 }
