@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 
@@ -38,8 +39,26 @@ const (
 // DefaultBlockSize is vLLM's default number of tokens in a KV block.
 const DefaultBlockSize = 16
 
+// MaxBlockSize is the largest block size kvgen accepts. vLLM's users pick
+// block sizes up to 256 tokens, and for hybrid attention and Mamba models
+// vLLM computes sizes of a few thousand; 65536 leaves room above all of
+// them while a block's keys and buffers stay small, so that a typo or a
+// hostile config cannot make the first lookup allocate terabytes.
+const MaxBlockSize = 1 << 16
+
+// The defaults of vLLM's KVTransferConfig for the fields kvgen hands to
+// connectors as they are.
+const (
+	DefaultKVBufferDevice = "cuda"
+	DefaultKVBufferSize   = 1e9
+	DefaultKVParallelSize = 1
+	DefaultKVIP           = "127.0.0.1"
+	DefaultKVPort         = 14579
+)
+
 // Config is what a connector is created from: vLLM's KVTransferConfig, plus
-// the block size and layer names that vLLM passes separately.
+// the block size and layer names that vLLM passes separately and the model
+// whose KV it is. docs/vllm.md lists where kvgen differs from vLLM.
 type Config struct {
 	// Connector is the registered name or alias to create (kv_connector).
 	Connector string
@@ -47,7 +66,8 @@ type Config struct {
 	EngineID string
 	// KVRole is producer, consumer or both (kv_role).
 	KVRole KVRole
-	// BlockSize is the number of tokens in a KV block (block_size).
+	// BlockSize is the number of tokens in a KV block (block_size), from 1
+	// to [MaxBlockSize].
 	BlockSize int
 	// LayerNames are the attention layers whose KV is transferred (layer_names).
 	LayerNames []string
@@ -55,8 +75,35 @@ type Config struct {
 	// (kv_load_failure_policy).
 	LoadFailurePolicy LoadFailurePolicy
 	// Extra holds the connector's own settings (kv_connector_extra_config);
-	// decode them with [DecodeExtra].
+	// decode them with [DecodeExtra]. Numbers parsed from JSON are kept as
+	// json.Number, so that none loses digits.
 	Extra map[string]any
+
+	// Model identifies the model whose KV this is, such as
+	// "meta-llama/Llama-3.1-8B-Instruct". The host sets it, not the
+	// transfer config: KV is only valid for the model that computed it, so
+	// connectors keep each model's KV apart, even in one shared store
+	// (see [Config.Prefixes]).
+	Model string
+
+	// KVBufferDevice is the device KV is buffered on (kv_buffer_device).
+	KVBufferDevice string
+	// KVBufferSize is the size of the transfer buffer in bytes
+	// (kv_buffer_size).
+	KVBufferSize float64
+	// KVRank is the rank of this instance in the transfer, such as 0 for
+	// prefill and 1 for decode (kv_rank); nil when it is not set.
+	KVRank *int
+	// KVParallelSize is the number of instances in the transfer
+	// (kv_parallel_size).
+	KVParallelSize int
+	// KVIP and KVPort are the address network connectors connect through
+	// (kv_ip, kv_port).
+	KVIP   string
+	KVPort int
+	// EnablePermuteLocalKV turns on vLLM's experimental HND to NHD layout
+	// change of transferred KV (enable_permute_local_kv).
+	EnablePermuteLocalKV bool
 
 	// creator is the registry that is creating the connector, for
 	// composite connectors that build their children through it.
@@ -70,38 +117,24 @@ type Config struct {
 // [NewMultiConnector] build their children through it.
 func (c Config) Registry() *Registry { return c.creator }
 
-// transferConfig is the JSON form of vLLM's --kv-transfer-config.
-type transferConfig struct {
-	Connector         *string         `json:"kv_connector"`
-	EngineID          *string         `json:"engine_id"`
-	KVRole            *string         `json:"kv_role"`
-	BlockSize         *int            `json:"block_size"`
-	LayerNames        []string        `json:"layer_names"`
-	LoadFailurePolicy *string         `json:"kv_load_failure_policy"`
-	Extra             map[string]any  `json:"kv_connector_extra_config"`
-	ModulePath        json.RawMessage `json:"kv_connector_module_path"`
-
-	// Accepted so that a vLLM user's JSON parses unchanged: they configure
-	// GPU buffers and vLLM's own transport, which have no meaning here.
-	BufferDevice         json.RawMessage `json:"kv_buffer_device"`
-	BufferSize           json.RawMessage `json:"kv_buffer_size"`
-	Rank                 json.RawMessage `json:"kv_rank"`
-	ParallelSize         json.RawMessage `json:"kv_parallel_size"`
-	IP                   json.RawMessage `json:"kv_ip"`
-	Port                 json.RawMessage `json:"kv_port"`
-	EnablePermuteLocalKV json.RawMessage `json:"enable_permute_local_kv"`
-}
-
 // ParseTransferConfig parses the JSON of vLLM's --kv-transfer-config, so the
-// same JSON a vLLM user writes configures a kvgen binary. An unknown key is
-// an error that names the nearest known one. Missing values get vLLM's
-// defaults: kv_role kv_both, policy recompute, block size 16 and a random
-// engine id.
+// same JSON a vLLM user writes configures a kvgen binary. It applies vLLM's
+// types, defaults and conversions (a port may be written "14579", a size
+// "1e9"); an unknown key or a bad value is an error that names the key and
+// says what is wanted, and every such problem is reported at once. kv_role
+// defaults to kv_both, the load-failure policy to fail (as in current vLLM),
+// the block size to 16 and the engine id to a random one. Model is left
+// empty for the host to set.
 func ParseTransferConfig(data []byte) (Config, error) {
 	cfg, err := parseTransferConfig("kv transfer config", data, Config{
 		KVRole:            KVBoth,
 		BlockSize:         DefaultBlockSize,
-		LoadFailurePolicy: PolicyRecompute,
+		LoadFailurePolicy: PolicyFail,
+		KVBufferDevice:    DefaultKVBufferDevice,
+		KVBufferSize:      DefaultKVBufferSize,
+		KVParallelSize:    DefaultKVParallelSize,
+		KVIP:              DefaultKVIP,
+		KVPort:            DefaultKVPort,
 	})
 	if err != nil {
 		return Config{}, err
@@ -110,6 +143,15 @@ func ParseTransferConfig(data []byte) (Config, error) {
 		cfg.EngineID = randomEngineID()
 	}
 	return cfg, nil
+}
+
+// transferKeys are the keys of a transfer config: vLLM's, then kvgen's own.
+var transferKeys = []string{
+	"kv_connector", "engine_id", "kv_buffer_device", "kv_buffer_size",
+	"kv_role", "kv_rank", "kv_parallel_size", "kv_ip", "kv_port",
+	"kv_connector_extra_config", "kv_connector_module_path",
+	"enable_permute_local_kv", "kv_load_failure_policy",
+	"block_size", "layer_names",
 }
 
 // parseTransferConfig parses a transfer config over base: what data sets
@@ -124,59 +166,160 @@ func parseTransferConfig(what string, data []byte, base Config) (Config, error) 
 	if raw == nil {
 		return Config{}, fmt.Errorf("%s: want a JSON object", what)
 	}
-	if err := checkKeys(what, slices.Collect(maps.Keys(raw)), jsonKeys(transferConfig{})); err != nil {
+	if err := checkKeys(what, slices.Collect(maps.Keys(raw)), transferKeys); err != nil {
 		return Config{}, err
 	}
-	var tc transferConfig
-	if err := json.Unmarshal(data, &tc); err != nil {
-		return Config{}, fmt.Errorf("%s: %w", what, jsonError(data, err))
-	}
 	cfg := base
-	cfg.Connector, cfg.Extra = "", tc.Extra
+	cfg.Connector, cfg.Extra = "", nil
 	var errs []error
-	if tc.Connector == nil || *tc.Connector == "" {
-		errs = append(errs, fmt.Errorf("%s: kv_connector is required", what))
-	} else {
-		cfg.Connector = *tc.Connector
-	}
-	if tc.EngineID != nil && *tc.EngineID != "" {
-		cfg.EngineID = *tc.EngineID
-	}
-	if tc.KVRole != nil {
-		switch r := KVRole(*tc.KVRole); r {
-		case KVProducer, KVConsumer, KVBoth:
-			cfg.KVRole = r
-		default:
-			errs = append(errs, fmt.Errorf("%s: kv_role %q: want %q, %q or %q", what, r, KVProducer, KVConsumer, KVBoth))
+	bad := func(err error) {
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", what, err))
 		}
 	}
-	if tc.BlockSize != nil {
-		if *tc.BlockSize <= 0 {
-			errs = append(errs, fmt.Errorf("%s: block_size %d: want a positive number of tokens", what, *tc.BlockSize))
-		} else {
-			cfg.BlockSize = *tc.BlockSize
-		}
+	if v, ok := raw["kv_connector"]; !ok || isNull(v) || string(v) == `""` {
+		bad(errors.New("kv_connector is required"))
 	}
-	if tc.LoadFailurePolicy != nil {
-		switch p := LoadFailurePolicy(*tc.LoadFailurePolicy); p {
-		case PolicyRecompute, PolicyFail:
-			cfg.LoadFailurePolicy = p
-		default:
-			errs = append(errs, fmt.Errorf("%s: kv_load_failure_policy %q: want %q or %q", what, p, PolicyRecompute, PolicyFail))
+	// Keys in vLLM's order, so errors come in the order its docs list them.
+	for _, k := range transferKeys {
+		v, ok := raw[k]
+		if !ok {
+			continue
 		}
-	}
-	if tc.LayerNames != nil {
-		cfg.LayerNames = tc.LayerNames
-		for i, l := range cfg.LayerNames {
-			if l == "" {
-				errs = append(errs, fmt.Errorf("%s: layer_names[%d] is empty", what, i))
+		switch k {
+		case "kv_connector":
+			bad(optionalString(k, v, &cfg.Connector))
+		case "engine_id":
+			bad(optionalString(k, v, &cfg.EngineID))
+		case "kv_buffer_device":
+			bad(laxString(k, v, &cfg.KVBufferDevice))
+		case "kv_buffer_size":
+			bad(laxFloat(k, v, &cfg.KVBufferSize))
+			if cfg.KVBufferSize < 0 || math.IsInf(cfg.KVBufferSize, 0) || math.IsNaN(cfg.KVBufferSize) {
+				bad(fmt.Errorf("kv_buffer_size %s: want a finite number of bytes, 0 or more", v))
 			}
+		case "kv_role":
+			var r string
+			if err := optionalString(k, v, &r); err != nil {
+				bad(err)
+			} else if r != "" {
+				switch KVRole(r) {
+				case KVProducer, KVConsumer, KVBoth:
+					cfg.KVRole = KVRole(r)
+				default:
+					bad(fmt.Errorf("kv_role %q: want %q, %q or %q", r, KVProducer, KVConsumer, KVBoth))
+				}
+			}
+		case "kv_rank":
+			if isNull(v) {
+				cfg.KVRank = nil
+				break
+			}
+			var n int
+			if err := laxInt(k, v, &n); err != nil {
+				bad(err)
+			} else {
+				cfg.KVRank = &n
+			}
+		case "kv_parallel_size":
+			bad(laxInt(k, v, &cfg.KVParallelSize))
+		case "kv_ip":
+			bad(laxString(k, v, &cfg.KVIP))
+		case "kv_port":
+			var port int
+			if err := laxInt(k, v, &port); err != nil {
+				bad(err)
+			} else if port < 0 || port > 65535 {
+				bad(fmt.Errorf("kv_port %d: want a TCP port, 0 to 65535", port))
+			} else {
+				cfg.KVPort = port
+			}
+		case "kv_connector_extra_config":
+			bad(extraConfig(k, v, &cfg.Extra))
+		case "kv_connector_module_path":
+			var path string
+			if err := optionalString(k, v, &path); err != nil {
+				bad(err)
+			} else if path != "" {
+				bad(&ModulePathError{Connector: connectorName(raw), ModulePath: path})
+			}
+		case "enable_permute_local_kv":
+			bad(laxBool(k, v, &cfg.EnablePermuteLocalKV))
+		case "kv_load_failure_policy":
+			var p string
+			_ = laxString(k, v, &p)
+			switch LoadFailurePolicy(p) {
+			case PolicyRecompute, PolicyFail:
+				cfg.LoadFailurePolicy = LoadFailurePolicy(p)
+			default:
+				bad(fmt.Errorf("kv_load_failure_policy %s: want %q or %q", shortJSON(v), PolicyRecompute, PolicyFail))
+			}
+		case "block_size":
+			var n int
+			if err := laxInt(k, v, &n); err != nil {
+				bad(err)
+			} else if err := checkBlockSize(n); err != nil {
+				bad(fmt.Errorf("block_size %d: %w", n, err))
+			} else {
+				cfg.BlockSize = n
+			}
+		case "layer_names":
+			bad(layerNames(k, v, &cfg.LayerNames))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, err
 	}
 	return cfg, nil
+}
+
+// checkBlockSize reports whether n tokens is a block size kvgen accepts.
+func checkBlockSize(n int) error {
+	if n < 1 || n > MaxBlockSize {
+		return fmt.Errorf("want a number of tokens from 1 to %d", MaxBlockSize)
+	}
+	return nil
+}
+
+// connectorName returns kv_connector of a raw config for messages, or "".
+func connectorName(raw map[string]json.RawMessage) string {
+	var name string
+	_ = json.Unmarshal(raw["kv_connector"], &name)
+	return name
+}
+
+// layerNames decodes kvgen's layer_names: an array of non-empty strings.
+func layerNames(key string, v json.RawMessage, dst *[]string) error {
+	var names []string
+	if isNull(v) || json.Unmarshal(v, &names) != nil {
+		return fmt.Errorf("%s %s: want an array of layer names", key, shortJSON(v))
+	}
+	var errs []error
+	for i, l := range names {
+		if l == "" {
+			errs = append(errs, fmt.Errorf("%s[%d] is empty", key, i))
+		}
+	}
+	if len(errs) == 0 {
+		*dst = names
+	}
+	return errors.Join(errs...)
+}
+
+// extraConfig decodes kv_connector_extra_config, keeping numbers as
+// json.Number so that DecodeExtra sees every digit.
+func extraConfig(key string, v json.RawMessage, dst *map[string]any) error {
+	if isNull(v) || !bytes.HasPrefix(bytes.TrimSpace(v), []byte("{")) {
+		return fmt.Errorf("%s %s: want an object", key, shortJSON(v))
+	}
+	dec := json.NewDecoder(bytes.NewReader(v))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		return fmt.Errorf("%s: %w", key, err)
+	}
+	*dst = m
+	return nil
 }
 
 func randomEngineID() string {

@@ -1,6 +1,9 @@
 package registry_test
 
 import (
+	"encoding/json"
+	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,7 +17,7 @@ func TestParseTransferConfigAsVLLMUsersWriteIt(t *testing.T) {
 	// The shape of LMCache's and P2P NCCL's documented --kv-transfer-config.
 	data := `{
 		"kv_connector": "LMCacheConnectorV1",
-		"kv_connector_module_path": "lmcache.integration.vllm.lmcache_connector_v1",
+		"kv_connector_module_path": null,
 		"kv_role": "kv_producer",
 		"kv_rank": 0,
 		"kv_parallel_size": 2,
@@ -36,6 +39,15 @@ func TestParseTransferConfigAsVLLMUsersWriteIt(t *testing.T) {
 	assert.Equal(t, registry.DefaultBlockSize, cfg.BlockSize)
 	assert.Equal(t, map[string]any{"discard_partial_chunks": false, "lmcache_rpc_port": "producer1"}, cfg.Extra)
 	assert.Nil(t, cfg.Registry())
+	require.NotNil(t, cfg.KVRank)
+	assert.Equal(t, 0, *cfg.KVRank)
+	assert.Equal(t, 2, cfg.KVParallelSize)
+	assert.Equal(t, "cuda", cfg.KVBufferDevice)
+	assert.Equal(t, 1e9, cfg.KVBufferSize)
+	assert.Equal(t, "127.0.0.1", cfg.KVIP)
+	assert.Equal(t, 14579, cfg.KVPort)
+	assert.False(t, cfg.EnablePermuteLocalKV)
+	assert.Empty(t, cfg.Model, "the host sets the model, not the transfer config")
 }
 
 func TestParseTransferConfigDefaults(t *testing.T) {
@@ -43,8 +55,16 @@ func TestParseTransferConfigDefaults(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "NixlConnector", cfg.Connector)
 	assert.Equal(t, registry.KVBoth, cfg.KVRole)
-	assert.Equal(t, registry.PolicyRecompute, cfg.LoadFailurePolicy)
+	assert.Equal(t, registry.PolicyFail, cfg.LoadFailurePolicy, "current vLLM's default")
 	assert.Equal(t, 16, cfg.BlockSize)
+	// vLLM's defaults for the fields connectors read as they are.
+	assert.Nil(t, cfg.KVRank)
+	assert.Equal(t, 1, cfg.KVParallelSize)
+	assert.Equal(t, "cuda", cfg.KVBufferDevice)
+	assert.Equal(t, 1e9, cfg.KVBufferSize)
+	assert.Equal(t, "127.0.0.1", cfg.KVIP)
+	assert.Equal(t, 14579, cfg.KVPort)
+	assert.False(t, cfg.EnablePermuteLocalKV)
 	assert.Empty(t, cfg.LayerNames)
 	assert.Empty(t, cfg.Extra)
 	assert.Regexp(t, `^[0-9a-f]{32}$`, cfg.EngineID)
@@ -92,29 +112,62 @@ func TestParseTransferConfigErrors(t *testing.T) {
 			want: `kv transfer config: want a JSON object`,
 		},
 		{
-			name: "string for an integer",
-			data: `{"kv_connector": "memory", "block_size": "16"}`,
-			want: `kv transfer config: block_size: got JSON string, want an integer`,
+			name: "word for an integer",
+			data: `{"kv_connector": "memory", "kv_port": "not-a-port"}`,
+			want: `kv transfer config: kv_port "not-a-port": want an integer`,
 		},
 		{
 			name: "fraction for an integer",
 			data: `{"kv_connector": "memory", "block_size": 1.5}`,
-			want: `kv transfer config: block_size: got JSON number 1.5, want an integer`,
+			want: `kv transfer config: block_size 1.5: want an integer`,
 		},
 		{
 			name: "number for a string",
 			data: `{"kv_connector": 7}`,
-			want: `kv transfer config: kv_connector: got JSON number, want a string`,
+			want: `kv transfer config: kv_connector 7: want a string`,
 		},
 		{
 			name: "string for a list",
 			data: `{"kv_connector": "memory", "layer_names": "layer.0"}`,
-			want: `kv transfer config: layer_names: got JSON string, want an array`,
+			want: `kv transfer config: layer_names "layer.0": want an array of layer names`,
 		},
 		{
 			name: "list for the extra config",
 			data: `{"kv_connector": "memory", "kv_connector_extra_config": []}`,
-			want: `kv transfer config: kv_connector_extra_config: got JSON array, want an object`,
+			want: `kv transfer config: kv_connector_extra_config []: want an object`,
+		},
+		{
+			name: "null extra config",
+			data: `{"kv_connector": "memory", "kv_connector_extra_config": null}`,
+			want: `kv transfer config: kv_connector_extra_config null: want an object`,
+		},
+		{
+			name: "null policy",
+			data: `{"kv_connector": "memory", "kv_load_failure_policy": null}`,
+			want: `kv transfer config: kv_load_failure_policy null: want "recompute" or "fail"`,
+		},
+		{
+			name: "port out of range",
+			data: `{"kv_connector": "memory", "kv_port": 65536}`,
+			want: `kv transfer config: kv_port 65536: want a TCP port, 0 to 65535`,
+		},
+		{
+			name: "block size too large to allocate",
+			data: `{"kv_connector": "memory", "block_size": 1099511627776}`,
+			want: `kv transfer config: block_size 1099511627776: want a number of tokens from 1 to 65536`,
+		},
+		{
+			name: "long bad value is cut short",
+			data: `{"kv_connector": "memory", "kv_ip": [` + strings.Repeat(`"aaaaaaaaaa",`, 100) + `"z"]}`,
+			want: `kv transfer config: kv_ip ["aaaaaaaaaa","aaaaaaaaaa","aaaaaaaaaa","aaaaaaaaaa","aaaaaaaaaa... (1305 bytes): want a string`,
+		},
+		{
+			name: "module path",
+			data: `{"kv_connector": "LMCacheConnectorV1", "kv_connector_module_path": "lmcache.integration.vllm.lmcache_connector_v1"}`,
+			want: `kv transfer config: kv_connector_module_path "lmcache.integration.vllm.lmcache_connector_v1": ` +
+				`a Go binary cannot load connectors at run time, kvgen links them when it is built; ` +
+				`add the connector's Go package to connectors.yaml as - {name: LMCacheConnectorV1, import: IMPORT/PATH}, ` +
+				`regenerate and rebuild, and leave kv_connector_module_path out`,
 		},
 		{
 			name: "unknown keys",
@@ -136,7 +189,7 @@ func TestParseTransferConfigErrors(t *testing.T) {
 		{
 			name: "bad block_size",
 			data: `{"kv_connector": "memory", "block_size": 0}`,
-			want: `kv transfer config: block_size 0: want a positive number of tokens`,
+			want: `kv transfer config: block_size 0: want a number of tokens from 1 to 65536`,
 		},
 		{
 			name: "missing kv_connector",
@@ -153,8 +206,8 @@ func TestParseTransferConfigErrors(t *testing.T) {
 			data: `{"kv_role": "both", "block_size": -16, "kv_load_failure_policy": "abort"}`,
 			want: "kv transfer config: kv_connector is required\n" +
 				"kv transfer config: kv_role \"both\": want \"kv_producer\", \"kv_consumer\" or \"kv_both\"\n" +
-				"kv transfer config: block_size -16: want a positive number of tokens\n" +
-				"kv transfer config: kv_load_failure_policy \"abort\": want \"recompute\" or \"fail\"",
+				"kv transfer config: kv_load_failure_policy \"abort\": want \"recompute\" or \"fail\"\n" +
+				"kv transfer config: block_size -16: want a number of tokens from 1 to 65536",
 		},
 	}
 	for _, tt := range tests {
@@ -276,4 +329,83 @@ func TestDuration(t *testing.T) {
 
 	assert.EqualError(t, d.UnmarshalJSON([]byte(`[1]`)), `duration [1]: want a string such as "2s" or a number of seconds`)
 	assert.Equal(t, registry.Duration(1500*time.Millisecond), d, "a failed decode leaves the value")
+}
+
+func TestDecodeExtraNumbersExactly(t *testing.T) {
+	cfg, err := registry.ParseTransferConfig([]byte(`{"kv_connector": "memory", "kv_connector_extra_config": {
+		"above_float": 9007199254740993, "max": 9223372036854775807, "min": -9223372036854775808,
+		"umax": 18446744073709551615, "nested": {"n": 9007199254740993}}}`))
+	require.NoError(t, err)
+	var opts struct {
+		AboveFloat int64  `json:"above_float"`
+		Max        int64  `json:"max"`
+		Min        int64  `json:"min"`
+		UMax       uint64 `json:"umax"`
+		Nested     any    `json:"nested"`
+	}
+	require.NoError(t, registry.DecodeExtra(cfg.Extra, &opts))
+	assert.Equal(t, int64(9007199254740993), opts.AboveFloat, "2^53+1 is not a float64")
+	assert.Equal(t, int64(9223372036854775807), opts.Max)
+	assert.Equal(t, int64(-9223372036854775808), opts.Min)
+	assert.Equal(t, uint64(18446744073709551615), opts.UMax)
+	assert.Equal(t, map[string]any{"n": json.Number("9007199254740993")}, opts.Nested, "untyped numbers keep their digits")
+
+	// Go values a host puts in Extra itself decode exactly too.
+	var direct struct {
+		N int64 `json:"n"`
+	}
+	require.NoError(t, registry.DecodeExtra(map[string]any{"n": int64(9007199254740993)}, &direct))
+	assert.Equal(t, int64(9007199254740993), direct.N)
+
+	// One past the maximum is an error, not a rounded value.
+	cfg, err = registry.ParseTransferConfig([]byte(`{"kv_connector": "memory", "kv_connector_extra_config": {"max": 9223372036854775808}}`))
+	require.NoError(t, err)
+	assert.ErrorContains(t, registry.DecodeExtra(cfg.Extra, &opts), "kv_connector_extra_config: max: got JSON number 9223372036854775808, want an integer")
+}
+
+func TestDurationEdges(t *testing.T) {
+	d := registry.Duration(time.Minute)
+	require.NoError(t, d.UnmarshalJSON([]byte(`null`)))
+	assert.Equal(t, registry.Duration(time.Minute), d, "null leaves the value alone, as encoding/json does")
+
+	// Through DecodeExtra too, from a parsed config.
+	opts := cacheOptions{TTL: registry.Duration(time.Minute)}
+	cfg, err := registry.ParseTransferConfig([]byte(`{"kv_connector": "memory", "kv_connector_extra_config": {"ttl": null}}`))
+	require.NoError(t, err)
+	require.NoError(t, registry.DecodeExtra(cfg.Extra, &opts))
+	assert.Equal(t, registry.Duration(time.Minute), opts.TTL)
+
+	for in, want := range map[string]time.Duration{
+		`0`:                    0,
+		`"0s"`:                 0,
+		`1e-9`:                 time.Nanosecond,
+		`0.0015`:               1500 * time.Microsecond,
+		`9223372036.854775807`: time.Duration(math.MaxInt64),
+		`-2`:                   -2 * time.Second,
+		`"2562047h"`:           2562047 * time.Hour,
+	} {
+		require.NoError(t, d.UnmarshalJSON([]byte(in)), in)
+		assert.Equal(t, registry.Duration(want), d, in)
+	}
+
+	for in, want := range map[string]string{
+		`1e-10`:       `duration 1e-10 seconds: rounds to zero: want 0 or at least 1ns`,
+		`"0.1ns"`:     `duration "0.1ns": rounds to zero: want 0 or at least 1ns`,
+		`1e20`:        `duration 1e20 seconds: out of range: want at most 2562047h47m16.854775807s`,
+		`9223372037`:  `duration 9223372037 seconds: out of range: want at most 2562047h47m16.854775807s`,
+		`"3000000h"`:  `duration "3000000h": out of range: want at most 2562047h47m16.854775807s`,
+		`"1 minute"`:  `duration "1 minute": want a Go duration such as "500ms" or "2s", or a number of seconds`,
+		`{"s": 1}`:    `duration {"s":1}: want a string such as "2s" or a number of seconds`,
+		`"2562048h"`:  `duration "2562048h": out of range: want at most 2562047h47m16.854775807s`,
+		`"5minutes"`:  `duration "5minutes": want a Go duration such as "500ms" or "2s", or a number of seconds`,
+		`"-3000000h"`: `duration "-3000000h": out of range: want at most 2562047h47m16.854775807s`,
+	} {
+		d := registry.Duration(time.Second)
+		assert.EqualError(t, d.UnmarshalJSON([]byte(in)), want, in)
+		assert.Equal(t, registry.Duration(time.Second), d, "a failed decode leaves the value: %s", in)
+	}
+
+	// Errors from DecodeExtra name the key.
+	err = registry.DecodeExtra(map[string]any{"ttl": 1e20}, &opts)
+	assert.EqualError(t, err, `kv_connector_extra_config: ttl: duration 100000000000000000000 seconds: out of range: want at most 2562047h47m16.854775807s`)
 }

@@ -36,21 +36,36 @@ func NewMultiConnector(ctx context.Context, cfg Config, role Role) (Connector, e
 	if len(opts.Connectors) == 0 {
 		return nil, errors.New(`kv_connector_extra_config: "connectors" must list at least one connector`)
 	}
-	m := &multi{logger: r.log()}
+	// Every child is checked before any is created, so that one run
+	// reports every bad child and no store is opened for nothing.
+	children := make([]Config, len(opts.Connectors))
+	var errs []error
 	for i, raw := range opts.Connectors {
 		// A child is a transfer config of its own, as in vLLM, whose
 		// unset values are the parent's.
 		what := fmt.Sprintf("kv_connector_extra_config: connectors[%d]", i)
 		data, err := json.Marshal(raw)
 		if err != nil {
-			m.Close()
-			return nil, fmt.Errorf("%s: %w", what, err)
+			errs = append(errs, fmt.Errorf("%s: %w", what, err))
+			continue
 		}
 		ccfg, err := parseTransferConfig(what, data, cfg)
 		if err != nil {
-			m.Close()
-			return nil, err
+			errs = append(errs, err)
+			continue
 		}
+		if e, ok := r.Lookup(ccfg.Connector); !ok {
+			errs = append(errs, fmt.Errorf("connectors[%d]: %w", i, r.unknown(ccfg.Connector)))
+		} else if !e.Roles.Has(role) {
+			errs = append(errs, fmt.Errorf("connectors[%d]: kv connector %q: %w %s (it serves %s)", i, e.Name, ErrUnsupportedRole, role, e.Roles))
+		}
+		children[i] = ccfg
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	m := &multi{logger: r.log()}
+	for i, ccfg := range children {
 		c, err := r.Create(ctx, ccfg, role)
 		if err != nil {
 			m.Close()

@@ -283,6 +283,26 @@ func TestMultiConnectorRejectsBadChildren(t *testing.T) {
 	}
 }
 
+func TestMultiConnectorReportsEveryBadChildBeforeCreatingAny(t *testing.T) {
+	f := newMultiFixture()
+	_, err := f.createErr(t, multiOf(
+		`{"kv_connector": "local"}`,
+		`{"kv_connector": "remot"}`,
+		`{"kv_connector": "remote", "kv_port": "x"}`,
+		`{"kv_connector": "lookup"}`,
+		`{"kv_connector": "NixlConnector", "kv_connector_module_path": "nixl.module"}`,
+	), registry.RoleWorker)
+	require.Error(t, err)
+	lines := strings.Split(err.Error(), "\n")
+	require.Len(t, lines, 4, err.Error())
+	assert.Contains(t, lines[0], `connectors[1]: unknown kv connector "remot" (did you mean "remote"`)
+	assert.Contains(t, lines[1], `connectors[2]: kv_port "x": want an integer`)
+	assert.Contains(t, lines[2], `connectors[3]: kv connector "lookup": does not serve the role worker (it serves scheduler)`)
+	assert.Contains(t, lines[3], `connectors[4]: kv_connector_module_path "nixl.module": a Go binary cannot load connectors at run time`)
+	assert.Empty(t, f.local.calls(), "no child is created while any is bad")
+	assert.Zero(t, f.local.closes())
+}
+
 // nestedMulti returns the settings of a MultiConnector whose only child is
 // a MultiConnector, levels deep, around a local store.
 func nestedMulti(levels int) map[string]any {

@@ -1,10 +1,13 @@
 package registry
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
+	"math"
+	"math/big"
 	"reflect"
 	"slices"
 	"strings"
@@ -40,7 +43,11 @@ func DecodeExtra(extra map[string]any, dst any) error {
 			errs = append(errs, fmt.Errorf("%s: %s: %w", what, k, err))
 			continue
 		}
-		if err := json.Unmarshal(data, rv.Interface()); err != nil {
+		// Numbers stay json.Number where a field takes any value, so a
+		// nested config loses no digits either.
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.UseNumber()
+		if err := dec.Decode(rv.Interface()); err != nil {
 			var te *json.UnmarshalTypeError
 			if errors.As(err, &te) && te.Field != "" {
 				err = jsonError(data, err) // already names the field
@@ -90,27 +97,93 @@ func jsonKeys(v any) []string {
 
 // Duration is a time.Duration that JSON settings may write as a Go duration
 // string ("250ms", "1h") or as a number of seconds, as Python configs do.
+// null leaves the value as it is, as encoding/json does for other types. A
+// duration too long for time.Duration (about 292 years), or one that is not
+// zero but shorter than a nanosecond, is an error rather than a surprise.
 type Duration time.Duration
 
-// UnmarshalJSON accepts "1.5s" or 1.5.
+// UnmarshalJSON accepts "1.5s", 1.5 or null.
 func (d *Duration) UnmarshalJSON(b []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
 	var v any
-	if err := json.Unmarshal(b, &v); err != nil {
+	if err := dec.Decode(&v); err != nil {
 		return err
 	}
 	switch v := v.(type) {
-	case float64:
-		*d = Duration(v * float64(time.Second))
+	case nil:
+		return nil
+	case json.Number:
+		p, err := secondsDuration(string(v))
+		if err != nil {
+			return fmt.Errorf("duration %s seconds: %w", shortJSON(b), err)
+		}
+		*d = Duration(p)
 		return nil
 	case string:
 		p, err := time.ParseDuration(v)
 		if err != nil {
-			return fmt.Errorf("duration %q: want a Go duration such as \"500ms\" or \"2s\", or a number of seconds", v)
+			if strings.Contains(err.Error(), "invalid duration") && !strings.ContainsAny(v, " ") && validUnits(v) {
+				return fmt.Errorf("duration %s: %w", shortJSON(b), errDurationRange)
+			}
+			return fmt.Errorf("duration %s: want a Go duration such as \"500ms\" or \"2s\", or a number of seconds", shortJSON(b))
+		}
+		if p == 0 && strings.ContainsAny(v, "123456789") {
+			return fmt.Errorf("duration %s: %w", shortJSON(b), errDurationTiny)
 		}
 		*d = Duration(p)
 		return nil
 	}
-	return fmt.Errorf("duration %s: want a string such as \"2s\" or a number of seconds", b)
+	return fmt.Errorf("duration %s: want a string such as \"2s\" or a number of seconds", shortJSON(b))
+}
+
+var (
+	errDurationRange = fmt.Errorf("out of range: want at most %s", time.Duration(math.MaxInt64))
+	errDurationTiny  = errors.New("rounds to zero: want 0 or at least 1ns")
+)
+
+// secondsDuration converts a JSON number of seconds to a duration exactly,
+// truncating below a nanosecond.
+func secondsDuration(lit string) (time.Duration, error) {
+	r, ok := new(big.Rat).SetString(lit)
+	if !ok {
+		return 0, errors.New("not a number")
+	}
+	ns := new(big.Int).Quo(new(big.Int).Mul(r.Num(), big.NewInt(int64(time.Second))), r.Denom())
+	if !ns.IsInt64() {
+		return 0, errDurationRange
+	}
+	if ns.Sign() == 0 && r.Sign() != 0 {
+		return 0, errDurationTiny
+	}
+	return time.Duration(ns.Int64()), nil
+}
+
+// validUnits reports whether s is made only of numbers and Go's duration
+// units, so that an "invalid duration" error means overflow.
+func validUnits(s string) bool {
+	s = strings.TrimLeft(s, "+-")
+	if s == "" {
+		return false
+	}
+	for s != "" {
+		i := strings.IndexFunc(s, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
+		if i <= 0 {
+			return false
+		}
+		s = s[i:]
+		j := strings.IndexFunc(s, func(r rune) bool { return (r >= '0' && r <= '9') || r == '.' })
+		if j < 0 {
+			j = len(s)
+		}
+		switch s[:j] {
+		case "ns", "us", "µs", "μs", "ms", "s", "m", "h":
+		default:
+			return false
+		}
+		s = s[j:]
+	}
+	return true
 }
 
 // MarshalJSON writes the duration as a Go duration string.

@@ -253,6 +253,9 @@ type UnknownConnectorError struct {
 	Suggestions []string
 	// Linked are the primary names of every linked connector, sorted.
 	Linked []string
+	// Hint says how to link the connector when Name is one of vLLM's own,
+	// or is "".
+	Hint string
 }
 
 func (e *UnknownConnectorError) Error() string {
@@ -276,7 +279,11 @@ func (e *UnknownConnectorError) Error() string {
 	default:
 		fmt.Fprintf(&b, "; %d connectors are linked (see --list-connectors)", n)
 	}
-	b.WriteString("; to link another, add it to the manifest and regenerate")
+	if e.Hint != "" {
+		b.WriteString("; " + e.Hint)
+	} else {
+		b.WriteString("; to link another, add it to the manifest and regenerate")
+	}
 	return b.String()
 }
 
@@ -285,5 +292,6 @@ func (r *Registry) unknown(name string) error {
 		Name:        name,
 		Suggestions: suggest.Nearest(name, r.keys, 3),
 		Linked:      r.Names(),
+		Hint:        r.vllmHint(name),
 	}
 }

@@ -118,11 +118,11 @@ func TestCreateUnknownSuggestsNearest(t *testing.T) {
 
 func TestCreateUnknownWithoutNearMatch(t *testing.T) {
 	r := registry.MustNew(entry("memory"), entry("redis"))
-	_, err := r.Create(t.Context(), registry.Config{Connector: "MooncakeConnector"}, registry.RoleScheduler)
+	_, err := r.Create(t.Context(), registry.Config{Connector: "TransferEngine"}, registry.RoleScheduler)
 	var unknown *registry.UnknownConnectorError
 	require.ErrorAs(t, err, &unknown)
 	assert.Empty(t, unknown.Suggestions)
-	assert.EqualError(t, err, `unknown kv connector "MooncakeConnector"; linked: memory, redis; `+
+	assert.EqualError(t, err, `unknown kv connector "TransferEngine"; linked: memory, redis; `+
 		`to link another, add it to the manifest and regenerate`)
 
 	empty := registry.MustNew()
