@@ -47,7 +47,11 @@ func (r *rwRegistry) Create(ctx context.Context, cfg registry.Config, role regis
 // newBenchConnector is a constructor of the size real ones have: it
 // allocates the connector and the (empty) maps and lock of its store.
 func newBenchConnector(_ context.Context, cfg registry.Config, _ registry.Role) (registry.Connector, error) {
-	return &storeConn{st: newKVStore(), blockSize: cfg.BlockSize}, nil
+	prefixes, err := cfg.Prefixes()
+	if err != nil {
+		return nil, err
+	}
+	return &storeConn{st: newKVStore(), prefixes: prefixes}, nil
 }
 
 // benchNames returns n connector names of the kind manifests hold.

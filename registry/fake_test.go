@@ -67,7 +67,7 @@ type storeOptions struct {
 // storeConn is a fake connector over a kvStore; it serves both roles.
 type storeConn struct {
 	st        *kvStore
-	blockSize int
+	prefixes  registry.Prefixes
 	opts      storeOptions
 	closeOnce sync.Once
 }
@@ -82,7 +82,15 @@ func storeFactory(st *kvStore) registry.Factory {
 		st.mu.Lock()
 		st.created = append(st.created, createCall{role: role, cfg: cfg, creator: cfg.Registry()})
 		st.mu.Unlock()
-		return &storeConn{st: st, blockSize: cfg.BlockSize, opts: opts}, nil
+		// Tests about creation leave the block size out.
+		if cfg.BlockSize == 0 {
+			cfg.BlockSize = registry.DefaultBlockSize
+		}
+		prefixes, err := cfg.Prefixes()
+		if err != nil {
+			return nil, err
+		}
+		return &storeConn{st: st, prefixes: prefixes, opts: opts}, nil
 	}
 }
 
@@ -92,7 +100,7 @@ func (c *storeConn) MatchedTokens(_ context.Context, req *registry.Request, numC
 	if c.opts.FailLookup {
 		return 0, errUnreachable
 	}
-	hashes := registry.BlockHashes(req.PromptTokens, c.blockSize)
+	hashes := c.prefixes.Hashes(req.PromptTokens)
 	c.st.mu.Lock()
 	defer c.st.mu.Unlock()
 	for i := len(hashes) - 1; i >= 0; i-- {
@@ -108,7 +116,7 @@ func (c *storeConn) AfterAlloc(context.Context, *registry.Request, int) error { 
 func (c *storeConn) RequestFinished(context.Context, *registry.Request) error { return nil }
 
 func (c *storeConn) SaveLayer(_ context.Context, req *registry.Request, layer string, numTokens int, kv []byte) error {
-	h, err := registry.PrefixHash(req.PromptTokens, c.blockSize, numTokens)
+	h, err := c.prefixes.Hash(req.PromptTokens, numTokens)
 	if err != nil {
 		return err
 	}
@@ -120,7 +128,7 @@ func (c *storeConn) SaveLayer(_ context.Context, req *registry.Request, layer st
 }
 
 func (c *storeConn) LoadLayer(_ context.Context, req *registry.Request, layer string, numTokens int) ([]byte, error) {
-	h, err := registry.PrefixHash(req.PromptTokens, c.blockSize, numTokens)
+	h, err := c.prefixes.Hash(req.PromptTokens, numTokens)
 	if err != nil {
 		return nil, err
 	}

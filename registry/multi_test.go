@@ -112,7 +112,9 @@ func TestMultiConnectorSavesToAllLoadsFromFirst(t *testing.T) {
 
 	require.NoError(t, w.SaveLayer(ctx, prompt, "layer.0", 8, []byte("both")))
 	require.NoError(t, w.WaitForSave(ctx))
-	h, err := registry.PrefixHash(prompt.PromptTokens, 4, 8)
+	p, err := registry.NewPrefixes("", 4)
+	require.NoError(t, err)
+	h, err := p.Hash(prompt.PromptTokens, 8)
 	require.NoError(t, err)
 	assert.True(t, f.local.has(h, "layer.0"), "saved to the first child")
 	assert.True(t, f.remote.has(h, "layer.0"), "saved to the second child")

@@ -443,7 +443,7 @@ func TestAdaptedConstructor(t *testing.T) {
 		case none:
 			return nil, nil
 		}
-		return &storeConn{st: st, blockSize: cfg.BlockSize}, nil
+		return &storeConn{st: st}, nil
 	}
 	e := entry("memory")
 	e.Factory = registry.Adapt(newConn)

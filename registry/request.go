@@ -25,36 +25,82 @@ type BlockHash [sha256.Size]byte
 // String returns the hash in hex, the form connectors use in keys and paths.
 func (h BlockHash) String() string { return hex.EncodeToString(h[:]) }
 
-// BlockHashes returns the chained hashes of the full blocks of tokens: the
-// i-th hash identifies the prefix tokens[:(i+1)*blockSize]. A trailing
-// partial block has no hash. It panics if blockSize is not positive.
-func BlockHashes(tokens []uint32, blockSize int) []BlockHash {
-	if blockSize <= 0 {
-		panic(fmt.Sprintf("registry.BlockHashes: block size %d", blockSize))
+// Prefixes names the block-aligned prefixes of prompts for one model and
+// block size: the keys connectors store KV under. A prefix's hash covers the
+// model, so two models never share a key, even in one shared store. Get one
+// from [Config.Prefixes] when the connector is created.
+type Prefixes struct {
+	blockSize int
+	// seed is the parent of a prompt's first block: zero when no model is
+	// named, so that such keys are what they were before models were.
+	seed BlockHash
+}
+
+// NewPrefixes returns the prefixes of model's prompts in blocks of
+// blockSize tokens, which must be from 1 to [MaxBlockSize].
+func NewPrefixes(model string, blockSize int) (Prefixes, error) {
+	if err := checkBlockSize(blockSize); err != nil {
+		return Prefixes{}, fmt.Errorf("block size %d: %w", blockSize, err)
 	}
-	n := len(tokens) / blockSize
+	p := Prefixes{blockSize: blockSize}
+	if model != "" {
+		// Domain-separated, so that no token block can hash to it.
+		p.seed = sha256.Sum256([]byte("kvgen model\x00" + model))
+	}
+	return p, nil
+}
+
+// Prefixes returns the prefixes of the configured model's prompts in blocks
+// of the configured size. Connectors key KV by them, which keeps each
+// model's KV apart; it fails if the block size is out of range, before
+// anything is allocated for it.
+func (c Config) Prefixes() (Prefixes, error) { return NewPrefixes(c.Model, c.BlockSize) }
+
+// BlockSize returns the number of tokens in a block.
+func (p Prefixes) BlockSize() int { return p.blockSize }
+
+// Hashes returns the chained hashes of the full blocks of tokens: the i-th
+// hash identifies the prefix tokens[:(i+1)*BlockSize()]. A trailing partial
+// block has no hash.
+func (p Prefixes) Hashes(tokens []uint32) []BlockHash {
+	if p.blockSize <= 0 {
+		return nil
+	}
+	n := len(tokens) / p.blockSize
+	if n == 0 {
+		return nil
+	}
 	out := make([]BlockHash, n)
-	buf := make([]byte, len(BlockHash{})+4*blockSize)
-	var parent BlockHash
+	h := sha256.New()
+	// Tokens go to the hash through a fixed buffer, so that memory does
+	// not grow with the block size.
+	var buf [1024]byte
+	parent := p.seed
 	for i := range n {
-		copy(buf, parent[:])
-		b := buf[len(parent):]
-		for j, t := range tokens[i*blockSize : (i+1)*blockSize] {
-			binary.LittleEndian.PutUint32(b[4*j:], t)
+		h.Reset()
+		h.Write(parent[:])
+		block := tokens[i*p.blockSize : (i+1)*p.blockSize]
+		for len(block) > 0 {
+			m := min(len(block), len(buf)/4)
+			for j, t := range block[:m] {
+				binary.LittleEndian.PutUint32(buf[4*j:], t)
+			}
+			h.Write(buf[:4*m])
+			block = block[m:]
 		}
-		parent = sha256.Sum256(buf)
+		h.Sum(parent[:0])
 		out[i] = parent
 	}
 	return out
 }
 
-// PrefixHash returns the hash of the first numTokens tokens, which must be a
-// positive multiple of blockSize no longer than tokens.
-func PrefixHash(tokens []uint32, blockSize, numTokens int) (BlockHash, error) {
-	if err := CheckPrefix(len(tokens), blockSize, numTokens); err != nil {
+// Hash returns the hash of the first numTokens tokens, which must be a
+// positive multiple of the block size no longer than tokens.
+func (p Prefixes) Hash(tokens []uint32, numTokens int) (BlockHash, error) {
+	if err := CheckPrefix(len(tokens), p.blockSize, numTokens); err != nil {
 		return BlockHash{}, err
 	}
-	h := BlockHashes(tokens[:numTokens], blockSize)
+	h := p.Hashes(tokens[:numTokens])
 	return h[len(h)-1], nil
 }
 
@@ -64,8 +110,8 @@ func PrefixHash(tokens []uint32, blockSize, numTokens int) (BlockHash, error) {
 // connector rejects the same mistakes the same way.
 func CheckPrefix(promptLen, blockSize, numTokens int) error {
 	switch {
-	case blockSize <= 0:
-		return fmt.Errorf("block size %d: want a positive number of tokens", blockSize)
+	case blockSize <= 0 || blockSize > MaxBlockSize:
+		return fmt.Errorf("block size %d: %w", blockSize, checkBlockSize(blockSize))
 	case numTokens <= 0:
 		return fmt.Errorf("prefix of %d tokens: want at least one block of %d", numTokens, blockSize)
 	case numTokens%blockSize != 0:
@@ -76,16 +122,16 @@ func CheckPrefix(promptLen, blockSize, numTokens int) error {
 	return nil
 }
 
-// MatchedTokens answers Scheduler.MatchedTokens for a connector that can
-// tell whether it holds a prefix: it asks stored about the prompt's
-// block-aligned prefixes, longest first, down to numComputed, and returns
-// how many tokens of the first one held lie beyond numComputed.
-func MatchedTokens(ctx context.Context, req *Request, blockSize, numComputed int, stored func(BlockHash) (bool, error)) (int, error) {
+// Matched answers Scheduler.MatchedTokens for a connector that can tell
+// whether it holds a prefix: it asks stored about the prompt's block-aligned
+// prefixes, longest first, down to numComputed, and returns how many tokens
+// of the first one held lie beyond numComputed.
+func (p Prefixes) Matched(ctx context.Context, req *Request, numComputed int, stored func(BlockHash) (bool, error)) (int, error) {
 	if numComputed < 0 {
 		return 0, fmt.Errorf("%d computed tokens: want zero or more", numComputed)
 	}
-	hashes := BlockHashes(req.PromptTokens, blockSize)
-	for n := len(hashes); n > 0 && n*blockSize > numComputed; n-- {
+	hashes := p.Hashes(req.PromptTokens)
+	for n := len(hashes); n > 0 && n*p.blockSize > numComputed; n-- {
 		if err := ctx.Err(); err != nil {
 			return 0, err
 		}
@@ -94,7 +140,7 @@ func MatchedTokens(ctx context.Context, req *Request, blockSize, numComputed int
 			return 0, err
 		}
 		if ok {
-			return n*blockSize - numComputed, nil
+			return n*p.blockSize - numComputed, nil
 		}
 	}
 	return 0, nil

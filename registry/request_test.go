@@ -3,6 +3,7 @@ package registry_test
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -19,16 +20,23 @@ func tokens(n int) []uint32 {
 	return out
 }
 
-func TestBlockHashesChain(t *testing.T) {
-	const bs = 4
-	base := registry.BlockHashes(tokens(12), bs)
+func prefixes(t testing.TB, model string, blockSize int) registry.Prefixes {
+	t.Helper()
+	p, err := registry.NewPrefixes(model, blockSize)
+	require.NoError(t, err)
+	return p
+}
+
+func TestHashesChain(t *testing.T) {
+	p := prefixes(t, "", 4)
+	base := p.Hashes(tokens(12))
 	require.Len(t, base, 3)
-	assert.Equal(t, base, registry.BlockHashes(tokens(12), bs), "hashes are deterministic")
+	assert.Equal(t, base, p.Hashes(tokens(12)), "hashes are deterministic")
 
 	// Equal prefixes, different last block: only the last hash differs.
 	tail := tokens(12)
 	tail[11]++
-	got := registry.BlockHashes(tail, bs)
+	got := p.Hashes(tail)
 	assert.Equal(t, base[:2], got[:2])
 	assert.NotEqual(t, base[2], got[2])
 
@@ -36,70 +44,140 @@ func TestBlockHashesChain(t *testing.T) {
 	// its parent.
 	head := tokens(12)
 	head[0]++
-	got = registry.BlockHashes(head, bs)
+	got = p.Hashes(head)
 	for i := range got {
 		assert.NotEqual(t, base[i], got[i], "block %d", i)
 	}
 
 	// The same block content at another position hashes differently.
 	repeated := []uint32{1, 2, 3, 4, 1, 2, 3, 4}
-	got = registry.BlockHashes(repeated, bs)
+	got = p.Hashes(repeated)
 	assert.NotEqual(t, got[0], got[1])
 
 	// A trailing partial block has no hash.
-	assert.Equal(t, base[:2], registry.BlockHashes(tokens(11), bs))
-	assert.Empty(t, registry.BlockHashes(tokens(3), bs))
-	assert.Empty(t, registry.BlockHashes(nil, bs))
+	assert.Equal(t, base[:2], p.Hashes(tokens(11)))
+	assert.Empty(t, p.Hashes(tokens(3)))
+	assert.Empty(t, p.Hashes(nil))
+	assert.Empty(t, registry.Prefixes{}.Hashes(tokens(8)), "the zero value hashes nothing")
 }
 
-func TestBlockHashesFormat(t *testing.T) {
-	// Stored keys depend on the exact hash, so it must not change: the
-	// first block's hash is SHA-256 of a zero parent and the tokens in
-	// little-endian order, the next one chains on it.
-	var buf []byte
-	buf = append(buf, make([]byte, sha256.Size)...)
-	for _, tok := range []uint32{7, 8} {
-		buf = binary.LittleEndian.AppendUint32(buf, tok)
+func TestHashesFormat(t *testing.T) {
+	// Stored keys depend on the exact hash, so it must not change: without
+	// a model, the first block's hash is SHA-256 of a zero parent and the
+	// tokens in little-endian order, the next one chains on it.
+	chain := func(parent [sha256.Size]byte, toks ...uint32) [sha256.Size]byte {
+		buf := append([]byte(nil), parent[:]...)
+		for _, tok := range toks {
+			buf = binary.LittleEndian.AppendUint32(buf, tok)
+		}
+		return sha256.Sum256(buf)
 	}
-	first := sha256.Sum256(buf)
-	buf = append(first[:0:0], first[:]...)
-	for _, tok := range []uint32{9, 10} {
-		buf = binary.LittleEndian.AppendUint32(buf, tok)
-	}
-	second := sha256.Sum256(buf)
-
-	got := registry.BlockHashes([]uint32{7, 8, 9, 10}, 2)
+	first := chain([sha256.Size]byte{}, 7, 8)
+	second := chain(first, 9, 10)
+	got := prefixes(t, "", 2).Hashes([]uint32{7, 8, 9, 10})
 	require.Len(t, got, 2)
 	assert.Equal(t, registry.BlockHash(first), got[0])
 	assert.Equal(t, registry.BlockHash(second), got[1])
 	assert.Regexp(t, `^[0-9a-f]{64}$`, got[0].String())
+
+	// With a model, the chain starts from a hash of the model's name.
+	seed := sha256.Sum256([]byte("kvgen model\x00org/model-7b"))
+	got = prefixes(t, "org/model-7b", 2).Hashes([]uint32{7, 8, 9, 10})
+	assert.Equal(t, registry.BlockHash(chain(seed, 7, 8)), got[0])
+	assert.Equal(t, registry.BlockHash(chain(chain(seed, 7, 8), 9, 10)), got[1])
+
+	// Blocks longer than the internal buffer hash the same as in one piece.
+	long := tokens(3000)
+	var want [sha256.Size]byte
+	want = chain(want, long[:1500]...)
+	want = chain(want, long[1500:]...)
+	got = prefixes(t, "", 1500).Hashes(long)
+	require.Len(t, got, 2)
+	assert.Equal(t, registry.BlockHash(want), got[1])
 }
 
-func TestBlockHashesPanicsOnBadBlockSize(t *testing.T) {
-	assert.PanicsWithValue(t, "registry.BlockHashes: block size 0", func() { registry.BlockHashes(tokens(4), 0) })
-	assert.PanicsWithValue(t, "registry.BlockHashes: block size -1", func() { registry.BlockHashes(tokens(4), -1) })
+func TestHashesKeepModelsApart(t *testing.T) {
+	prompt := tokens(64)
+	a := prefixes(t, "org/model-a", 16).Hashes(prompt)
+	b := prefixes(t, "org/model-b", 16).Hashes(prompt)
+	none := prefixes(t, "", 16).Hashes(prompt)
+	for i := range a {
+		assert.NotEqual(t, a[i], b[i], "block %d", i)
+		assert.NotEqual(t, a[i], none[i], "block %d", i)
+	}
+	assert.Equal(t, a, prefixes(t, "org/model-a", 16).Hashes(prompt), "one model, one set of keys")
 }
 
-func TestPrefixHash(t *testing.T) {
+func TestNewPrefixesRejectsBlockSizes(t *testing.T) {
+	for _, bs := range []int{0, -1, registry.MaxBlockSize + 1, 1 << 40} {
+		_, err := registry.NewPrefixes("m", bs)
+		assert.EqualError(t, err, fmt.Sprintf("block size %d: want a number of tokens from 1 to 65536", bs))
+		_, err = registry.Config{BlockSize: bs}.Prefixes()
+		assert.Error(t, err)
+	}
+	p := prefixes(t, "m", registry.MaxBlockSize)
+	assert.Equal(t, registry.MaxBlockSize, p.BlockSize())
+	assert.Empty(t, p.Hashes(tokens(100)), "a prompt shorter than a block has no hash")
+}
+
+func TestHashAllocatesNothingForShortPrompts(t *testing.T) {
+	// The hashing buffer does not grow with the block size: a huge block
+	// and a short prompt cost nothing.
+	p := prefixes(t, "m", registry.MaxBlockSize)
+	prompt := tokens(100)
+	allocs := testing.AllocsPerRun(10, func() { _ = p.Hashes(prompt) })
+	assert.Zero(t, allocs)
+
+	// A prompt of one huge block: the result and the hash state, no
+	// buffer of the block's size.
+	one := tokens(registry.MaxBlockSize)
+	allocs = testing.AllocsPerRun(10, func() { _ = p.Hashes(one) })
+	assert.LessOrEqual(t, allocs, 2.0)
+}
+
+func TestHash(t *testing.T) {
+	p := prefixes(t, "", 4)
 	prompt := tokens(10)
-	all := registry.BlockHashes(prompt, 4)
-	h, err := registry.PrefixHash(prompt, 4, 8)
+	all := p.Hashes(prompt)
+	h, err := p.Hash(prompt, 8)
 	require.NoError(t, err)
 	assert.Equal(t, all[1], h)
-	h, err = registry.PrefixHash(prompt, 4, 4)
+	h, err = p.Hash(prompt, 4)
 	require.NoError(t, err)
 	assert.Equal(t, all[0], h)
 
-	_, err = registry.PrefixHash(prompt, 4, 6)
+	_, err = p.Hash(prompt, 6)
 	assert.EqualError(t, err, "prefix of 6 tokens is not aligned to the block size 4")
-	_, err = registry.PrefixHash(prompt, 4, 12)
+	_, err = p.Hash(prompt, 12)
 	assert.EqualError(t, err, "prefix of 12 tokens is longer than the prompt (10 tokens)")
+	_, err = registry.Prefixes{}.Hash(prompt, 4)
+	assert.EqualError(t, err, "block size 0: want a number of tokens from 1 to 65536")
+}
+
+func TestMatched(t *testing.T) {
+	p := prefixes(t, "m", 4)
+	req := &registry.Request{ID: "r", PromptTokens: tokens(14)}
+	all := p.Hashes(req.PromptTokens)
+	held := map[registry.BlockHash]bool{all[0]: true, all[1]: true}
+	stored := func(h registry.BlockHash) (bool, error) { return held[h], nil }
+	n, err := p.Matched(t.Context(), req, 0, stored)
+	require.NoError(t, err)
+	assert.Equal(t, 8, n)
+	n, err = p.Matched(t.Context(), req, 4, stored)
+	require.NoError(t, err)
+	assert.Equal(t, 4, n)
+	n, err = p.Matched(t.Context(), req, 8, stored)
+	require.NoError(t, err)
+	assert.Zero(t, n)
+	_, err = p.Matched(t.Context(), req, -1, stored)
+	assert.EqualError(t, err, "-1 computed tokens: want zero or more")
 }
 
 func TestCheckPrefix(t *testing.T) {
 	assert.NoError(t, registry.CheckPrefix(32, 16, 16))
 	assert.NoError(t, registry.CheckPrefix(33, 16, 32))
-	assert.EqualError(t, registry.CheckPrefix(32, 0, 16), "block size 0: want a positive number of tokens")
+	assert.EqualError(t, registry.CheckPrefix(32, 0, 16), "block size 0: want a number of tokens from 1 to 65536")
+	assert.EqualError(t, registry.CheckPrefix(1<<41, 1<<40, 1<<40), "block size 1099511627776: want a number of tokens from 1 to 65536")
 	assert.EqualError(t, registry.CheckPrefix(32, 16, 0), "prefix of 0 tokens: want at least one block of 16")
 	assert.EqualError(t, registry.CheckPrefix(32, 16, -16), "prefix of -16 tokens: want at least one block of 16")
 	assert.EqualError(t, registry.CheckPrefix(32, 16, 24), "prefix of 24 tokens is not aligned to the block size 16")

@@ -13,7 +13,9 @@
 // tests tend to miss: byte-exact round trips per layer, misses that never
 // return data, chained prefix keys, block-aligned matches that honour the
 // computed tokens, slices that are not shared with the caller, concurrent
-// use, idempotent Close and rejected unknown settings. Run it with -race.
+// use, idempotent Close, rejected unknown settings, and models kept apart:
+// engines of two models sharing one store never see each other's KV. Run it
+// with -race.
 package conformance
 
 import (
@@ -83,6 +85,7 @@ func Run(t *testing.T, factory registry.Factory, opts Options) {
 	t.Run("Concurrent", s.concurrent)
 	t.Run("CloseIdempotent", s.closeIdempotent)
 	t.Run("UnknownSetting", s.unknownSetting)
+	t.Run("IsolatedByModel", s.isolatedByModel)
 	t.Run("Finished", s.finished)
 }
 
@@ -109,10 +112,14 @@ func (s *suite) extra(t *testing.T) map[string]any {
 	return s.opts.Extra(t)
 }
 
+// model is the model of every subtest but IsolatedByModel.
+const model = "conformance/model"
+
 // config returns the configuration the suite creates connectors from. Each
 // connector gets its own copy of extra, as separate processes would.
 func (s *suite) config(bs int, extra map[string]any) registry.Config {
 	return registry.Config{
+		Model:             model,
 		Connector:         name,
 		EngineID:          "conformance-engine",
 		KVRole:            registry.KVBoth,
@@ -127,7 +134,14 @@ func (s *suite) config(bs int, extra map[string]any) registry.Config {
 // role-interface check runs, and closes it when t ends.
 func (s *suite) create(t *testing.T, bs int, extra map[string]any, role registry.Role) registry.Connector {
 	t.Helper()
-	c, err := s.reg.Create(t.Context(), s.config(bs, extra), role)
+	return s.createFrom(t, s.config(bs, extra), role)
+}
+
+// createFrom creates the connector for role from cfg through the registry,
+// and closes it when t ends.
+func (s *suite) createFrom(t *testing.T, cfg registry.Config, role registry.Role) registry.Connector {
+	t.Helper()
+	c, err := s.reg.Create(t.Context(), cfg, role)
 	require.NoError(t, err, "Create for the %s role", role)
 	t.Cleanup(func() { assert.NoError(t, c.Close(), "Close of the %s side", role) })
 	return c
@@ -136,13 +150,18 @@ func (s *suite) create(t *testing.T, bs int, extra map[string]any, role registry
 // open creates both sides of one fresh store.
 func (s *suite) open(t *testing.T, bs int) pair {
 	t.Helper()
-	extra := s.extra(t)
+	return s.openFrom(t, s.config(bs, s.extra(t)))
+}
+
+// openFrom creates both sides from cfg.
+func (s *suite) openFrom(t *testing.T, cfg registry.Config) pair {
+	t.Helper()
 	var p pair
 	if s.serves(registry.RoleScheduler) {
-		p.sched = s.create(t, bs, extra, registry.RoleScheduler).(registry.Scheduler)
+		p.sched = s.createFrom(t, cfg, registry.RoleScheduler).(registry.Scheduler)
 	}
 	if s.serves(registry.RoleWorker) {
-		p.worker = s.create(t, bs, extra, registry.RoleWorker).(registry.Worker)
+		p.worker = s.createFrom(t, cfg, registry.RoleWorker).(registry.Worker)
 	}
 	return p
 }

@@ -57,6 +57,7 @@ func TestSuiteCatchesDefects(t *testing.T) {
 		{closeTwiceFails, "CloseIdempotent"},
 		{ignoresSettings, "UnknownSetting"},
 		{reportsStranger, "Finished"},
+		{ignoresModel, "IsolatedByModel"},
 	} {
 		t.Run(string(c.defect), func(t *testing.T) {
 			t.Parallel()
@@ -87,6 +88,7 @@ const (
 	closeTwiceFails   defect = "close-twice-fails"
 	ignoresSettings   defect = "ignores-settings"
 	reportsStranger   defect = "reports-stranger"
+	ignoresModel      defect = "ignores-model"
 )
 
 // newFactory returns the factory of a small map-backed connector whose
@@ -136,7 +138,12 @@ func (c *mapConnector) key(req *registry.Request, layer string, n int) key {
 	if c.defect == unchainedKeys {
 		return key{fmt.Sprint(n, req.PromptTokens[n-bs:n]), layer}
 	}
-	h, _ := registry.PrefixHash(req.PromptTokens, bs, n)
+	m := c.cfg.Model
+	if c.defect == ignoresModel {
+		m = ""
+	}
+	p, _ := registry.NewPrefixes(m, bs)
+	h, _ := p.Hash(req.PromptTokens, n)
 	return key{h.String(), layer}
 }
 

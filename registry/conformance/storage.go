@@ -297,3 +297,34 @@ func variant(req *registry.Request, tag string, i int) *registry.Request {
 func prefix(req *registry.Request, tag string, n int) *registry.Request {
 	return &registry.Request{ID: req.ID + "/" + tag, PromptTokens: slices.Clone(req.PromptTokens[:n])}
 }
+
+// isolatedByModel checks that KV is only ever served to the model that
+// computed it: engines of two models share one store (the same settings),
+// differ only in Config.Model, and save the same prompt. Each sees its own
+// KV and never the other's.
+func (s *suite) isolatedByModel(t *testing.T) {
+	s.needWorker(t)
+	ctx := t.Context()
+	extra := s.extra(t)
+	cfgA, cfgB := s.config(blockSize, extra), s.config(blockSize, extra)
+	cfgA.Model, cfgB.Model = "org/model-a", "org/model-b"
+	a, b := s.openFrom(t, cfgA), s.openFrom(t, cfgB)
+	req := s.request(t, "prompt", 3*blockSize+5)
+
+	require.NoError(t, saveLayers(ctx, a.worker, req, blockSize, 64, layerNames))
+	require.NoError(t, saveLayers(ctx, a.worker, req, 3*blockSize, 64, layerNames))
+	s.requireMatched(t, b, req, 0, 0)
+	assertMiss(t, b.worker, req, blockSize, layerNames)
+	assertMiss(t, b.worker, req, 3*blockSize, layerNames)
+
+	// The other model saves the same prompt with its own KV (other
+	// lengths, so a mix-up cannot compare equal); neither overwrites the
+	// other.
+	require.NoError(t, saveLayers(ctx, b.worker, req, 3*blockSize, 300, layerNames))
+	s.requireMatched(t, a, req, 0, 3*blockSize)
+	s.requireMatched(t, b, req, 0, 3*blockSize)
+	assert.NoError(t, checkLayers(ctx, a.worker, req, 3*blockSize, 64, layerNames), "model a's KV")
+	assert.NoError(t, checkLayers(ctx, b.worker, req, 3*blockSize, 300, layerNames), "model b's KV")
+	assert.NoError(t, checkLayers(ctx, a.worker, req, blockSize, 64, layerNames), "model a's shorter prefix")
+	assertMiss(t, b.worker, req, blockSize, layerNames)
+}

@@ -8,8 +8,12 @@
 //     process, in several, or on several machines sharing a file system, see
 //     each other's KV.
 //
+// KV is keyed by the model (Config.Model) as well as the prompt, so engines
+// of several models can share one directory without ever seeing each
+// other's KV.
+//
 // Each saved prefix of a prompt gets a directory named by its chained block
-// hash, and each layer a file in it named by the layer's escaped name. A
+// hash, which covers the model, and each layer a file in it named by the layer's escaped name. A
 // file is written under a temporary name, synced and renamed into place, so
 // a reader never sees half of one. It starts with a header that holds its
 // length and SHA-256 checksums, checked on every load: a file that is
@@ -46,9 +50,10 @@ type Connector struct {
 	// it before the connector is used; nil means slog.Default().
 	Logger *slog.Logger
 
-	dir    string
-	cfg    registry.Config
-	closed atomic.Bool
+	dir      string
+	cfg      registry.Config
+	prefixes registry.Prefixes // keys of this model's prompts
+	closed   atomic.Bool
 }
 
 var (
@@ -63,8 +68,9 @@ var errClosed = errors.New("filesystem connector is closed")
 // setting shared_storage_path names, creating the directory if it is
 // missing.
 func New(ctx context.Context, cfg registry.Config, role registry.Role) (*Connector, error) {
-	if cfg.BlockSize <= 0 {
-		return nil, fmt.Errorf("block size %d: want a positive number of tokens", cfg.BlockSize)
+	prefixes, err := cfg.Prefixes()
+	if err != nil {
+		return nil, err
 	}
 	var opts Options
 	if err := registry.DecodeExtra(cfg.Extra, &opts); err != nil {
@@ -76,7 +82,7 @@ func New(ctx context.Context, cfg registry.Config, role registry.Role) (*Connect
 	if err := os.MkdirAll(opts.SharedStoragePath, 0o755); err != nil {
 		return nil, fmt.Errorf("shared_storage_path: %w", err)
 	}
-	return &Connector{dir: opts.SharedStoragePath, cfg: cfg}, nil
+	return &Connector{dir: opts.SharedStoragePath, cfg: cfg, prefixes: prefixes}, nil
 }
 
 // Close marks the connector closed; it holds no open files.
@@ -92,7 +98,7 @@ func (c *Connector) MatchedTokens(ctx context.Context, req *registry.Request, nu
 	if c.closed.Load() {
 		return 0, errClosed
 	}
-	return registry.MatchedTokens(ctx, req, c.cfg.BlockSize, numComputed, func(h registry.BlockHash) (bool, error) {
+	return c.prefixes.Matched(ctx, req, numComputed, func(h registry.BlockHash) (bool, error) {
 		return c.stored(h), nil
 	})
 }
@@ -141,7 +147,7 @@ func (c *Connector) SaveLayer(ctx context.Context, req *registry.Request, layer 
 	if layer == "" {
 		return errors.New("save: empty layer name")
 	}
-	h, err := registry.PrefixHash(req.PromptTokens, c.cfg.BlockSize, numTokens)
+	h, err := c.prefixes.Hash(req.PromptTokens, numTokens)
 	if err != nil {
 		return fmt.Errorf("save layer %q: %w", layer, err)
 	}
@@ -164,7 +170,7 @@ func (c *Connector) LoadLayer(ctx context.Context, req *registry.Request, layer 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	h, err := registry.PrefixHash(req.PromptTokens, c.cfg.BlockSize, numTokens)
+	h, err := c.prefixes.Hash(req.PromptTokens, numTokens)
 	if err != nil {
 		return nil, fmt.Errorf("load layer %q: %w", layer, err)
 	}

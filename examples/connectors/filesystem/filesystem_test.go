@@ -3,6 +3,7 @@ package filesystem
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -90,7 +91,9 @@ var req = &registry.Request{ID: "r", PromptTokens: []uint32{10, 11, 12, 13, 14, 
 
 // layerFile is where the layer of the first numTokens tokens of req is kept.
 func layerFile(t *testing.T, dir, layer string, numTokens int) string {
-	h, err := registry.PrefixHash(req.PromptTokens, bs, numTokens)
+	p, err := registry.NewPrefixes("", bs)
+	require.NoError(t, err)
+	h, err := p.Hash(req.PromptTokens, numTokens)
 	require.NoError(t, err)
 	return filepath.Join(dir, h.String(), fileName(layer))
 }
@@ -254,6 +257,16 @@ func TestSettings(t *testing.T) {
 			assert.ErrorContains(t, err, c.error)
 		})
 	}
+}
+
+func TestBlockSizeOutOfRange(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "kv")
+	for _, bs := range []int{0, -16, registry.MaxBlockSize + 1, 1 << 40} {
+		conn, err := New(t.Context(), registry.Config{BlockSize: bs, Extra: map[string]any{"shared_storage_path": dir}}, registry.RoleWorker)
+		assert.Nil(t, conn)
+		assert.EqualError(t, err, fmt.Sprintf("block size %d: want a number of tokens from 1 to 65536", bs))
+	}
+	assert.NoDirExists(t, dir, "nothing is created for a config that is rejected")
 }
 
 func TestAnyLayerNameIsAFileName(t *testing.T) {

@@ -9,6 +9,9 @@
 //     process that name the same store share it; that is how the scheduler
 //     side sees what the worker side saved.
 //
+// KV is keyed by the model (Config.Model) as well as the prompt, so engines
+// of several models can share one store without ever seeing each other's KV.
+//
 // A store lives while a connector uses it: when the last connector naming it
 // closes, its KV is dropped. Nothing is shared between processes, so the
 // connector suits single-process deployments, tests and benchmarks.
@@ -48,8 +51,9 @@ var errClosed = errors.New("memory connector is closed")
 //
 //kvgen:constructor
 func New(ctx context.Context, cfg registry.Config, role registry.Role) (registry.Connector, error) {
-	if cfg.BlockSize <= 0 {
-		return nil, fmt.Errorf("block size %d: want a positive number of tokens", cfg.BlockSize)
+	prefixes, err := cfg.Prefixes()
+	if err != nil {
+		return nil, err
 	}
 	opts := Options{CapacityBytes: DefaultCapacity, Store: DefaultStore}
 	if err := registry.DecodeExtra(cfg.Extra, &opts); err != nil {
@@ -65,12 +69,13 @@ func New(ctx context.Context, cfg registry.Config, role registry.Role) (registry
 	if err != nil {
 		return nil, err
 	}
-	return &connector{cfg: cfg, store: s}, nil
+	return &connector{cfg: cfg, prefixes: prefixes, store: s}, nil
 }
 
 // connector is one side of a shared store.
 type connector struct {
 	cfg       registry.Config
+	prefixes  registry.Prefixes // keys of this model's prompts
 	store     *store
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -91,7 +96,7 @@ func (c *connector) MatchedTokens(ctx context.Context, req *registry.Request, nu
 	if c.closed.Load() {
 		return 0, errClosed
 	}
-	return registry.MatchedTokens(ctx, req, c.cfg.BlockSize, numComputed, func(h registry.BlockHash) (bool, error) {
+	return c.prefixes.Matched(ctx, req, numComputed, func(h registry.BlockHash) (bool, error) {
 		return c.store.has(h, c.cfg.LayerNames), nil
 	})
 }
@@ -115,7 +120,7 @@ func (c *connector) SaveLayer(ctx context.Context, req *registry.Request, layer 
 	if layer == "" {
 		return errors.New("save: empty layer name")
 	}
-	h, err := registry.PrefixHash(req.PromptTokens, c.cfg.BlockSize, numTokens)
+	h, err := c.prefixes.Hash(req.PromptTokens, numTokens)
 	if err != nil {
 		return fmt.Errorf("save layer %q: %w", layer, err)
 	}
@@ -127,7 +132,7 @@ func (c *connector) LoadLayer(ctx context.Context, req *registry.Request, layer 
 	if c.closed.Load() {
 		return nil, errClosed
 	}
-	h, err := registry.PrefixHash(req.PromptTokens, c.cfg.BlockSize, numTokens)
+	h, err := c.prefixes.Hash(req.PromptTokens, numTokens)
 	if err != nil {
 		return nil, fmt.Errorf("load layer %q: %w", layer, err)
 	}

@@ -167,7 +167,9 @@ func TestSettings(t *testing.T) {
 		{"capacity as text", registry.Config{BlockSize: bs, Extra: map[string]any{"capacity_bytes": "1GB"}}, "capacity_bytes"},
 		{"empty store", registry.Config{BlockSize: bs, Extra: map[string]any{"store": ""}}, "store"},
 		{"misspelt", registry.Config{BlockSize: bs, Extra: map[string]any{"capacity": 1}}, `did you mean "capacity_bytes"`},
-		{"no block size", registry.Config{}, "block size 0"},
+		{"no block size", registry.Config{}, "block size 0: want a number of tokens from 1 to 65536"},
+		// Rejected before anything is allocated for it.
+		{"huge block size", registry.Config{BlockSize: 1 << 40}, "block size 1099511627776: want a number of tokens from 1 to 65536"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			conn, err := New(context.Background(), c.cfg, registry.RoleWorker)

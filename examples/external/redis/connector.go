@@ -26,18 +26,19 @@ func New(ctx context.Context, cfg registry.Config, role registry.Role) (registry
 	if role != registry.RoleScheduler && role != registry.RoleWorker {
 		return nil, fmt.Errorf("invalid role %v", role)
 	}
-	if cfg.BlockSize <= 0 {
-		return nil, fmt.Errorf("block size %d: want a positive number of tokens", cfg.BlockSize)
+	prefixes, err := cfg.Prefixes()
+	if err != nil {
+		return nil, err
 	}
 	opts, err := decodeOptions(cfg.Extra)
 	if err != nil {
 		return nil, err
 	}
 	c := &connector{
-		opts:      opts,
-		blockSize: cfg.BlockSize,
-		layers:    slices.Clone(cfg.LayerNames),
-		where:     where(opts),
+		opts:     opts,
+		prefixes: prefixes,
+		layers:   slices.Clone(cfg.LayerNames),
+		where:    where(opts),
 		client: goredis.NewUniversalClient(&goredis.UniversalOptions{
 			Addrs:                 slices.Clone(opts.Addrs),
 			MasterName:            opts.MasterName,
@@ -78,12 +79,12 @@ func where(opts Options) string {
 // keeps no state besides the client, whose pool redials by itself when the
 // server comes back, so nothing has to be reset after an outage.
 type connector struct {
-	opts      Options
-	blockSize int
-	layers    []string
-	where     string
-	client    goredis.UniversalClient
-	logger    *slog.Logger // nil means slog.Default()
+	opts     Options
+	prefixes registry.Prefixes // keys of this model's prompts
+	layers   []string
+	where    string
+	client   goredis.UniversalClient
+	logger   *slog.Logger // nil means slog.Default()
 
 	closeOnce sync.Once
 }
@@ -113,8 +114,8 @@ func (c *connector) MatchedTokens(ctx context.Context, req *registry.Request, nu
 	if numComputed < 0 {
 		return 0, fmt.Errorf("request %q: %d computed tokens: want 0 or more", req.ID, numComputed)
 	}
-	hashes := registry.BlockHashes(req.PromptTokens, c.blockSize)
-	first := numComputed / c.blockSize // the first block not wholly computed
+	hashes := c.prefixes.Hashes(req.PromptTokens)
+	first := numComputed / c.prefixes.BlockSize() // the first block not wholly computed
 	if first >= len(hashes) {
 		return 0, nil
 	}
@@ -132,7 +133,7 @@ func (c *connector) MatchedTokens(ctx context.Context, req *registry.Request, nu
 	}
 	for i := len(cmds) - 1; i >= 0; i-- {
 		if cmds[i].Val() == want {
-			return (first+i+1)*c.blockSize - numComputed, nil
+			return (first+i+1)*c.prefixes.BlockSize() - numComputed, nil
 		}
 	}
 	return 0, nil
@@ -211,7 +212,7 @@ func (c *connector) prefix(req *registry.Request, layer string, numTokens int) (
 	if layer == "" {
 		return registry.BlockHash{}, fmt.Errorf("request %q: empty layer name", req.ID)
 	}
-	h, err := registry.PrefixHash(req.PromptTokens, c.blockSize, numTokens)
+	h, err := c.prefixes.Hash(req.PromptTokens, numTokens)
 	if err != nil {
 		return registry.BlockHash{}, fmt.Errorf("request %q, layer %q: %w", req.ID, layer, err)
 	}

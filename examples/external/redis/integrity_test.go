@@ -27,8 +27,7 @@ func TestTamperedValuesAreMisses(t *testing.T) {
 	req := request("r", 9, 2*blockSize)
 
 	key := func(numTokens int, layer string) string {
-		h, err := registry.PrefixHash(req.PromptTokens, blockSize, numTokens)
-		require.NoError(t, err)
+		h := prefixHash(t, "", req, numTokens)
 		return "kv:{" + h.String() + "}:" + url.PathEscape(layer)
 	}
 	stored := func(numTokens int, layer string) []byte {

@@ -14,7 +14,9 @@ import (
 //	<key_prefix>{<prefix hash>}:<layer>   one layer's KV for one prefix
 //	<key_prefix>{<prefix hash>}           marker: some layer of the prefix is stored
 //
-// The prefix hash is [registry.BlockHash] in hex. The braces are a Redis
+// The prefix hash is [registry.BlockHash] in hex, from [registry.Prefixes]:
+// it covers the model (Config.Model), so engines of different models never
+// share a key, even under one key_prefix. The braces are a Redis
 // Cluster hash tag, so every key of a prefix lives in one slot: one EXISTS
 // checks all its layers and one MULTI writes a layer with its marker. The
 // layer name is path-escaped, which keeps keys printable.

@@ -24,7 +24,8 @@ type Options struct {
 	Username string `json:"username"`
 	Password string `json:"password"`
 	// KeyPrefix starts every key the connector writes. Engines that share
-	// KV must use the same prefix; different models must not.
+	// KV must use the same prefix. Keys already differ by model, so
+	// several models may share one prefix.
 	KeyPrefix string `json:"key_prefix"`
 	// TTL is how long a stored layer lives; 0 keeps it until Redis evicts it.
 	TTL registry.Duration `json:"ttl"`

@@ -33,6 +33,17 @@ func config(engineID string, extra map[string]any, layers ...string) registry.Co
 	}
 }
 
+// prefixHash is the hash a connector of model keys the first numTokens
+// tokens of req by.
+func prefixHash(t testing.TB, model string, req *registry.Request, numTokens int) registry.BlockHash {
+	t.Helper()
+	p, err := registry.NewPrefixes(model, blockSize)
+	require.NoError(t, err)
+	h, err := p.Hash(req.PromptTokens, numTokens)
+	require.NoError(t, err)
+	return h
+}
+
 func open(t testing.TB, cfg registry.Config, role registry.Role) registry.Connector {
 	t.Helper()
 	c, err := redis.New(t.Context(), cfg, role)
@@ -200,8 +211,7 @@ func TestKeyLayout(t *testing.T) {
 	layers := []string{"model.layers.0", "a/b", "a%2Fb", "x:{y} z"}
 	save(t, w, req, 2*blockSize, layers...)
 
-	h, err := registry.PrefixHash(req.PromptTokens, blockSize, 2*blockSize)
-	require.NoError(t, err)
+	h := prefixHash(t, "", req, 2*blockSize)
 	want := []string{"team-a:{" + h.String() + "}"}
 	for _, l := range layers {
 		want = append(want, "team-a:{"+h.String()+"}:"+url.PathEscape(l))
@@ -297,6 +307,10 @@ func TestInvalidSettings(t *testing.T) {
 		{"empty address", map[string]any{"addrs": []string{"127.0.0.1:6379", " "}}, []string{"addrs[1] is empty"}},
 		{"negative ttl", map[string]any{"ttl": "-1s"}, []string{"ttl -1s: want at least 1ms, or 0 for no expiry"}},
 		{"ttl under a millisecond", map[string]any{"ttl": "10us"}, []string{"ttl 10µs"}},
+		{"ttl of a fraction of a millisecond in seconds", map[string]any{"ttl": 0.0005}, []string{"ttl 500µs: want at least 1ms"}},
+		{"ttl that rounds to nothing", map[string]any{"ttl": 1e-12}, []string{"ttl: duration 1e-12 seconds: rounds to zero"}},
+		{"ttl too long for a duration", map[string]any{"ttl": 1e20}, []string{"ttl: duration 100000000000000000000 seconds: out of range"}},
+		{"ttl too long as a string", map[string]any{"ttl": "3000000h"}, []string{`ttl: duration "3000000h": out of range`}},
 		{"zero timeout", map[string]any{"read_timeout": 0}, []string{"read_timeout 0s: want a positive duration"}},
 		{"database in a cluster", map[string]any{"addrs": []string{"10.0.0.1:6379", "10.0.0.2:6379"}, "db": 1}, []string{"db 1: a Redis Cluster"}},
 		{"every problem at once", map[string]any{"db": -1, "pool_size": -2}, []string{"db -1", "pool_size -2"}},
@@ -311,10 +325,12 @@ func TestInvalidSettings(t *testing.T) {
 	}
 
 	t.Run("block size", func(t *testing.T) {
-		cfg := config("e", nil)
-		cfg.BlockSize = 0
-		_, err := redis.New(t.Context(), cfg, registry.RoleWorker)
-		require.ErrorContains(t, err, "block size 0")
+		for _, bs := range []int{0, registry.MaxBlockSize + 1, 1 << 40} {
+			cfg := config("e", nil)
+			cfg.BlockSize = bs
+			_, err := redis.New(t.Context(), cfg, registry.RoleWorker)
+			require.EqualError(t, err, fmt.Sprintf("block size %d: want a number of tokens from 1 to 65536", bs))
+		}
 	})
 	t.Run("role", func(t *testing.T) {
 		_, err := redis.New(t.Context(), config("e", nil), registry.Role(0))
