@@ -21,7 +21,7 @@ var Registry = registry.MustNew(
 	},
 	registry.Entry{
 		Name:        "filesystem",
-		Aliases:     []string{"ExampleConnector"},
+		Aliases:     []string{"ExampleConnector", "SharedStorageConnector"},
 		ImportPath:  "github.com/kvgen/kvgen/examples/connectors/filesystem",
 		Constructor: "New",
 		Module:      "github.com/kvgen/kvgen",

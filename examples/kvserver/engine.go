@@ -82,16 +82,28 @@ type decodeReport struct {
 	Verified   bool   `json:"verified"`
 }
 
-// prefill computes the prompt's KV for every full block and saves it
+// loadablePrefix is how many prompt tokens a decode step can load: the full
+// blocks before the last token. As in vLLM, the last prompt token is always
+// computed, since its logits start the generation; prefill saves exactly
+// this prefix, so that what decode looks up is what prefill saved for every
+// prompt length, a multiple of the block size or not.
+func loadablePrefix(promptLen, blockSize int) int {
+	if promptLen <= 1 {
+		return 0
+	}
+	return (promptLen - 1) / blockSize * blockSize
+}
+
+// prefill computes the KV of the prompt's loadable prefix and saves it
 // through the worker side.
 func (e *engine) prefill(ctx context.Context, req *registry.Request) (*prefillReport, error) {
 	w, err := e.workerSide(ctx)
 	if err != nil {
 		return nil, err
 	}
-	n := len(req.PromptTokens) / e.cfg.BlockSize * e.cfg.BlockSize
+	n := loadablePrefix(len(req.PromptTokens), e.cfg.BlockSize)
 	if n == 0 {
-		return nil, fmt.Errorf("a prompt of %d tokens has no full block of %d to save", len(req.PromptTokens), e.cfg.BlockSize)
+		return nil, fmt.Errorf("a prompt of %d tokens has no full block of %d before its last token to save", len(req.PromptTokens), e.cfg.BlockSize)
 	}
 	for _, layer := range e.cfg.LayerNames {
 		if err := w.SaveLayer(ctx, req, layer, n, computeKV(req.PromptTokens[:n], layer)); err != nil {
@@ -126,8 +138,7 @@ func (e *engine) decode(ctx context.Context, req *registry.Request) (*decodeRepo
 		matched = 0
 	}
 	r.Matched = matched
-	limit := (len(req.PromptTokens) - 1) / e.cfg.BlockSize * e.cfg.BlockSize
-	n := min(matched, limit)
+	n := min(matched, loadablePrefix(len(req.PromptTokens), e.cfg.BlockSize))
 	if n > 0 {
 		if err := sc.AfterAlloc(ctx, req, n); err != nil {
 			return nil, err

@@ -4,9 +4,11 @@
 // tokens and the layer stand in for a model's attention KV.
 //
 //	kvserver -list-connectors [-json]
-//	kvserver -kv-transfer-config JSON [-prompt TEXT] [-tokens N] [-json] [-v] demo|prefill|decode
+//	kvserver -kv-transfer-config JSON [-model NAME] [-prompt TEXT] [-tokens N] [-json] [-v] demo|prefill|decode
 //
 // prefill computes the prompt's KV and saves it through the worker side;
+// as in vLLM, the last prompt token is always computed, so prefill saves the
+// full blocks before it, which is what decode can load;
 // decode asks the scheduler side how many tokens it can load, loads them
 // through the worker side, verifies every byte against recomputation and
 // reports how many tokens it loaded and how many it recomputed; demo does
@@ -40,6 +42,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	list := fs.Bool("list-connectors", false, "list the linked connectors and exit")
 	asJSON := fs.Bool("json", false, "print JSON")
 	configJSON := fs.String("kv-transfer-config", `{"kv_connector":"memory"}`, "vLLM-style KV transfer config (JSON)")
+	model := fs.String("model", "", "the model whose KV this is; connectors keep each model's KV apart")
 	prompt := fs.String("prompt", "The quick brown fox jumps over the lazy dog", "the prompt")
 	tokens := fs.Int("tokens", 100, "prompt length in tokens; the prompt's tokens repeat to fill it")
 	verbose := fs.Bool("v", false, "log each connector created")
@@ -62,6 +65,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "kvserver:", err)
 		return 2
 	}
+	cfg.Model = *model
 	if len(cfg.LayerNames) == 0 {
 		for i := range 4 {
 			cfg.LayerNames = append(cfg.LayerNames, fmt.Sprintf("model.layers.%d.self_attn", i))

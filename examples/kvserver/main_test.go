@@ -69,7 +69,7 @@ func TestListConnectors(t *testing.T) {
 		assert.Equal(t, []string{"scheduler", "worker"}, it.Roles)
 	}
 	assert.Equal(t, []string{"memory", "filesystem", "MultiConnector"}, names, "manifest order")
-	assert.Equal(t, []string{"ExampleConnector"}, items[1].Aliases)
+	assert.Equal(t, []string{"ExampleConnector", "SharedStorageConnector"}, items[1].Aliases, "vLLM's names for it")
 }
 
 func TestConfigErrors(t *testing.T) {
@@ -111,4 +111,72 @@ func TestComputeKVIsDeterministicAndPrefixStable(t *testing.T) {
 	// A token's KV depends on what precedes it, not on what follows.
 	assert.Equal(t, computeKV(tokens[:16], "l0"), computeKV(tokens, "l0")[:16*kvBytesPerToken])
 	assert.Len(t, computeKV(tokens, "l0"), 40*kvBytesPerToken)
+}
+
+func TestPrefixRuleForEveryPromptLength(t *testing.T) {
+	// Saved and looked-up prefixes agree for lengths that are multiples of
+	// the block size (16, 64) and lengths that are not, under the default
+	// fail policy: the last prompt token is always recomputed, as in vLLM.
+	for _, bs := range []int{16, 5} {
+		for n := 2; n <= 4*bs+1; n++ {
+			cfg := fmt.Sprintf(`{"kv_connector":"memory","block_size":%d,"kv_connector_extra_config":{"store":%q}}`, bs, t.Name())
+			code, out, stderr := runServer(t, "-json", "-tokens", fmt.Sprint(n), "-kv-transfer-config", cfg, "demo")
+			want := (n - 1) / bs * bs
+			if want == 0 {
+				assert.Equal(t, 1, code, "block size %d, %d tokens", bs, n)
+				assert.Contains(t, stderr, "no full block of", "block size %d, %d tokens", bs, n)
+				continue
+			}
+			require.Equal(t, 0, code, "block size %d, %d tokens: %s", bs, n, stderr)
+			var r demoReport
+			require.NoError(t, json.Unmarshal([]byte(out), &r))
+			assert.Equal(t, want, r.Prefill.Saved, "block size %d, %d tokens", bs, n)
+			assert.Equal(t, want, r.Decode.Matched, "block size %d, %d tokens", bs, n)
+			assert.Equal(t, want, r.Decode.Loaded, "block size %d, %d tokens", bs, n)
+			assert.Equal(t, n-want, r.Decode.Recomputed, "block size %d, %d tokens", bs, n)
+			assert.True(t, r.Decode.Verified)
+		}
+	}
+}
+
+func TestDemoOfWholeBlocksHandsKVOver(t *testing.T) {
+	code, out, stderr := runServer(t, "-tokens", "64", "demo")
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, out, `saved 48 of 64 prompt tokens x 4 layers through "memory"`)
+	assert.Contains(t, out, `loaded 48 tokens and recomputed 16 of 64 through "memory"; every loaded byte verified: true`)
+}
+
+func TestModelsKeepKVApart(t *testing.T) {
+	dir := t.TempDir()
+	code, _, stderr := runServer(t, "-model", "org/model-a", "-kv-transfer-config", fsConfig(dir, "prefill-0", ""), "prefill")
+	require.Equal(t, 0, code, stderr)
+
+	// Another model over the same directory finds nothing of model a's.
+	code, out, stderr := runServer(t, "-json", "-model", "org/model-b", "-kv-transfer-config", fsConfig(dir, "decode-0", ""), "decode")
+	require.Equal(t, 0, code, stderr)
+	var d decodeReport
+	require.NoError(t, json.Unmarshal([]byte(out), &d))
+	assert.Zero(t, d.Matched, "model b must not see model a's KV")
+	assert.Equal(t, 100, d.Recomputed)
+
+	code, out, stderr = runServer(t, "-json", "-model", "org/model-a", "-kv-transfer-config", fsConfig(dir, "decode-1", ""), "decode")
+	require.Equal(t, 0, code, stderr)
+	require.NoError(t, json.Unmarshal([]byte(out), &d))
+	assert.Equal(t, 96, d.Loaded, "model a sees its own KV")
+}
+
+func TestVLLMNames(t *testing.T) {
+	dir := t.TempDir()
+	cfg := `{"kv_connector":"SharedStorageConnector","kv_role":"kv_both","kv_connector_extra_config":{"shared_storage_path":"` + dir + `"}}`
+	code, out, stderr := runServer(t, "-kv-transfer-config", cfg, "demo")
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, out, `loaded 96 tokens and recomputed 4 of 100 through "SharedStorageConnector"`)
+
+	code, _, stderr = runServer(t, "-kv-transfer-config", `{"kv_connector":"NixlConnector","kv_role":"kv_both"}`, "demo")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, `NixlConnector is vLLM's name for its NIXL transfer connector, which is Python and cannot be linked into a Go binary`)
+
+	code, _, stderr = runServer(t, "-kv-transfer-config", `{"kv_connector":"LMCacheConnectorV1","kv_connector_module_path":"lmcache.integration.vllm.lmcache_connector_v1"}`, "demo")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, `kv_connector_module_path "lmcache.integration.vllm.lmcache_connector_v1": a Go binary cannot load connectors at run time`)
 }
