@@ -4,7 +4,8 @@
 //
 // The contract is a Go rendering of vLLM's KVConnectorBase_V1 without GPUs:
 // the KV data of a layer is a byte slice for a block-aligned prefix of a
-// request's prompt, keyed by the chained hash of the prefix's blocks. A
+// request's prompt, keyed by the chained hash of the prefix's blocks and the
+// model ([Config.Prefixes]), so that no model is ever served another's KV. A
 // connector is created once per [Role]; a scheduler-side connector answers how
 // many prompt tokens can be loaded from outside, a worker-side connector saves
 // and loads the layers.

@@ -105,6 +105,23 @@ func TestMultiConnectorBuildsChildrenThroughRegistry(t *testing.T) {
 	assert.Equal(t, 1, f.local.closes())
 }
 
+func TestMultiConnectorChildrenServeTheParentsModel(t *testing.T) {
+	f := newMultiFixture()
+	cfg, err := registry.ParseTransferConfig([]byte(multiOf(`{"kv_connector": "local", "kv_port": "15000"}`, `{"kv_connector": "remote"}`)))
+	require.NoError(t, err)
+	cfg.Model = "org/model-a"
+	c, err := f.reg.Create(t.Context(), cfg, registry.RoleWorker)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	local, remote := f.local.calls(), f.remote.calls()
+	require.Len(t, local, 1)
+	require.Len(t, remote, 1)
+	assert.Equal(t, "org/model-a", local[0].cfg.Model, "the host sets the model once, for every child")
+	assert.Equal(t, "org/model-a", remote[0].cfg.Model)
+	assert.Equal(t, 15000, local[0].cfg.KVPort, "a child's own typed fields")
+	assert.Equal(t, registry.DefaultKVPort, remote[0].cfg.KVPort, "unset: the parent's")
+}
+
 func TestMultiConnectorSavesToAllLoadsFromFirst(t *testing.T) {
 	f := newMultiFixture()
 	w := f.create(t, multiOf(`{"kv_connector": "local"}`, `{"kv_connector": "remote"}`), registry.RoleWorker).(registry.Worker)
