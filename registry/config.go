@@ -194,9 +194,13 @@ func parseTransferConfig(what string, data []byte, base Config) (Config, error) 
 		case "kv_buffer_device":
 			bad(laxString(k, v, &cfg.KVBufferDevice))
 		case "kv_buffer_size":
-			bad(laxFloat(k, v, &cfg.KVBufferSize))
-			if cfg.KVBufferSize < 0 || math.IsInf(cfg.KVBufferSize, 0) || math.IsNaN(cfg.KVBufferSize) {
-				bad(fmt.Errorf("kv_buffer_size %s: want a finite number of bytes, 0 or more", v))
+			var size float64
+			if err := laxFloat(k, v, &size); err != nil {
+				bad(err)
+			} else if size < 0 || math.IsInf(size, 0) || math.IsNaN(size) {
+				bad(fmt.Errorf("kv_buffer_size %s: want a finite number of bytes, 0 or more", shortJSON(v)))
+			} else {
+				cfg.KVBufferSize = size
 			}
 		case "kv_role":
 			var r string
@@ -207,7 +211,7 @@ func parseTransferConfig(what string, data []byte, base Config) (Config, error) 
 				case KVProducer, KVConsumer, KVBoth:
 					cfg.KVRole = KVRole(r)
 				default:
-					bad(fmt.Errorf("kv_role %q: want %q, %q or %q", r, KVProducer, KVConsumer, KVBoth))
+					bad(fmt.Errorf("kv_role %s: want %q, %q or %q", shortJSON(v), KVProducer, KVConsumer, KVBoth))
 				}
 			}
 		case "kv_rank":

@@ -179,6 +179,25 @@ func laxBool(key string, v json.RawMessage, dst *bool) error {
 	return fmt.Errorf("%s %s: want true or false", key, shortJSON(v))
 }
 
+// quoted returns s as a JSON string for a message, cut short if long.
+func quoted(s string) string {
+	b, _ := json.Marshal(s) // a string always marshals
+	return shortJSON(b)
+}
+
+// shorten returns s for a message, cut short at a rune boundary if long,
+// saying how long it was.
+func shorten(s string) string {
+	if len(s) <= maxQuoted {
+		return s
+	}
+	n := maxQuoted
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + fmt.Sprintf("... (%d bytes)", len(s))
+}
+
 // maxQuoted bounds how much of a bad value a message repeats.
 const maxQuoted = 64
 
@@ -190,13 +209,5 @@ func shortJSON(v json.RawMessage) string {
 		b.Reset()
 		b.Write(bytes.TrimSpace(v))
 	}
-	s := b.String()
-	if len(s) <= maxQuoted {
-		return s
-	}
-	cut := maxQuoted
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + fmt.Sprintf("... (%d bytes)", len(s))
+	return shorten(b.String())
 }

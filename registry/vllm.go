@@ -82,8 +82,8 @@ func (e *ModulePathError) Error() string {
 	if name == "" {
 		name = "NAME"
 	}
-	return fmt.Sprintf("kv_connector_module_path %q: a Go binary cannot load connectors at run time, "+
+	return fmt.Sprintf("kv_connector_module_path %s: a Go binary cannot load connectors at run time, "+
 		"kvgen links them when it is built; add the connector's Go package to connectors.yaml as "+
 		"- {name: %s, import: IMPORT/PATH}, regenerate and rebuild, and leave kv_connector_module_path out",
-		e.ModulePath, name)
+		quoted(e.ModulePath), shorten(name))
 }

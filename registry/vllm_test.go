@@ -1,7 +1,9 @@
 package registry_test
 
 import (
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -255,5 +257,22 @@ func TestCreateVLLMConnectorName(t *testing.T) {
 	for _, name := range []string{"ExampleConnector", "OffloadingConnector", "P2pNcclConnector", "LMCacheConnectorV1",
 		"LMCacheMPConnector", "MooncakeConnector", "MoRIIOConnector", "FlexKVConnectorV1", "DecodeBenchConnector"} {
 		assert.Contains(t, create(r, name).Error(), name+" is vLLM's name for ", name)
+	}
+}
+
+func TestLongBadValuesAreCutShort(t *testing.T) {
+	long := strings.Repeat("é", 5000)
+	for _, config := range []string{
+		`{"kv_connector":"x","kv_role":"` + long + `"}`,
+		`{"kv_connector":"x","kv_load_failure_policy":"` + long + `"}`,
+		`{"kv_connector":"x","kv_port":"` + long + `"}`,
+		`{"kv_connector":"x","kv_buffer_size":"` + long + `"}`,
+		`{"kv_connector":"` + long + `","kv_connector_module_path":"` + long + `"}`,
+	} {
+		_, err := registry.ParseTransferConfig([]byte(config))
+		require.Error(t, err)
+		assert.Less(t, len(err.Error()), 600, "the message repeats a bounded part of the value")
+		assert.Contains(t, err.Error(), "... (10002 bytes)")
+		assert.True(t, utf8.ValidString(err.Error()), "cut at a rune boundary")
 	}
 }
