@@ -377,6 +377,8 @@ func TestDurationEdges(t *testing.T) {
 
 	for in, want := range map[string]time.Duration{
 		`0`:                    0,
+		`0e-999999999`:         0,
+		`-0.0`:                 0,
 		`"0s"`:                 0,
 		`1e-9`:                 time.Nanosecond,
 		`0.0015`:               1500 * time.Microsecond,
@@ -389,16 +391,19 @@ func TestDurationEdges(t *testing.T) {
 	}
 
 	for in, want := range map[string]string{
-		`1e-10`:       `duration 1e-10 seconds: rounds to zero: want 0 or at least 1ns`,
-		`"0.1ns"`:     `duration "0.1ns": rounds to zero: want 0 or at least 1ns`,
-		`1e20`:        `duration 1e20 seconds: out of range: want at most 2562047h47m16.854775807s`,
-		`9223372037`:  `duration 9223372037 seconds: out of range: want at most 2562047h47m16.854775807s`,
-		`"3000000h"`:  `duration "3000000h": out of range: want at most 2562047h47m16.854775807s`,
-		`"1 minute"`:  `duration "1 minute": want a Go duration such as "500ms" or "2s", or a number of seconds`,
-		`{"s": 1}`:    `duration {"s":1}: want a string such as "2s" or a number of seconds`,
-		`"2562048h"`:  `duration "2562048h": out of range: want at most 2562047h47m16.854775807s`,
-		`"5minutes"`:  `duration "5minutes": want a Go duration such as "500ms" or "2s", or a number of seconds`,
-		`"-3000000h"`: `duration "-3000000h": out of range: want at most 2562047h47m16.854775807s`,
+		`1e-10`:        `duration 1e-10 seconds: rounds to zero: want 0 or at least 1ns`,
+		`"0.1ns"`:      `duration "0.1ns": rounds to zero: want 0 or at least 1ns`,
+		`1e20`:         `duration 1e20 seconds: out of range: want at most 2562047h47m16.854775807s`,
+		`9223372037`:   `duration 9223372037 seconds: out of range: want at most 2562047h47m16.854775807s`,
+		`"3000000h"`:   `duration "3000000h": out of range: want at most 2562047h47m16.854775807s`,
+		`"1 minute"`:   `duration "1 minute": want a Go duration such as "500ms" or "2s", or a number of seconds`,
+		`{"s": 1}`:     `duration {"s":1}: want a string such as "2s" or a number of seconds`,
+		`"2562048h"`:   `duration "2562048h": out of range: want at most 2562047h47m16.854775807s`,
+		`"5minutes"`:   `duration "5minutes": want a Go duration such as "500ms" or "2s", or a number of seconds`,
+		`"-3000000h"`:  `duration "-3000000h": out of range: want at most 2562047h47m16.854775807s`,
+		`1e999999999`:  `duration 1e999999999 seconds: out of range: want at most 2562047h47m16.854775807s`,
+		`-1e999999999`: `duration -1e999999999 seconds: out of range: want at most 2562047h47m16.854775807s`,
+		`1e-999999999`: `duration 1e-999999999 seconds: rounds to zero: want 0 or at least 1ns`,
 	} {
 		d := registry.Duration(time.Second)
 		assert.EqualError(t, d.UnmarshalJSON([]byte(in)), want, in)

@@ -10,6 +10,7 @@ import (
 	"math/big"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -145,6 +146,18 @@ var (
 // secondsDuration converts a JSON number of seconds to a duration exactly,
 // truncating below a nanosecond.
 func secondsDuration(lit string) (time.Duration, error) {
+	// A float64 first, to tell numbers far out of range, whose exact
+	// value would be costly to compute, from those that need care.
+	f, _ := strconv.ParseFloat(lit, 64)
+	mantissa, _, _ := strings.Cut(strings.ToLower(lit), "e")
+	switch {
+	case math.Abs(f) >= 1e10: // beyond ±292 years
+		return 0, errDurationRange
+	case f == 0 && strings.ContainsAny(mantissa, "123456789"):
+		return 0, errDurationTiny
+	case f == 0:
+		return 0, nil
+	}
 	r, ok := new(big.Rat).SetString(lit)
 	if !ok {
 		return 0, errors.New("not a number")
@@ -153,7 +166,7 @@ func secondsDuration(lit string) (time.Duration, error) {
 	if !ns.IsInt64() {
 		return 0, errDurationRange
 	}
-	if ns.Sign() == 0 && r.Sign() != 0 {
+	if ns.Sign() == 0 {
 		return 0, errDurationTiny
 	}
 	return time.Duration(ns.Int64()), nil
