@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/kvgen/kvgen/gen/diag"
+	"github.com/kvgen/kvgen/gen/gomod"
 	"github.com/kvgen/kvgen/gen/manifest"
 )
 
@@ -33,6 +34,12 @@ type Options struct {
 	// Dir is where the go command loads the connectors' packages from;
 	// default the manifest's directory. It decides the main module.
 	Dir string
+	// ReadOnlyModules makes a go.mod that lacks a module, version or
+	// replacement the manifest names an error (a *gomod.LacksError), in
+	// the spirit of the go command's -mod=readonly. Otherwise Resolve
+	// computes the linked go.mod and go.sum into Result.Modules. Neither
+	// applies with ModFile, whose caller has linked it.
+	ReadOnlyModules bool
 }
 
 // Result is a generated registry file, not yet written anywhere.
@@ -48,6 +55,10 @@ type Result struct {
 	Package string
 	// Content is the gofmt'd file.
 	Content []byte
+	// Modules is the main module's go.mod and go.sum linked with the
+	// modules the manifest names, or nil when go.mod already has them.
+	// The packages were loaded with it.
+	Modules *gomod.Update
 
 	declared map[string]bool // top-level names of the output package's other files
 }
@@ -103,7 +114,38 @@ func Resolve(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	pkgs, err := load(ctx, absDir, opts.env(), opts.buildFlags(), nil, paths)
+	lc := loadConfig{dir: absDir, tags: opts.Tags, modFile: opts.ModFile, modMod: opts.ModFile != ""}
+	if opts.ModFile == "" {
+		main, err := gomod.FindMain(ctx, absDir)
+		if err != nil {
+			return nil, err
+		}
+		lc.goMod = main.GoMod
+		plan, err := gomod.NewPlan(m, main)
+		if err != nil {
+			errs.Append(outputPos(m), err)
+			return nil, errs.Err()
+		}
+		if len(plan.Lacks) > 0 {
+			if opts.ReadOnlyModules {
+				return nil, plan.Err()
+			}
+			scratch, err := os.MkdirTemp("", "kvgen-mod-")
+			if err != nil {
+				return nil, err
+			}
+			defer os.RemoveAll(scratch)
+			if res.Modules, err = plan.Link(ctx, scratch); err != nil {
+				return nil, err
+			}
+			// Load with the linked go.mod as go build will use it: read
+			// only, so that a go.mod still lacking something fails here.
+			lc.modFile, lc.goMod = res.Modules.ModFile, res.Modules.ModFile
+		}
+	} else {
+		lc.goMod = opts.ModFile
+	}
+	pkgs, err := load(ctx, lc, nil, paths)
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +153,7 @@ func Resolve(ctx context.Context, opts Options) (*Result, error) {
 		// The existing registry file may be what closes the cycle; load
 		// again without it (an overlay costs the go command time, so
 		// only when needed).
-		if pkgs, err = load(ctx, absDir, opts.env(), opts.buildFlags(), overlay, paths); err != nil {
+		if pkgs, err = load(ctx, lc, overlay, paths); err != nil {
 			return nil, err
 		}
 	}
@@ -159,33 +201,40 @@ func (r *Result) Stale() (bool, []byte, error) {
 	return true, unifiedDiff(r.Path, old, r.Content), nil
 }
 
-// env is the go command's environment for loading.
-func (o Options) env() []string {
-	if o.ModFile == "" {
-		return nil
-	}
-	return ModFileEnv()
+// loadConfig says how the go command loads the connectors' packages.
+type loadConfig struct {
+	dir  string
+	tags []string
+	// goMod is the go.mod file in effect: the main module's, or modFile.
+	goMod string
+	// modFile is a go.mod to use instead of the main module's; modMod
+	// lets the go command complete it while loading.
+	modFile string
+	modMod  bool
 }
 
-// ModFileEnv is the environment for go commands given a temporary go.mod
-// with -modfile: the process's, outside workspace mode, since the go
-// command refuses -modfile there and a deployment is built from its module
-// alone.
-func ModFileEnv() []string {
-	return append(os.Environ(), "GOWORK=off")
+// env is the go command's environment for loading.
+func (lc loadConfig) env() []string {
+	if lc.modFile == "" {
+		return nil
+	}
+	return gomod.Env()
 }
 
 // buildFlags are the go command flags that loading needs.
-func (o Options) buildFlags() []string {
+func (lc loadConfig) buildFlags() []string {
 	var flags []string
-	if len(o.Tags) > 0 {
-		flags = append(flags, "-tags="+strings.Join(o.Tags, ","))
+	if len(lc.tags) > 0 {
+		flags = append(flags, "-tags="+strings.Join(lc.tags, ","))
 	}
-	if o.ModFile != "" {
+	if lc.modFile != "" {
+		flags = append(flags, "-modfile="+lc.modFile)
+	}
+	if lc.modMod {
 		// The temporary go.mod of a deployment build may lack requirements
 		// that the connectors' modules bring; the go command adds them
 		// there, never to the user's go.mod.
-		flags = append(flags, "-modfile="+o.ModFile, "-mod=mod")
+		flags = append(flags, "-mod=mod")
 	}
 	return flags
 }

@@ -49,13 +49,13 @@ type contract struct {
 // a single type universe. Here each worker keeps its own universe, seeded
 // with package registry, so the workers need no lock and the decoding, which
 // dominates once go list is done, runs on every core.
-func load(ctx context.Context, dir string, env, buildFlags []string, overlay map[string][]byte, paths []string) (map[string]*loadedPackage, error) {
+func load(ctx context.Context, lc loadConfig, overlay map[string][]byte, paths []string) (map[string]*loadedPackage, error) {
 	cfg := &packages.Config{
 		Context:    ctx,
-		Dir:        dir,
+		Dir:        lc.dir,
 		Mode:       packages.NeedName | packages.NeedFiles | packages.NeedModule | packages.NeedExportFile,
-		BuildFlags: buildFlags,
-		Env:        env,
+		BuildFlags: lc.buildFlags(),
+		Env:        lc.env(),
 		Overlay:    overlay,
 	}
 	patterns := append([]string{RegistryPath}, paths...)
@@ -71,21 +71,23 @@ func load(ctx context.Context, dir string, env, buildFlags []string, overlay map
 	if reg == nil || reg.ExportFile == "" {
 		msg := "cannot load " + RegistryPath
 		switch {
+		case reg != nil && reg.Module == nil && len(reg.Errors) > 0:
+			// No module provides it: the main module does not require
+			// kvgen.
+			msg += ": the main module does not require kvgen, whose registry package the generated file imports; add it with go get -tool github.com/kvgen/kvgen/cmd/kvgen"
 		case reg != nil && len(reg.Errors) > 0:
 			msg += ": " + reg.Errors[0].Msg
 		case reg == nil:
 			// go/packages drops the go command's complaint when go list
 			// fails as a whole (say, go.mod needs updating); ask again.
-			msg += ": " + goListError(ctx, dir, env, buildFlags)
-		}
-		if strings.Contains(msg, "no required module provides") {
-			msg += "\nthe manifest's module must require kvgen: go get -tool github.com/kvgen/kvgen/cmd/kvgen"
+			msg += ": " + goListError(ctx, lc)
 		}
 		return nil, errors.New(msg)
 	}
 
 	out := make(map[string]*loadedPackage, len(paths))
 	var todo []*loadedPackage
+	var missing []*loadedPackage
 	for _, path := range paths {
 		if _, dup := out[path]; dup {
 			continue
@@ -95,6 +97,9 @@ func load(ctx context.Context, dir string, env, buildFlags []string, overlay map
 		switch {
 		case lp.pkg == nil:
 			lp.err = fmt.Errorf("package %s was not loaded", path)
+		case lp.pkg.Module == nil && len(lp.pkg.Errors) > 0:
+			// No module provides it; missingPackages says why.
+			missing = append(missing, lp)
 		case len(lp.pkg.Errors) > 0:
 			lp.err = packageErrors(lp.pkg)
 		case lp.pkg.ExportFile == "":
@@ -102,6 +107,10 @@ func load(ctx context.Context, dir string, env, buildFlags []string, overlay map
 		default:
 			todo = append(todo, lp)
 		}
+	}
+
+	if len(missing) > 0 {
+		explainMissing(ctx, lc, missing)
 	}
 
 	// Workers claim packages by index rather than receive them over a
@@ -146,10 +155,10 @@ func load(ctx context.Context, dir string, env, buildFlags []string, overlay map
 
 // goListError returns what the go command says when listing the registry
 // package.
-func goListError(ctx context.Context, dir string, env, buildFlags []string) string {
-	args := append(append([]string{"list"}, buildFlags...), RegistryPath)
+func goListError(ctx context.Context, lc loadConfig) string {
+	args := append(append([]string{"list"}, lc.buildFlags()...), RegistryPath)
 	cmd := exec.CommandContext(ctx, "go", args...)
-	cmd.Dir, cmd.Env = dir, env
+	cmd.Dir, cmd.Env = lc.dir, lc.env()
 	out, err := cmd.CombinedOutput()
 	if err == nil {
 		return "the go command lists it, but go/packages did not return it"
@@ -209,9 +218,6 @@ func packageErrors(p *packages.Package) error {
 			break
 		}
 		m := e.Msg
-		if strings.Contains(m, "no required module provides package") {
-			return fmt.Errorf("no module in go.mod provides it; add its module with go get %s@VERSION, or give the entry version: (and replace:) and build with kvgen build", p.PkgPath)
-		}
 		if e.Pos != "" && e.Pos != "-" {
 			m = e.Pos + ": " + m
 		}

@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"runtime/debug"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/kvgen/kvgen/gen"
+	"github.com/kvgen/kvgen/gen/gomod"
 	"github.com/kvgen/kvgen/gen/manifest"
 )
 
@@ -39,6 +41,17 @@ func (g *genFlags) command() string {
 	return cmd
 }
 
+// report prints err; when it is a go.mod lacking what the manifest names,
+// it also names the command that adds it, and returns true.
+func (g *genFlags) report(e *env, err error) bool {
+	e.report(err)
+	if !errors.As(err, new(*gomod.LacksError)) {
+		return false
+	}
+	e.errorf("go.mod does not satisfy %s; run go generate (or %s) to add what it lacks", g.manifest, g.command())
+	return true
+}
+
 func (g *genFlags) options() gen.Options {
 	o := gen.Options{Manifest: g.manifest, Output: g.output}
 	for _, t := range strings.Split(g.tags, ",") {
@@ -51,8 +64,9 @@ func (g *genFlags) options() gen.Options {
 
 func runGenerate(ctx context.Context, e *env, args []string) int {
 	var g genFlags
-	fs := newFlags(e, "generate", "[-manifest FILE] [-o FILE] [-tags TAGS]")
+	fs := newFlags(e, "generate", "[-manifest FILE] [-o FILE] [-tags TAGS] [-mod mod|readonly]")
 	g.register(fs, true)
+	mod := fs.String("mod", "mod", "mod: add to go.mod and go.sum what the manifest names and they lack; readonly: report it and change nothing")
 	if code := parse(fs, args); code >= 0 {
 		return code
 	}
@@ -60,8 +74,21 @@ func runGenerate(ctx context.Context, e *env, args []string) int {
 		e.errorf("generate takes no arguments, got %q", fs.Args())
 		return exitUsage
 	}
-	res, err := gen.Generate(ctx, g.options())
+	opts := g.options()
+	switch *mod {
+	case "mod":
+	case "readonly":
+		opts.ReadOnlyModules = true
+	default:
+		e.errorf("-mod=%s: want mod or readonly", *mod)
+		return exitUsage
+	}
+	res, err := gen.Generate(ctx, opts)
 	if err != nil {
+		g.report(e, err)
+		return exitError
+	}
+	if err := writeModules(e, res.Modules); err != nil {
 		e.report(err)
 		return exitError
 	}
@@ -80,6 +107,27 @@ func runGenerate(ctx context.Context, e *env, args []string) int {
 	return exitOK
 }
 
+// writeModules writes the linked go.mod and go.sum, each atomically, and
+// says what changed. go.sum goes first: should writing go.mod then fail,
+// go.sum only holds checksums nothing uses yet.
+func writeModules(e *env, u *gomod.Update) error {
+	if u == nil {
+		return nil
+	}
+	if u.GoSum != nil {
+		if err := gen.WriteFile(u.GoSumPath, u.GoSum); err != nil {
+			return err
+		}
+	}
+	if err := gen.WriteFile(u.GoModPath, u.GoMod); err != nil {
+		return err
+	}
+	for _, c := range u.Changes {
+		e.errorf("go.mod: %s", c)
+	}
+	return nil
+}
+
 func runCheck(ctx context.Context, e *env, args []string) int {
 	var g genFlags
 	fs := newFlags(e, "check", "[-manifest FILE] [-o FILE] [-tags TAGS]")
@@ -91,9 +139,13 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 		e.errorf("check takes no arguments, got %q", fs.Args())
 		return exitUsage
 	}
-	res, err := gen.Generate(ctx, g.options())
+	opts := g.options()
+	opts.ReadOnlyModules = true
+	res, err := gen.Generate(ctx, opts)
 	if err != nil {
-		e.report(err)
+		if g.report(e, err) {
+			return exitError // like a stale file: generate fixes it
+		}
 		return exitUsage
 	}
 	stale, diff, err := res.Stale()
@@ -140,7 +192,9 @@ func toListed(e *gen.Entry) listed {
 // resolveListed resolves the manifest's entries, with their package docs,
 // for list and doc.
 func resolveListed(ctx context.Context, g genFlags) ([]listed, error) {
-	res, err := gen.Resolve(ctx, g.options())
+	opts := g.options()
+	opts.ReadOnlyModules = true // a listing changes nothing
+	res, err := gen.Resolve(ctx, opts)
 	if err != nil {
 		return nil, err
 	}

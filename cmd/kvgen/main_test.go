@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rogpeppe/go-internal/goproxytest"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -21,13 +22,16 @@ func TestMain(m *testing.M) {
 
 // TestScripts runs the txtar scripts under testdata/script. Each runs in a
 // module, example.com/script, that requires this checkout of kvgen; $ROOT is
-// the checkout.
+// the checkout. The modules under testdata/mod are published through a
+// local module proxy, tried before the usual one; example.com modules are
+// not in the checksum database.
 func TestScripts(t *testing.T) {
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	goEnv := goEnvVars(t, "GOCACHE", "GOMODCACHE", "GOPATH", "GOROOT")
+	goEnv := goEnvVars(t, "GOCACHE", "GOMODCACHE", "GOPATH", "GOROOT", "GOPROXY")
+	proxy := goproxytest.NewTestServer(t, "testdata/mod", "")
 	testscript.Run(t, testscript.Params{
 		Dir:           "testdata/script",
 		UpdateScripts: *update,
@@ -36,6 +40,8 @@ func TestScripts(t *testing.T) {
 			for k, v := range goEnv {
 				env.Setenv(k, v)
 			}
+			env.Setenv("GOPROXY", proxy.URL+","+goEnv["GOPROXY"])
+			env.Setenv("GONOSUMDB", "example.com")
 			env.Setenv("PATH", filepath.Join(goEnv["GOROOT"], "bin")+string(os.PathListSeparator)+env.Getenv("PATH"))
 			gomod := "module example.com/script\n\ngo 1.26.0\n\nrequire github.com/kvgen/kvgen v0.0.0\n\nreplace github.com/kvgen/kvgen => " + root + "\n"
 			if err := os.WriteFile(filepath.Join(env.WorkDir, "go.mod"), []byte(gomod), 0o644); err != nil {

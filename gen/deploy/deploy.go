@@ -12,7 +12,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"go/build"
 	"io"
@@ -23,12 +22,10 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/mod/modfile"
-	"golang.org/x/mod/module"
 	"golang.org/x/tools/go/packages"
 
 	"github.com/kvgen/kvgen/gen"
-	"github.com/kvgen/kvgen/gen/diag"
+	"github.com/kvgen/kvgen/gen/gomod"
 	"github.com/kvgen/kvgen/gen/manifest"
 )
 
@@ -54,7 +51,7 @@ func Build(ctx context.Context, opts Options) error {
 	if opts.Log == nil {
 		opts.Log = io.Discard
 	}
-	b := &builder{opts: opts, modules: map[int]string{}}
+	b := &builder{opts: opts}
 	m, err := manifest.Load(opts.Manifest)
 	if err != nil {
 		return err
@@ -93,132 +90,31 @@ func (b *builder) step(name string, f func(context.Context) error, ctx context.C
 	return err
 }
 
-// resolveModules writes the temporary go.mod: the main module's, plus a
-// require and replace for each entry with a replace directory, then lets
-// the go command add what those modules and the versioned entries need.
+// resolveModules writes the temporary go.mod and go.sum: the main
+// module's, linked with the modules the manifest names as generate would
+// link them, but in the scratch directory only.
 func (b *builder) resolveModules(ctx context.Context) error {
-	gomod, err := b.goOutput(ctx, "", "env", "GOMOD")
+	main, err := gomod.FindMain(ctx, "")
 	if err != nil {
 		return err
 	}
-	gomod = strings.TrimSpace(gomod)
-	if gomod == "" || gomod == os.DevNull {
-		return errors.New("kvgen build runs inside a module: no go.mod found here")
-	}
-	b.modRoot = filepath.Dir(gomod)
-	data, err := os.ReadFile(gomod)
+	b.modRoot = main.Dir
+	plan, err := gomod.NewPlan(b.m, main)
 	if err != nil {
 		return err
 	}
-	mf, err := modfile.Parse(gomod, data, nil)
+	b.modules = plan.Modules
+	u, err := plan.Link(ctx, b.tmp)
 	if err != nil {
 		return err
 	}
-	if mf.Module == nil {
-		return fmt.Errorf("%s has no module line", gomod)
-	}
-	b.modFile = filepath.Join(b.tmp, "go.mod")
-
-	var errs diag.List
-	var get []string
-	manifestDir := filepath.Dir(b.opts.Manifest)
-	for i, c := range b.m.Connectors {
-		switch {
-		case c.Replace.Set:
-			dir, err := filepath.Abs(filepath.Join(manifestDir, filepath.FromSlash(c.Replace.V)))
-			if err != nil {
-				return err
-			}
-			modPath, err := modulePath(dir)
-			if err != nil {
-				errs.Add(c.Replace.Pos, "%s: replace %s: %v", c.Label(i), c.Replace.V, err)
-				continue
-			}
-			if modPath == mf.Module.Mod.Path {
-				errs.Add(c.Replace.Pos, "%s: replace %s: that is the main module itself; drop replace:", c.Label(i), c.Replace.V)
-				continue
-			}
-			if !inModule(c.Import.V, modPath) {
-				errs.Add(c.Import.Pos, "%s: %s is not in module %s, which %s holds", c.Label(i), c.Import.V, modPath, c.Replace.V)
-				continue
-			}
-			rel, err := filepath.Rel(b.modRoot, dir)
-			if err != nil {
-				return err
-			}
-			// Without a version, require the zero pseudo-version of the
-			// module's major version: v2 modules need a v2 version.
-			_, pathMajor, _ := module.SplitPathVersion(modPath)
-			major := module.PathMajorPrefix(pathMajor)
-			if major == "" {
-				major = "v0"
-			}
-			version := module.ZeroPseudoVersion(major)
-			if c.Version.Set {
-				version = c.Version.V
-			}
-			// A relative replacement keeps machine paths out of the
-			// binary's build info; the go command resolves it against
-			// the module root, not against the temporary go.mod.
-			target := "./" + filepath.ToSlash(rel)
-			if err := mf.AddReplace(modPath, "", target, ""); err != nil {
-				return err
-			}
-			if err := mf.AddRequire(modPath, version); err != nil {
-				return err
-			}
-			b.modules[i] = modPath
-		case c.Version.Set:
-			get = append(get, c.Import.V+"@"+c.Version.V)
+	b.modFile = u.ModFile
+	if b.opts.Verbose {
+		for _, c := range u.Changes {
+			fmt.Fprintf(b.opts.Log, "kvgen: temporary go.mod: %s\n", c)
 		}
 	}
-	if err := errs.Err(); err != nil {
-		return err
-	}
-	mf.Cleanup()
-	out, err := mf.Format()
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(b.modFile, out, 0o644); err != nil {
-		return err
-	}
-	if sum, err := os.ReadFile(filepath.Join(b.modRoot, "go.sum")); err == nil {
-		if err := os.WriteFile(filepath.Join(b.tmp, "go.sum"), sum, 0o644); err != nil {
-			return err
-		}
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	if len(get) == 0 {
-		return nil
-	}
-	// go get resolves each versioned import path to its module and adds
-	// it, with what it requires, to the temporary go.mod and go.sum only.
-	// Replaced modules need no go get: -mod=mod completes their
-	// requirements while loading.
-	_, err = b.goOutput(ctx, b.modRoot, append([]string{"get", "-modfile=" + b.modFile}, get...)...)
-	return err
-}
-
-// modulePath reads the module path from the go.mod in dir.
-func modulePath(dir string) (string, error) {
-	data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return "", errors.New("no go.mod there; replace names the directory of the connector's module")
-		}
-		return "", err
-	}
-	p := modfile.ModulePath(data)
-	if p == "" {
-		return "", errors.New("its go.mod has no module line")
-	}
-	return p, nil
-}
-
-func inModule(importPath, modPath string) bool {
-	return importPath == modPath || strings.HasPrefix(importPath, modPath+"/")
+	return nil
 }
 
 var generatedHeader = regexp.MustCompile(`^// Code generated by kvgen from .* DO NOT EDIT\.$`)
@@ -287,7 +183,7 @@ func (b *builder) packageFiles(ctx context.Context) ([]string, error) {
 		Context:    ctx,
 		Mode:       packages.NeedName | packages.NeedFiles,
 		BuildFlags: b.buildFlags(),
-		Env:        gen.ModFileEnv(),
+		Env:        gomod.Env(),
 	}
 	pkgs, err := packages.Load(cfg, b.opts.Package)
 	if err != nil {
@@ -363,7 +259,7 @@ func (b *builder) compile(ctx context.Context) error {
 func (b *builder) goOutput(ctx context.Context, dir string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = dir
-	cmd.Env = gen.ModFileEnv()
+	cmd.Env = gomod.Env()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if b.opts.Verbose {

@@ -38,8 +38,8 @@ type connectorV1 struct {
 	Constructor Value[string]          `yaml:"constructor" example:"New" doc:"Exported constructor function, a registry.Factory. Default: the function the package marks with //kvgen:constructor."`
 	Roles       []Value[registry.Role] `yaml:"roles" minItems:"1" unique:"true" example:"[scheduler, worker]" doc:"Roles the connector serves. Default: both."`
 	Aliases     []Value[string]        `yaml:"aliases" unique:"true" pattern:"^[A-Za-z][A-Za-z0-9_.-]*$" example:"[RedisConnector]" doc:"Further registry keys for the connector, such as the names vLLM knows it by."`
-	Version     Value[string]          `yaml:"version" example:"v1.4.0" doc:"Module version that kvgen build requires when the module is not in go.mod."`
-	Replace     Value[string]          `yaml:"replace" example:"../kvredis" doc:"Local directory of the connector's module for kvgen build, relative to the manifest."`
+	Version     Value[string]          `yaml:"version" example:"v1.4.0" doc:"Version of the connector's module to require: kvgen generate adds it to go.mod (kvgen build to a temporary copy)."`
+	Replace     Value[string]          `yaml:"replace" example:"../kvredis" doc:"Local directory of the connector's module, relative to the manifest: kvgen generate adds a replace line for it to go.mod (kvgen build to a temporary copy)."`
 }
 
 // label names the entry in errors; see Connector.Label.

@@ -54,10 +54,11 @@ type Connector struct {
 	Roles []Value[registry.Role]
 	// Aliases are further registry keys for the connector.
 	Aliases []Value[string]
-	// Version is the module version that `kvgen build` requires.
+	// Version is the version of the connector's module to require;
+	// generate adds it to go.mod, build to a temporary copy.
 	Version Value[string]
-	// Replace is the module's local directory for `kvgen build`, relative
-	// to the manifest.
+	// Replace is the module's local directory, relative to the manifest,
+	// for a replace line in go.mod (build: in a temporary copy).
 	Replace Value[string]
 }
 

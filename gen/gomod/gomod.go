@@ -1,0 +1,510 @@
+// Package gomod links the modules a manifest names into the main module:
+// it works out which require and replace lines go.mod lacks for each
+// entry's version: and replace:, and lets the go command complete the
+// module graph and go.sum in a scratch directory, as go get would.
+//
+// Nothing here writes the main module's go.mod or go.sum: Link returns
+// their new contents and the caller decides. `kvgen generate` writes them;
+// `kvgen build` uses the scratch copy through -modfile and discards it.
+package gomod
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"go/token"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/mod/modfile"
+	"golang.org/x/mod/module"
+	"golang.org/x/mod/semver"
+
+	"github.com/kvgen/kvgen/gen/diag"
+	"github.com/kvgen/kvgen/gen/manifest"
+)
+
+// Env is the environment for go commands given a scratch go.mod with
+// -modfile: the process's, outside workspace mode, since the go command
+// refuses -modfile there and go.mod is edited for its module alone.
+func Env() []string {
+	return append(os.Environ(), "GOWORK=off")
+}
+
+// Main is the main module: the module whose go.mod is linked.
+type Main struct {
+	// GoMod is the path of its go.mod; Dir is the directory holding it.
+	GoMod, Dir string
+	// Path is the module path.
+	Path string
+
+	data []byte
+	file *modfile.File
+	sum  []byte // go.sum; nil when there is none
+}
+
+// ErrNoModule says that a directory is in no module.
+var ErrNoModule = errors.New("no go.mod here or in any parent directory; create the module first: go mod init MODULE-PATH")
+
+// FindMain finds and reads the main module of dir, as the go command sees
+// it.
+func FindMain(ctx context.Context, dir string) (*Main, error) {
+	out, err := goCmd(ctx, dir, "env", "GOMOD")
+	if err != nil {
+		return nil, err
+	}
+	gomod := strings.TrimSpace(out)
+	if gomod == "" || gomod == os.DevNull {
+		return nil, ErrNoModule
+	}
+	m := &Main{GoMod: gomod, Dir: filepath.Dir(gomod)}
+	if m.data, err = os.ReadFile(gomod); err != nil {
+		return nil, err
+	}
+	if m.file, err = modfile.Parse(gomod, m.data, nil); err != nil {
+		return nil, err
+	}
+	if m.file.Module == nil {
+		return nil, fmt.Errorf("%s has no module line", gomod)
+	}
+	m.Path = m.file.Module.Mod.Path
+	m.sum, err = os.ReadFile(m.GoSum())
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	return m, nil
+}
+
+// GoSum is the path of the main module's go.sum.
+func (m *Main) GoSum() string {
+	return filepath.Join(m.Dir, "go.sum")
+}
+
+// Requires returns the modules go.mod requires, the main module first.
+func (m *Main) Requires() []string {
+	paths := []string{m.Path}
+	for _, r := range m.file.Require {
+		paths = append(paths, r.Mod.Path)
+	}
+	return paths
+}
+
+// Lack is what go.mod lacks for one manifest entry.
+type Lack struct {
+	// Pos is the manifest key that asks for it: replace:, else version:.
+	Pos token.Position
+	// Label names the entry, as errors do.
+	Label string
+	// Import is the entry's import path.
+	Import string
+	// Module is the entry's module, or "" when only the go command can
+	// tell which module holds Import.
+	Module string
+	// Version is the version to require.
+	Version string
+	// Have is the version go.mod requires now, or "".
+	Have string
+	// Replace is the replacement go.mod should have, as go.mod writes it
+	// (relative to the main module), or "".
+	Replace string
+}
+
+// String says what go.mod lacks, as go.mod would say it.
+func (l Lack) String() string {
+	mod := l.Module
+	if mod == "" {
+		mod = "the module of " + l.Import
+	}
+	s := mod + " " + l.Version
+	if l.Replace != "" {
+		s += " => " + l.Replace
+	}
+	if l.Have != "" && l.Have != l.Version {
+		s += " (go.mod requires " + l.Have + ")"
+	}
+	return s
+}
+
+// Plan is how a manifest's entries meet the main module's go.mod.
+type Plan struct {
+	Main *Main
+	// Modules maps an entry's index to its module path, where known.
+	Modules map[int]string
+	// Lacks are the entries go.mod does not satisfy, in manifest order.
+	Lacks []Lack
+}
+
+// NewPlan compares the main module's go.mod with what the manifest's
+// entries name: an entry with replace: needs its module required and
+// replaced by that directory; an entry with version: needs its module
+// required at that version. Pruning modules no entry names is left to
+// go mod tidy. Errors in entries are a diag.List.
+func NewPlan(m *manifest.Manifest, main *Main) (*Plan, error) {
+	p := &Plan{Main: main, Modules: map[int]string{}}
+	required := map[string]string{}
+	for _, r := range main.file.Require {
+		required[r.Mod.Path] = r.Mod.Version
+	}
+	var errs diag.List
+	manifestDir := filepath.Dir(m.File)
+	for i, c := range m.Connectors {
+		if !c.Replace.Set && !c.Version.Set {
+			continue
+		}
+		if !c.Replace.Set {
+			mod := ModuleOf(c.Import.V, main.Requires())
+			if mod == main.Path {
+				errs.Add(c.Version.Pos, "%s: %s is in the main module, %s, which has no version of its own; drop version:", c.Label(i), c.Import.V, main.Path)
+				continue
+			}
+			if mod != "" {
+				p.Modules[i] = mod
+			}
+			if have := required[mod]; mod == "" || have != c.Version.V {
+				p.Lacks = append(p.Lacks, Lack{Pos: c.Version.Pos, Label: c.Label(i), Import: c.Import.V, Module: mod, Version: c.Version.V, Have: have})
+			}
+			continue
+		}
+
+		dir, err := filepath.Abs(filepath.Join(manifestDir, filepath.FromSlash(c.Replace.V)))
+		if err != nil {
+			return nil, err
+		}
+		modPath, err := modulePath(dir)
+		if err != nil {
+			errs.Add(c.Replace.Pos, "%s: replace %s: %v", c.Label(i), c.Replace.V, err)
+			continue
+		}
+		if modPath == main.Path {
+			errs.Add(c.Replace.Pos, "%s: replace %s: that is the main module itself; drop replace:", c.Label(i), c.Replace.V)
+			continue
+		}
+		if !InModule(c.Import.V, modPath) {
+			errs.Add(c.Import.Pos, "%s: %s is not in module %s, which %s holds", c.Label(i), c.Import.V, modPath, c.Replace.V)
+			continue
+		}
+		p.Modules[i] = modPath
+		have := required[modPath]
+		version := have
+		if c.Version.Set {
+			version = c.Version.V
+		}
+		if version == "" {
+			// Without a version, require the zero pseudo-version of the
+			// module's major version: v2 modules need a v2 version.
+			_, pathMajor, _ := module.SplitPathVersion(modPath)
+			major := module.PathMajorPrefix(pathMajor)
+			if major == "" {
+				major = "v0"
+			}
+			version = module.ZeroPseudoVersion(major)
+		}
+		target, err := replaceTarget(main.Dir, dir)
+		if err != nil {
+			return nil, err
+		}
+		if have == version && replacedBy(main, modPath, version, dir) {
+			continue
+		}
+		pos := c.Replace.Pos
+		if have != version && c.Version.Set {
+			pos = c.Version.Pos
+		}
+		p.Lacks = append(p.Lacks, Lack{Pos: pos, Label: c.Label(i), Import: c.Import.V, Module: modPath, Version: version, Have: have, Replace: target})
+	}
+	if err := errs.Err(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// LacksError is a go.mod that does not satisfy the manifest: one
+// positioned error for each entry it lacks.
+type LacksError struct {
+	List diag.List
+}
+
+func (e *LacksError) Error() string { return e.List.Error() }
+
+// Unwrap returns the positioned errors.
+func (e *LacksError) Unwrap() error { return e.List }
+
+// Err returns the plan's lacks as a *LacksError, or nil when go.mod
+// satisfies the manifest.
+func (p *Plan) Err() error {
+	if len(p.Lacks) == 0 {
+		return nil
+	}
+	var errs diag.List
+	for _, l := range p.Lacks {
+		errs.Add(l.Pos, "%s: go.mod lacks %s", l.Label, l)
+	}
+	return &LacksError{List: errs.Sort()}
+}
+
+// replaceTarget is how go.mod in modRoot names dir: relative, so that no
+// machine path lands in go.mod or in a binary's build info.
+func replaceTarget(modRoot, dir string) (string, error) {
+	rel, err := filepath.Rel(modRoot, dir)
+	if err != nil {
+		return "", err
+	}
+	rel = filepath.ToSlash(rel)
+	if rel != ".." && !strings.HasPrefix(rel, "../") {
+		rel = "./" + rel
+	}
+	return rel, nil
+}
+
+// replacedBy reports whether go.mod replaces modPath at version by dir.
+func replacedBy(main *Main, modPath, version, dir string) bool {
+	var target string
+	for _, r := range main.file.Replace {
+		// A replacement of one version wins over one of every version.
+		if r.Old.Path == modPath && (r.Old.Version == "" && target == "" || r.Old.Version == version) {
+			target = r.New.Path
+			if r.New.Version != "" {
+				target = "" // replaced by another module, not a directory
+			}
+		}
+	}
+	if target == "" {
+		return false
+	}
+	if !filepath.IsAbs(target) {
+		target = filepath.Join(main.Dir, filepath.FromSlash(target))
+	}
+	return filepath.Clean(target) == filepath.Clean(dir)
+}
+
+// modulePath reads the module path from the go.mod in dir.
+func modulePath(dir string) (string, error) {
+	data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return "", errors.New("no go.mod there; replace names the directory of the connector's module")
+		}
+		return "", err
+	}
+	p := modfile.ModulePath(data)
+	if p == "" {
+		return "", errors.New("its go.mod has no module line")
+	}
+	return p, nil
+}
+
+// InModule reports whether importPath is a package path of module modPath.
+func InModule(importPath, modPath string) bool {
+	return importPath == modPath || strings.HasPrefix(importPath, modPath+"/")
+}
+
+// ModuleOf returns the module of mods that importPath is in, the longest
+// when modules nest, or "".
+func ModuleOf(importPath string, mods []string) string {
+	best := ""
+	for _, m := range mods {
+		if InModule(importPath, m) && len(m) > len(best) {
+			best = m
+		}
+	}
+	return best
+}
+
+// Update is the main module's go.mod and go.sum with what a plan lacked
+// added.
+type Update struct {
+	// GoModPath and GoSumPath are the main module's go.mod and go.sum.
+	GoModPath, GoSumPath string
+	// GoMod and GoSum are their new contents; GoSum is nil when the
+	// module needs no go.sum.
+	GoMod, GoSum []byte
+	// ModFile is the scratch go.mod that holds GoMod, for the go
+	// command's -modfile, with its go.sum beside it; it lasts as long as
+	// the directory given to Link.
+	ModFile string
+	// Changes say what changed, one line each.
+	Changes []string
+}
+
+// Link writes go.mod and go.sum into the scratch directory dir with the
+// require and replace lines the plan lacked, then runs go get there
+// (-modfile) for each lacking entry's package, which adds what those
+// modules require and their checksums. Nothing outside dir is written.
+func (p *Plan) Link(ctx context.Context, dir string) (*Update, error) {
+	main := p.Main
+	f, err := modfile.Parse(main.GoMod, main.data, nil)
+	if err != nil {
+		return nil, err
+	}
+	var get []string
+	for _, l := range p.Lacks {
+		if l.Replace != "" {
+			if err := f.AddReplace(l.Module, "", l.Replace, ""); err != nil {
+				return nil, err
+			}
+			if err := f.AddRequire(l.Module, l.Version); err != nil {
+				return nil, err
+			}
+		}
+		get = append(get, l.Import+"@"+l.Version)
+	}
+	f.Cleanup()
+	data, err := f.Format()
+	if err != nil {
+		return nil, err
+	}
+	u := &Update{GoModPath: main.GoMod, GoSumPath: main.GoSum(), ModFile: filepath.Join(dir, "go.mod")}
+	if err := os.WriteFile(u.ModFile, data, 0o644); err != nil {
+		return nil, err
+	}
+	sumFile := filepath.Join(dir, "go.sum")
+	if main.sum != nil {
+		if err := os.WriteFile(sumFile, main.sum, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	if len(get) > 0 {
+		if _, err := goCmd(ctx, main.Dir, append([]string{"get", "-modfile=" + u.ModFile}, get...)...); err != nil {
+			return nil, p.annotate(err)
+		}
+	}
+	if u.GoMod, err = directRequires(u.ModFile, p.Lacks); err != nil {
+		return nil, err
+	}
+	if u.GoSum, err = os.ReadFile(sumFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	after, err := modfile.Parse(main.GoMod, u.GoMod, nil)
+	if err != nil {
+		return nil, err
+	}
+	u.Changes = changes(main.file, after)
+	return u, nil
+}
+
+// directRequires reads the go.mod at file and marks the lacks' modules as
+// direct requirements, rewriting the file when that changes it: go get
+// marks a module indirect when no package imports it yet, but the
+// registry file is about to.
+func directRequires(file string, lacks []Lack) ([]byte, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	f, err := modfile.Parse(file, data, nil)
+	if err != nil {
+		return nil, err
+	}
+	var mods []string
+	for _, r := range f.Require {
+		mods = append(mods, r.Mod.Path)
+	}
+	direct := map[string]bool{}
+	for _, l := range lacks {
+		direct[ModuleOf(l.Import, mods)] = true
+	}
+	changed := false
+	reqs := make([]*modfile.Require, len(f.Require))
+	for i, r := range f.Require {
+		reqs[i] = &modfile.Require{Mod: r.Mod, Indirect: r.Indirect && !direct[r.Mod.Path]}
+		changed = changed || reqs[i].Indirect != r.Indirect
+	}
+	if !changed {
+		return data, nil
+	}
+	f.SetRequireSeparateIndirect(reqs)
+	f.Cleanup()
+	if data, err = f.Format(); err != nil {
+		return nil, err
+	}
+	return data, os.WriteFile(file, data, 0o644)
+}
+
+// annotate places a go get failure at the first lacking entry it names.
+func (p *Plan) annotate(err error) error {
+	msg := err.Error()
+	for _, l := range p.Lacks {
+		if strings.Contains(msg, l.Import) || l.Module != "" && strings.Contains(msg, l.Module) {
+			return diag.Errorf(l.Pos, "%s: %v", l.Label, err)
+		}
+	}
+	return err
+}
+
+// changes lists what differs between two go.mod files, in the terms of go
+// get's own report: added, upgraded, downgraded, removed, replaced.
+func changes(before, after *modfile.File) []string {
+	var out []string
+	if before.Go != nil && after.Go != nil && before.Go.Version != after.Go.Version {
+		out = append(out, fmt.Sprintf("go %s (was %s)", after.Go.Version, before.Go.Version))
+	}
+	replaces := func(f *modfile.File) map[string]string {
+		m := map[string]string{}
+		for _, r := range f.Replace {
+			if r.Old.Version == "" {
+				m[r.Old.Path] = strings.TrimSpace(r.New.Path + " " + r.New.Version)
+			}
+		}
+		return m
+	}
+	oldRepl, newRepl := replaces(before), replaces(after)
+	had := map[string]string{}
+	for _, r := range before.Require {
+		had[r.Mod.Path] = r.Mod.Version
+	}
+	has := map[string]bool{}
+	for _, r := range after.Require {
+		path, v := r.Mod.Path, r.Mod.Version
+		has[path] = true
+		repl := ""
+		if t := newRepl[path]; t != "" && t != oldRepl[path] {
+			repl = " => " + t
+		}
+		switch old, ok := had[path]; {
+		case !ok:
+			out = append(out, fmt.Sprintf("added %s %s%s", path, v, repl))
+		case old != v:
+			verb := "upgraded"
+			if semver.Compare(v, old) < 0 {
+				verb = "downgraded"
+			}
+			out = append(out, fmt.Sprintf("%s %s %s -> %s%s", verb, path, old, v, repl))
+		case repl != "":
+			out = append(out, fmt.Sprintf("replaced %s %s%s", path, v, repl))
+		}
+	}
+	for _, r := range before.Require {
+		if !has[r.Mod.Path] {
+			out = append(out, fmt.Sprintf("removed %s %s", r.Mod.Path, r.Mod.Version))
+		}
+	}
+	return out
+}
+
+// goCmd runs the go command in dir, outside workspace mode, and returns
+// its standard output; on failure the error holds what it printed.
+func goCmd(ctx context.Context, dir string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = dir
+	cmd.Env = Env()
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		// The go command's own words, one line, without its "go: "
+		// prefixes.
+		var lines []string
+		for _, l := range strings.Split(stderr.String(), "\n") {
+			if l = strings.TrimPrefix(strings.TrimSpace(l), "go: "); l != "" {
+				lines = append(lines, l)
+			}
+		}
+		if len(lines) == 0 {
+			lines = append(lines, err.Error())
+		}
+		return "", fmt.Errorf("go %s: %s", args[0], strings.Join(lines, "; "))
+	}
+	return stdout.String(), nil
+}

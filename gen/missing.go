@@ -1,0 +1,169 @@
+package gen
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/mod/modfile"
+
+	"github.com/kvgen/kvgen/gen/gomod"
+	"github.com/kvgen/kvgen/internal/suggest"
+)
+
+// errNoModule is the error of a package that no module of go.mod holds.
+var errNoModule = errors.New("no module in go.mod provides it; give the entry version: (the module's version) or replace: (the directory of the module on this machine), and go generate adds the module to go.mod")
+
+// explainMissing sets the error of each package that the go command found
+// in no module (its Module is nil). It goes by go.mod's module paths, not
+// by the go command's wording: when no module of go.mod could hold the
+// import path, the module is missing; when one could, that module lacks
+// the package, and the error says whether its directory is there without
+// Go files, or which of the module's packages is nearest.
+func explainMissing(ctx context.Context, lc loadConfig, missing []*loadedPackage) {
+	var mainPath string
+	var mods []string
+	if data, err := os.ReadFile(lc.goMod); err == nil {
+		if f, err := modfile.ParseLax(lc.goMod, data, nil); err == nil && f.Module != nil {
+			mainPath = f.Module.Mod.Path
+			mods = append(mods, mainPath)
+			for _, r := range f.Require {
+				mods = append(mods, r.Mod.Path)
+			}
+		}
+	}
+	byModule := map[string][]*loadedPackage{}
+	for _, lp := range missing {
+		mod := gomod.ModuleOf(lp.pkg.PkgPath, mods)
+		switch first, _, _ := strings.Cut(lp.pkg.PkgPath, "/"); {
+		case mod == "" && !strings.Contains(first, "."):
+			lp.err = packageErrors(lp.pkg) // a standard library path: the go command says it is not in std
+			continue
+		case mod == "":
+			lp.err = errNoModule
+			continue
+		}
+		byModule[mod] = append(byModule[mod], lp)
+	}
+	if len(byModule) == 0 {
+		return
+	}
+	dirs := moduleDirs(ctx, lc, byModule)
+	rel := func(p string) string { return p }
+	if cwd, err := os.Getwd(); err == nil {
+		rel = relativeTo(cwd)
+	}
+	for mod, lps := range byModule {
+		for _, lp := range lps {
+			lp.err = missingInModule(lp.pkg.PkgPath, mod, mod == mainPath, dirs[mod], rel)
+			if lp.err == nil {
+				lp.err = packageErrors(lp.pkg) // keep the go command's words
+			}
+		}
+	}
+}
+
+// moduleDirs asks the go command where each module's files are.
+func moduleDirs(ctx context.Context, lc loadConfig, mods map[string][]*loadedPackage) map[string]string {
+	args := append([]string{"list", "-m", "-e", "-json"}, lc.buildFlags()...)
+	for m := range mods {
+		args = append(args, m)
+	}
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir, cmd.Env = lc.dir, lc.env()
+	out, err := cmd.Output()
+	dirs := map[string]string{}
+	if err != nil {
+		return dirs
+	}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for {
+		var m struct{ Path, Dir string }
+		if err := dec.Decode(&m); err != nil {
+			if err != io.EOF {
+				return map[string]string{}
+			}
+			return dirs
+		}
+		dirs[m.Path] = m.Dir
+	}
+}
+
+// missingInModule explains why module mod, whose files are in dir, does
+// not provide the package importPath; nil when it cannot tell.
+func missingInModule(importPath, mod string, isMain bool, dir string, rel func(string) string) error {
+	if dir == "" {
+		return nil
+	}
+	which := "module " + mod
+	if isMain {
+		which = "the main module, " + mod + ","
+	}
+	sub := strings.TrimPrefix(strings.TrimPrefix(importPath, mod), "/")
+	pkgDir := filepath.Join(dir, filepath.FromSlash(sub))
+	if fi, err := os.Stat(pkgDir); err == nil && fi.IsDir() {
+		files, tests := goFiles(pkgDir)
+		switch {
+		case files == 0 && tests > 0:
+			return fmt.Errorf("directory %s has only test files; a connector's package needs non-test Go files", rel(pkgDir))
+		case files == 0:
+			return fmt.Errorf("directory %s has no Go files", rel(pkgDir))
+		}
+		return nil
+	}
+	msg := fmt.Sprintf("%s has no such package", which)
+	if near := suggest.Nearest(sub, packagesIn(dir), 1); len(near) > 0 {
+		msg += fmt.Sprintf("; did you mean %s?", path.Join(mod, near[0]))
+	}
+	return errors.New(msg)
+}
+
+// goFiles counts the Go files in dir: non-test files and test files.
+func goFiles(dir string) (files, tests int) {
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		switch n := e.Name(); {
+		case e.IsDir() || !strings.HasSuffix(n, ".go"):
+		case strings.HasSuffix(n, "_test.go"):
+			tests++
+		default:
+			files++
+		}
+	}
+	return files, tests
+}
+
+// packagesIn lists the package directories of the module rooted at root,
+// as slash-separated paths relative to it, skipping what the go command
+// skips: testdata, vendor, names starting with . or _, and nested modules.
+func packagesIn(root string) []string {
+	var pkgs []string
+	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return nil
+		}
+		if p != root {
+			n := d.Name()
+			if n == "testdata" || n == "vendor" || strings.HasPrefix(n, ".") || strings.HasPrefix(n, "_") {
+				return filepath.SkipDir
+			}
+			if _, err := os.Stat(filepath.Join(p, "go.mod")); err == nil {
+				return filepath.SkipDir
+			}
+		}
+		if files, _ := goFiles(p); files > 0 {
+			rel, _ := filepath.Rel(root, p)
+			pkgs = append(pkgs, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	return pkgs
+}
