@@ -385,10 +385,10 @@ func (p *Plan) Link(ctx context.Context, dir string) (*Update, error) {
 	return u, nil
 }
 
-// directRequires reads the go.mod at file and marks the lacks' modules as
-// direct requirements, rewriting the file when that changes it: go get
-// marks a module indirect when no package imports it yet, but the
-// registry file is about to.
+// directRequires reads the go.mod at file and, when the plan lacked
+// anything, marks the lacks' modules as direct requirements and rewrites
+// the file: go get marks a module indirect when no package imports it yet,
+// but the registry file is about to.
 func directRequires(file string, lacks []Lack) ([]byte, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
@@ -406,15 +406,15 @@ func directRequires(file string, lacks []Lack) ([]byte, error) {
 	for _, l := range lacks {
 		direct[ModuleOf(l.Import, mods)] = true
 	}
-	changed := false
+	if len(lacks) == 0 {
+		return data, nil
+	}
 	reqs := make([]*modfile.Require, len(f.Require))
 	for i, r := range f.Require {
 		reqs[i] = &modfile.Require{Mod: r.Mod, Indirect: r.Indirect && !direct[r.Mod.Path]}
-		changed = changed || reqs[i].Indirect != r.Indirect
 	}
-	if !changed {
-		return data, nil
-	}
+	// As go mod tidy does: direct requirements in one block, indirect
+	// ones in another.
 	f.SetRequireSeparateIndirect(reqs)
 	f.Cleanup()
 	if data, err = f.Format(); err != nil {
