@@ -7,7 +7,7 @@
 //
 // Usage:
 //
-//	kvgen [generate] [-manifest connectors.yaml] [-o FILE] [-tags TAGS]
+//	kvgen [generate] [-manifest connectors.yaml] [-o FILE] [-tags TAGS] [-mod mod|readonly]
 //	kvgen check      [-manifest connectors.yaml] [-o FILE] [-tags TAGS]
 //	kvgen build      -manifest FILE -o BINARY [-tags TAGS] [-ldflags FLAGS] [-v] PACKAGE
 //	kvgen list       [-manifest connectors.yaml] [-json]
@@ -16,9 +16,13 @@
 //	kvgen schema
 //	kvgen version
 //
-// check exits 0 when the generated file is up to date, 1 when it is stale
-// or missing (printing a diff), and 2 on any other trouble. Other commands
-// exit 1 on errors in their input and 2 on usage errors.
+// generate adds to go.mod and go.sum what the manifest's version: and
+// replace: name and they lack, as go get would, and says what it changed;
+// with -mod=readonly it reports that instead. check exits 0 when the
+// generated file is up to date, 1 when it is stale or missing (printing a
+// diff) or go.mod lacks what the manifest names, and 2 on any other
+// trouble. Other commands exit 1 on errors in their input and 2 on usage
+// errors.
 package main
 
 import (
