@@ -149,6 +149,34 @@ func NewPlan(m *manifest.Manifest, main *Main) (*Plan, error) {
 		required[r.Mod.Path] = r.Mod.Version
 	}
 	var errs diag.List
+	// Entries whose packages share a module must agree on it.
+	type claim struct {
+		label, version, dir string
+		abs                 string // dir, made absolute
+		versionPos, dirPos  token.Position
+	}
+	claims := map[string]*claim{}
+	agree := func(mod string, c claim) bool {
+		prev := claims[mod]
+		switch {
+		case prev == nil:
+			claims[mod] = &c
+		case prev.version != "" && c.version != "" && prev.version != c.version:
+			errs.Add(c.versionPos, "%s: version %s of module %s disagrees with %s, version %s at %s; name one version", c.label, c.version, mod, prev.label, prev.version, prev.versionPos)
+			return false
+		case prev.abs != "" && c.abs != "" && prev.abs != c.abs:
+			errs.Add(c.dirPos, "%s: module %s is in %s, but %s replaces it by %s at %s; name one directory", c.label, mod, c.dir, prev.label, prev.dir, prev.dirPos)
+			return false
+		default:
+			if prev.version == "" {
+				prev.version, prev.versionPos = c.version, c.versionPos
+			}
+			if prev.abs == "" {
+				prev.dir, prev.abs, prev.dirPos = c.dir, c.abs, c.dirPos
+			}
+		}
+		return true
+	}
 	manifestDir := filepath.Dir(m.File)
 	for i, c := range m.Connectors {
 		if !c.Replace.Set && !c.Version.Set {
@@ -162,6 +190,9 @@ func NewPlan(m *manifest.Manifest, main *Main) (*Plan, error) {
 			}
 			if mod != "" {
 				p.Modules[i] = mod
+				if !agree(mod, claim{label: c.Label(i), version: c.Version.V, versionPos: c.Version.Pos}) {
+					continue
+				}
 			}
 			if have := required[mod]; mod == "" || have != c.Version.V {
 				p.Lacks = append(p.Lacks, Lack{Pos: c.Version.Pos, Label: c.Label(i), Import: c.Import.V, Module: mod, Version: c.Version.V, Have: have})
@@ -187,6 +218,13 @@ func NewPlan(m *manifest.Manifest, main *Main) (*Plan, error) {
 			continue
 		}
 		p.Modules[i] = modPath
+		cl := claim{label: c.Label(i), dir: c.Replace.V, abs: dir, dirPos: c.Replace.Pos}
+		if c.Version.Set {
+			cl.version, cl.versionPos = c.Version.V, c.Version.Pos
+		}
+		if !agree(modPath, cl) {
+			continue
+		}
 		have := required[modPath]
 		version := have
 		if c.Version.Set {

@@ -114,6 +114,38 @@ replace example.com/fast => ../fast
 	})
 }
 
+func TestPlanEntriesOfOneModuleAgree(t *testing.T) {
+	dir := tree(t, map[string]string{
+		"host/go.mod":  "module example.com/host\n\nrequire example.com/pub v1.2.0\n",
+		"fast/go.mod":  "module example.com/fast\n",
+		"fast2/go.mod": "module example.com/fast\n",
+	})
+	_, err := plan(t, dir, `version: 1
+connectors:
+  - name: a
+    import: example.com/pub/a
+    version: v1.3.0
+  - name: b
+    import: example.com/pub/b
+    version: v1.4.0
+  - name: c
+    import: example.com/fast/c
+    replace: ../fast
+  - name: d
+    import: example.com/fast/d
+    replace: ../fast2
+  - name: e
+    import: example.com/fast/e
+    replace: ../fast
+    version: v0.1.0
+`)
+	var list diag.List
+	require.ErrorAs(t, err, &list)
+	require.Len(t, list, 2)
+	assert.Contains(t, list[0].Error(), `:8:14: connector "b": version v1.4.0 of module example.com/pub disagrees with connector "a", version v1.3.0 at `)
+	assert.Contains(t, list[1].Error(), `:14:14: connector "d": module example.com/fast is in ../fast2, but connector "c" replaces it by ../fast at `)
+}
+
 func TestReplacedBy(t *testing.T) {
 	main := &Main{Dir: "/src/host"}
 	var err error
