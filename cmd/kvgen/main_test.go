@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"flag"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,6 +33,7 @@ func TestScripts(t *testing.T) {
 	}
 	goEnv := goEnvVars(t, "GOCACHE", "GOMODCACHE", "GOPATH", "GOROOT", "GOPROXY")
 	proxy := goproxytest.NewTestServer(t, "testdata/mod", "")
+	published := goproxytest.NewTestServer(t, publish(t, root), "")
 	testscript.Run(t, testscript.Params{
 		Dir:           "testdata/script",
 		UpdateScripts: *update,
@@ -42,6 +44,11 @@ func TestScripts(t *testing.T) {
 			}
 			env.Setenv("GOPROXY", proxy.URL+","+goEnv["GOPROXY"])
 			env.Setenv("GONOSUMDB", "example.com")
+			// What a published kvgen needs: this checkout as
+			// github.com/kvgen/kvgen v0.1.0, and its dependencies from the
+			// module cache's downloads.
+			env.Setenv("KVGEN_PUBLISHED_PROXY", published.URL)
+			env.Setenv("MODCACHE_PROXY", "file://"+filepath.ToSlash(filepath.Join(goEnv["GOMODCACHE"], "cache", "download")))
 			env.Setenv("PATH", filepath.Join(goEnv["GOROOT"], "bin")+string(os.PathListSeparator)+env.Getenv("PATH"))
 			gomod := "module example.com/script\n\ngo 1.26.0\n\nrequire github.com/kvgen/kvgen v0.0.0\n\nreplace github.com/kvgen/kvgen => " + root + "\n"
 			if err := os.WriteFile(filepath.Join(env.WorkDir, "go.mod"), []byte(gomod), 0o644); err != nil {
@@ -57,6 +64,51 @@ func TestScripts(t *testing.T) {
 			"exitcode": exitCode,
 		},
 	})
+}
+
+// publish lays out this checkout as the files of module version
+// github.com/kvgen/kvgen v0.1.0, for goproxytest to serve, and returns the
+// directory that holds it. Like a module zip it leaves out nested modules.
+func publish(t *testing.T, root string) string {
+	dir := t.TempDir()
+	to := filepath.Join(dir, "github.com_kvgen_kvgen_v0.1.0")
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, path)
+		if err != nil || rel == "." {
+			return err
+		}
+		if strings.HasPrefix(d.Name(), ".") {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() {
+			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		dst := filepath.Join(to, rel)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(dst, data, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // exitCode runs `exitcode N command args...` and fails unless the command
