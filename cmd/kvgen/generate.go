@@ -229,7 +229,7 @@ func runList(ctx context.Context, e *env, args []string) int {
 	}
 	items, err := resolveListed(ctx, g)
 	if err != nil {
-		e.report(err)
+		g.report(e, err)
 		return exitError
 	}
 	if asJSON {

@@ -128,7 +128,7 @@ func runDoc(ctx context.Context, e *env, args []string) int {
 	}
 	items, err := resolveListed(ctx, g)
 	if err != nil {
-		e.report(err)
+		g.report(e, err)
 		return exitError
 	}
 	rows := make([]templates.DocRow, len(items))
