@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"golang.org/x/mod/modfile"
@@ -340,16 +341,26 @@ func InModule(importPath, modPath string) bool {
 }
 
 // ModuleOf returns the module of mods that importPath is in, the longest
-// when modules nest, or "".
+// when modules nest, or "". A path that goes on with a major version
+// element, example.com/kv/v2/..., is taken to be in that major version's
+// module, not in example.com/kv.
 func ModuleOf(importPath string, mods []string) string {
 	best := ""
 	for _, m := range mods {
-		if InModule(importPath, m) && len(m) > len(best) {
-			best = m
+		if !InModule(importPath, m) || len(m) <= len(best) {
+			continue
 		}
+		first, _, _ := strings.Cut(strings.TrimPrefix(importPath[len(m):], "/"), "/")
+		if majorElem.MatchString(first) {
+			continue
+		}
+		best = m
 	}
 	return best
 }
+
+// majorElem is a major version suffix of a module path: v2 and up.
+var majorElem = regexp.MustCompile(`^v([2-9]|[1-9][0-9]+)$`)
 
 // Update is the main module's go.mod and go.sum with what a plan lacked
 // added.
