@@ -51,12 +51,16 @@ type Entry struct {
 // constructor uses. It stands alone on a line of the function's doc comment.
 const MarkerConstructor = "//kvgen:constructor"
 
-// checkEntry checks one manifest entry against its loaded package.
-func checkEntry(errs *diag.List, c manifest.Connector, index int, lp *loadedPackage, rel func(string) string) *Entry {
+// prepareEntry checks what one manifest entry needs before types: that
+// its package loaded and can be imported, and which function is its
+// constructor. It returns nil when the entry has a problem, which it adds
+// to errs, and otherwise the entry and the position to blame for problems
+// with the constructor.
+func prepareEntry(errs *diag.List, c manifest.Connector, index int, lp *loadedPackage) (*Entry, token.Position) {
 	label := c.Label(index)
 	if lp.err != nil {
 		errs.Add(c.Import.Pos, "%s: package %s: %v", label, c.Import.V, lp.err)
-		return nil
+		return nil, token.Position{}
 	}
 	p := lp.pkg
 	e := &Entry{
@@ -78,7 +82,7 @@ func checkEntry(errs *diag.List, c manifest.Connector, index int, lp *loadedPack
 	}
 	if p.Name == "main" {
 		errs.Add(c.Import.Pos, "%s: %s is a main package, which cannot be imported; move the connector into a library package", label, p.PkgPath)
-		return nil
+		return nil, token.Position{}
 	}
 
 	name, namePos := c.Constructor.V, c.Constructor.Pos
@@ -88,18 +92,30 @@ func checkEntry(errs *diag.List, c manifest.Connector, index int, lp *loadedPack
 		switch {
 		case err != nil:
 			errs.Add(c.Pos, "%s: looking for a %s marker: %v", label, MarkerConstructor, err)
-			return nil
+			return nil, token.Position{}
 		case len(marked) == 0:
 			errs.Add(c.Pos, "%s: no constructor given and package %s marks none; add `constructor: NAME` to the entry, or a %s line to the constructor's doc comment", label, p.PkgPath, MarkerConstructor)
-			return nil
+			return nil, token.Position{}
 		case len(marked) > 1:
 			errs.Add(c.Pos, "%s: package %s marks %d constructors (%s); name one with `constructor:`", label, p.PkgPath, len(marked), strings.Join(marked, ", "))
-			return nil
+			return nil, token.Position{}
 		}
 		name = marked[0]
 	}
 	e.Constructor = name
+	return e, namePos
+}
 
+// checkTypes checks a prepared entry's constructor against the contract,
+// using its package's decoded export data. It reports whether the
+// constructor fits, and where it is declared, as export data says.
+func checkTypes(errs *diag.List, e *Entry, index int, namePos token.Position, lp *loadedPackage, rel func(string) string) (bool, token.Position) {
+	c, p, name := e.Manifest, lp.pkg, e.Constructor
+	label := c.Label(index)
+	if lp.err != nil {
+		errs.Add(c.Import.Pos, "%s: package %s: %v", label, c.Import.V, lp.err)
+		return false, token.Position{}
+	}
 	obj := lp.types.Scope().Lookup(name)
 	if obj == nil {
 		msg := fmt.Sprintf("%s: package %s has no function %s", label, p.PkgPath, name)
@@ -107,25 +123,26 @@ func checkEntry(errs *diag.List, c manifest.Connector, index int, lp *loadedPack
 			msg += "; did you mean " + quoteJoin(near) + "?"
 		}
 		errs.Add(namePos, "%s", msg)
-		return nil
+		return false, token.Position{}
 	}
-	e.Decl = position(lp.fset, obj.Pos(), p.PkgPath, rel)
+	decl := lp.fset.Position(obj.Pos())
+	e.Decl = position(decl, p.PkgPath, rel)
 	fn, ok := obj.(*types.Func)
 	if !ok {
 		errs.Add(namePos, "%s: %s.%s is a %s, not a function (declared at %s); kvgen calls a function declared with func",
 			label, p.Name, name, objectKind(obj), e.Decl)
-		return nil
+		return false, token.Position{}
 	}
 	if !fn.Exported() {
 		errs.Add(namePos, "%s: %s.%s is not exported; the generated package cannot call it", label, p.Name, name)
-		return nil
+		return false, token.Position{}
 	}
 	sig := fn.Type().(*types.Signature)
 	if problem := checkSignature(sig, lp.contract, e); problem != "" {
 		errs.Add(namePos, "%s: %s.%s (declared at %s) %s", label, p.Name, name, e.Decl, problem)
-		return nil
+		return false, token.Position{}
 	}
-	return e
+	return true, decl
 }
 
 // checkSignature returns what is wrong with a constructor's signature in Go
@@ -276,11 +293,10 @@ func quoteJoin(names []string) string {
 	return strings.Join(q, " or ")
 }
 
-// position converts pos in package pkgPath. A file below the current
-// directory is shown relative to it, any other by its import path, so
-// that messages hold no machine paths.
-func position(fset *token.FileSet, pos token.Pos, pkgPath string, rel func(string) string) token.Position {
-	p := fset.Position(pos)
+// position shows p, a position in package pkgPath. A file below the
+// current directory is shown relative to it, any other by its import path,
+// so that messages hold no machine paths.
+func position(p token.Position, pkgPath string, rel func(string) string) token.Position {
 	if p.Filename != "" {
 		if r := rel(p.Filename); r != p.Filename {
 			p.Filename = r
@@ -288,9 +304,9 @@ func position(fset *token.FileSet, pos token.Pos, pkgPath string, rel func(strin
 			p.Filename = pkgPath + "/" + filepath.Base(p.Filename)
 		}
 	}
-	// Export data keeps lines but not columns; print no column rather
-	// than a wrong one.
-	p.Column = 0
+	// Export data keeps lines but not columns or offsets; keep neither
+	// rather than wrong ones.
+	p.Column, p.Offset = 0, 0
 	return p
 }
 

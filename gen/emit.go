@@ -3,7 +3,9 @@ package gen
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strconv"
 
 	"github.com/dave/jennifer/jen"
@@ -139,4 +141,23 @@ func importNames(entries []*Entry, declared map[string]bool) []importName {
 		imports = append(imports, imp)
 	}
 	return imports
+}
+
+// renderKey names everything emit reads, so that the check cache can tell
+// that a file already rendered from the same inputs is current without
+// rendering it again. salt names the generator.
+func renderKey(salt, manifestFile, pkgName string, entries []*Entry, declared map[string]bool) string {
+	if salt == "" {
+		return ""
+	}
+	fields := []string{salt, manifestFile, pkgName}
+	for _, name := range slices.Sorted(maps.Keys(declared)) {
+		fields = append(fields, "declared", name)
+	}
+	for _, e := range entries {
+		fields = append(fields, "entry", e.Name, e.ImportPath, e.PkgName, e.Constructor, e.Module,
+			strconv.Itoa(int(e.Roles)), strconv.FormatBool(e.Adapt), strconv.Itoa(len(e.Aliases)))
+		fields = append(fields, e.Aliases...)
+	}
+	return hashFields(fields...)
 }

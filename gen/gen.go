@@ -9,8 +9,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"go/token"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/kvgen/kvgen/gen/diag"
@@ -40,6 +42,10 @@ type Options struct {
 	// computes the linked go.mod and go.sum into Result.Modules. Neither
 	// applies with ModFile, whose caller has linked it.
 	ReadOnlyModules bool
+	// CacheDir holds what earlier runs found when checking constructors,
+	// keyed by the content of the packages checked, so that packages that
+	// have not changed are not read again; "" turns the cache off.
+	CacheDir string
 }
 
 // Result is a generated registry file, not yet written anywhere.
@@ -66,26 +72,44 @@ type Result struct {
 // Generate runs every stage and returns the file to write. An error in the
 // input is a diag.List with every problem found, sorted by position.
 func Generate(ctx context.Context, opts Options) (*Result, error) {
-	res, err := Resolve(ctx, opts)
+	res, cache, err := resolve(ctx, opts)
 	if err != nil {
 		return nil, err
+	}
+	defer cache.save()
+	key := renderKey(cache.salt, res.Manifest.File, res.Package, res.Entries, res.declared)
+	// An existing file that is what these inputs rendered last time is
+	// what they render now: kvgen check on an unchanged tree stops here.
+	if old, err := os.ReadFile(res.Path); err == nil && cache.rendered(key, old) {
+		res.Content = old
+		return res, nil
 	}
 	res.Content, err = emit(res.Manifest.File, res.Package, res.Entries, res.declared)
 	if err != nil {
 		return nil, err
 	}
+	cache.remember(key, res.Content)
 	return res, nil
 }
 
 // Resolve parses the manifest and checks every entry against its package,
 // without rendering: what `kvgen list` needs.
 func Resolve(ctx context.Context, opts Options) (*Result, error) {
+	res, cache, err := resolve(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	cache.save()
+	return res, nil
+}
+
+func resolve(ctx context.Context, opts Options) (*Result, *checkCache, error) {
 	if opts.Manifest == "" {
 		opts.Manifest = "connectors.yaml"
 	}
 	m, err := manifest.Load(opts.Manifest)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	res := &Result{Manifest: m}
 	dir := filepath.Dir(opts.Manifest)
@@ -112,31 +136,31 @@ func Resolve(ctx context.Context, opts Options) (*Result, error) {
 	}
 	absDir, err := filepath.Abs(loadDir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	lc := loadConfig{dir: absDir, tags: opts.Tags, modFile: opts.ModFile, modMod: opts.ModFile != ""}
 	if opts.ModFile == "" {
 		main, err := gomod.FindMain(ctx, absDir)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		lc.goMod = main.GoMod
 		plan, err := gomod.NewPlan(m, main)
 		if err != nil {
 			errs.Append(outputPos(m), err)
-			return nil, errs.Err()
+			return nil, nil, errs.Err()
 		}
 		if len(plan.Lacks) > 0 {
 			if opts.ReadOnlyModules {
-				return nil, plan.Err()
+				return nil, nil, plan.Err()
 			}
 			scratch, err := os.MkdirTemp("", "kvgen-mod-")
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			defer os.RemoveAll(scratch)
 			if res.Modules, err = plan.Link(ctx, scratch); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			// Load with the linked go.mod as go build will use it: read
 			// only, so that a go.mod still lacking something fails here.
@@ -145,36 +169,79 @@ func Resolve(ctx context.Context, opts Options) (*Result, error) {
 	} else {
 		lc.goMod = opts.ModFile
 	}
-	pkgs, err := load(ctx, lc, nil, paths)
+	// The existing registry file stands aside while loading: it may be
+	// what closes an import cycle through a connector that imports the
+	// output package, and kvgen could never write a file without it.
+	listed, err := load(ctx, lc, out.overlay(res.Path), paths)
 	if err != nil {
-		return nil, err
-	}
-	if overlay := out.overlay(res.Path); overlay != nil && anyCycle(pkgs) {
-		// The existing registry file may be what closes the cycle; load
-		// again without it (an overlay costs the go command time, so
-		// only when needed).
-		if pkgs, err = load(ctx, lc, overlay, paths); err != nil {
-			return nil, err
-		}
+		return nil, nil, err
 	}
 	cwd, err := os.Getwd()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	rel := relativeTo(cwd)
+	absManifest, err := filepath.Abs(opts.Manifest)
+	if err != nil {
+		return nil, nil, err
+	}
+	cache := openCache(opts.CacheDir, absManifest, res.Path)
+
+	// Entries whose check is cached need no types; the others' packages
+	// are decoded together, in parallel.
+	type miss struct {
+		index   int
+		e       *Entry
+		namePos token.Position
+		lp      *loadedPackage
+		key     string
+	}
+	var misses []miss
+	var decode []*loadedPackage
+	entries := make([]*Entry, len(m.Connectors))
 	for i, c := range m.Connectors {
 		if out != nil && out.path != "" && c.Import.V == out.path {
 			errs.Add(c.Import.Pos, "%s: %s is the package the registry is generated into, and a package cannot import itself; move the connector to its own package, or generate the registry elsewhere with output:", c.Label(i), c.Import.V)
 			continue
 		}
-		if e := checkEntry(&errs, c, i, pkgs[c.Import.V], rel); e != nil {
+		lp := listed.pkgs[c.Import.V]
+		e, namePos := prepareEntry(&errs, c, i, lp)
+		if e == nil {
+			continue
+		}
+		key := cache.key(listed.registry.ExportFile, lp.pkg.ExportFile, e.ImportPath, e.Constructor, e.Roles)
+		if r, ok := cache.get(key); ok {
+			e.Adapt = r.Adapt
+			e.Decl = position(token.Position{Filename: r.DeclFile, Line: r.DeclLine}, e.ImportPath, rel)
+			entries[i] = e
+			continue
+		}
+		if lp.types == nil && !slices.Contains(decode, lp) {
+			decode = append(decode, lp)
+		}
+		misses = append(misses, miss{i, e, namePos, lp, key})
+	}
+	if len(decode) > 0 {
+		if err := listed.decode(decode); err != nil {
+			return nil, nil, err
+		}
+	}
+	for _, ms := range misses {
+		if ok, decl := checkTypes(&errs, ms.e, ms.index, ms.namePos, ms.lp, rel); ok {
+			entries[ms.index] = ms.e
+			cache.put(ms.key, cachedCheck{Adapt: ms.e.Adapt, DeclFile: decl.Filename, DeclLine: decl.Line})
+		}
+	}
+	for _, e := range entries {
+		if e != nil {
 			res.Entries = append(res.Entries, e)
 		}
 	}
 	if err := errs.Err(); err != nil {
-		return nil, err
+		cache.save() // the entries that passed stay cached
+		return nil, nil, err
 	}
-	return res, nil
+	return res, cache, nil
 }
 
 // Docs fills in each entry's package documentation summary; only listings

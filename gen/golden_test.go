@@ -36,6 +36,20 @@ func TestGolden(t *testing.T) {
 			dir := caseModule(t, root, src)
 			t.Chdir(dir)
 			res, err := gen.Generate(context.Background(), gen.Options{Manifest: "connectors.yaml"})
+			// With a check cache, cold and then warm, every case must
+			// come out the same to the byte, errors included.
+			cache := t.TempDir()
+			for _, run := range []string{"cold", "warm"} {
+				cached, cerr := gen.Generate(context.Background(), gen.Options{Manifest: "connectors.yaml", CacheDir: cache})
+				if err != nil {
+					require.Error(t, cerr, "%s cache", run)
+					assert.Equal(t, err.Error(), cerr.Error(), "%s cache", run)
+					continue
+				}
+				require.NoError(t, cerr, "%s cache", run)
+				assert.Equal(t, string(res.Content), string(cached.Content), "%s cache", run)
+				assert.Equal(t, res.Entries, cached.Entries, "%s cache", run)
+			}
 			wantDir := filepath.Join(src, "want")
 			if wantErrs := filepath.Join(wantDir, "errors.txt"); exists(wantErrs) || (*update && err != nil) {
 				require.Error(t, err, "the case expects errors")

@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"go/token"
 	"go/types"
+	"maps"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -42,31 +45,51 @@ type contract struct {
 	roles     map[registry.Role]*types.Interface // Scheduler, Worker
 }
 
-// load lists every package with one go list run and decodes their export
-// data in parallel.
+// loaderDir is the directory, inside the directory packages are loaded
+// from, of the package that stands for the registry while loading: it
+// exists only in the go command's overlay. The leading underscore keeps
+// it out of ./... patterns, should a user's tool ever see it.
+const loaderDir = "_kvgenload"
+
+// load lists every package with one go list run; decode then reads the
+// export data of those that need it, in parallel.
+//
+// The go command is asked for one package that exists only in an overlay
+// and imports every connector, with its dependencies, rather than for the
+// connectors by path: go/packages splits a long list of patterns into
+// several concurrent go list runs (past 16 KiB, some 280 real import
+// paths), each repeating the module graph, the standard library's
+// packages and a version probe. One pattern is one run at any N.
 //
 // go/packages decodes export data under one lock because its importer shares
 // a single type universe. Here each worker keeps its own universe, seeded
 // with package registry, so the workers need no lock and the decoding, which
 // dominates once go list is done, runs on every core.
-func load(ctx context.Context, lc loadConfig, overlay map[string][]byte, paths []string) (map[string]*loadedPackage, error) {
+func load(ctx context.Context, lc loadConfig, overlay map[string][]byte, paths []string) (*listing, error) {
+	loader := filepath.Join(lc.dir, loaderDir, "load.go")
+	ov := make(map[string][]byte, len(overlay)+1)
+	maps.Copy(ov, overlay)
+	ov[loader] = loaderSource(paths)
 	cfg := &packages.Config{
 		Context:    ctx,
 		Dir:        lc.dir,
-		Mode:       packages.NeedName | packages.NeedFiles | packages.NeedModule | packages.NeedExportFile,
+		Mode:       packages.NeedName | packages.NeedFiles | packages.NeedModule | packages.NeedExportFile | packages.NeedImports | packages.NeedDeps,
 		BuildFlags: lc.buildFlags(),
 		Env:        lc.env(),
-		Overlay:    overlay,
+		Overlay:    ov,
 	}
-	patterns := append([]string{RegistryPath}, paths...)
-	pkgs, err := packages.Load(cfg, patterns...)
+	roots, err := packages.Load(cfg, "./"+loaderDir)
 	if err != nil {
 		return nil, fmt.Errorf("loading packages: %w", err)
 	}
-	byPath := make(map[string]*packages.Package, len(pkgs))
-	for _, p := range pkgs {
+	byPath := map[string]*packages.Package{}
+	packages.Visit(roots, func(p *packages.Package) bool {
+		if _, seen := byPath[p.PkgPath]; seen {
+			return false
+		}
 		byPath[p.PkgPath] = p
-	}
+		return true
+	}, nil)
 	reg := byPath[RegistryPath]
 	if reg == nil || reg.ExportFile == "" {
 		msg := "cannot load " + RegistryPath
@@ -77,7 +100,7 @@ func load(ctx context.Context, lc loadConfig, overlay map[string][]byte, paths [
 			msg += ": the main module does not require kvgen, whose registry package the generated file imports; add it with go get -tool github.com/kvgen/kvgen/cmd/kvgen"
 		case reg != nil && len(reg.Errors) > 0:
 			msg += ": " + reg.Errors[0].Msg
-		case reg == nil:
+		default:
 			// go/packages drops the go command's complaint when go list
 			// fails as a whole (say, go.mod needs updating); ask again.
 			msg += ": " + goListError(ctx, lc)
@@ -85,34 +108,42 @@ func load(ctx context.Context, lc loadConfig, overlay map[string][]byte, paths [
 		return nil, errors.New(msg)
 	}
 
-	out := make(map[string]*loadedPackage, len(paths))
-	var todo []*loadedPackage
+	out := &listing{registry: reg, pkgs: make(map[string]*loadedPackage, len(paths))}
 	var missing []*loadedPackage
 	for _, path := range paths {
-		if _, dup := out[path]; dup {
+		if _, dup := out.pkgs[path]; dup {
 			continue
 		}
 		lp := &loadedPackage{pkg: byPath[path]}
-		out[path] = lp
+		out.pkgs[path] = lp
 		switch {
 		case lp.pkg == nil:
-			lp.err = fmt.Errorf("package %s was not loaded", path)
+			lp.err = fmt.Errorf("package %s was not loaded%s", path, rootErrors(roots))
 		case lp.pkg.Module == nil && len(lp.pkg.Errors) > 0:
-			// No module provides it; missingPackages says why.
+			// No module provides it; explainMissing says why.
 			missing = append(missing, lp)
 		case len(lp.pkg.Errors) > 0:
 			lp.err = packageErrors(lp.pkg)
 		case lp.pkg.ExportFile == "":
 			lp.err = fmt.Errorf("package %s has no export data (does it build?)", path)
-		default:
-			todo = append(todo, lp)
 		}
 	}
-
 	if len(missing) > 0 {
 		explainMissing(ctx, lc, missing)
 	}
+	return out, nil
+}
 
+// listing is what the go command said of the connectors' packages and of
+// the registry package, before any export data is read.
+type listing struct {
+	registry *packages.Package
+	pkgs     map[string]*loadedPackage // by import path
+}
+
+// decode reads the export data of the given packages, which loaded
+// without errors.
+func (l *listing) decode(todo []*loadedPackage) error {
 	// Workers claim packages by index rather than receive them over a
 	// channel: a hand-off per package costs a scheduler round trip, about
 	// 15% of the decoding time at 400 packages.
@@ -124,7 +155,7 @@ func load(ctx context.Context, lc loadConfig, overlay map[string][]byte, paths [
 	for w := range workers {
 		wg.Go(func() {
 			imports := make(map[string]*types.Package)
-			regTypes, err := readExport(fset, imports, reg)
+			regTypes, err := readExport(fset, imports, l.registry)
 			var c *contract
 			if err == nil {
 				c, err = newContract(regTypes)
@@ -145,12 +176,35 @@ func load(ctx context.Context, lc loadConfig, overlay map[string][]byte, paths [
 		})
 	}
 	wg.Wait()
-	for _, err := range setupErrs {
-		if err != nil {
-			return nil, err
+	return errors.Join(setupErrs...)
+}
+
+// loaderSource is the overlay package that imports every connector and the
+// registry. Import paths were checked by the manifest; they are quoted all
+// the same.
+func loaderSource(paths []string) []byte {
+	var b strings.Builder
+	b.WriteString("package kvgenload\n\nimport (\n\t_ " + strconv.Quote(RegistryPath) + "\n")
+	for _, p := range paths {
+		b.WriteString("\t_ " + strconv.Quote(p) + "\n")
+	}
+	b.WriteString(")\n")
+	return []byte(b.String())
+}
+
+// rootErrors is what the go command said about the loader package, for a
+// connector package it did not list at all.
+func rootErrors(roots []*packages.Package) string {
+	var msgs []string
+	for _, r := range roots {
+		for _, e := range r.Errors {
+			msgs = append(msgs, oneLine(e.Msg))
 		}
 	}
-	return out, nil
+	if len(msgs) == 0 {
+		return ""
+	}
+	return ": " + strings.Join(msgs, "; ")
 }
 
 // goListError returns what the go command says when listing the registry

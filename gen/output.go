@@ -147,17 +147,6 @@ func importPath(dir string) string {
 	}
 }
 
-// anyCycle reports whether loading hit an import cycle, the one case that
-// needs the overlay.
-func anyCycle(pkgs map[string]*loadedPackage) bool {
-	for _, lp := range pkgs {
-		if lp.err != nil && strings.Contains(lp.err.Error(), "import cycle") {
-			return true
-		}
-	}
-	return false
-}
-
 // overlay stands in for an existing registry file while the connectors'
 // packages load. A connector that imports the package the registry goes
 // into would otherwise fail to load through the old file's import of it,

@@ -30,6 +30,7 @@ func runBuild(ctx context.Context, e *env, args []string) int {
 		}
 	}
 	opts.Log = e.stderr
+	opts.CacheDir = cacheDir()
 	if err := deploy.Build(ctx, opts); err != nil {
 		e.report(err)
 		return exitError

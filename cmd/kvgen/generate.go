@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"text/tabwriter"
@@ -53,13 +55,30 @@ func (g *genFlags) report(e *env, err error) bool {
 }
 
 func (g *genFlags) options() gen.Options {
-	o := gen.Options{Manifest: g.manifest, Output: g.output}
+	o := gen.Options{Manifest: g.manifest, Output: g.output, CacheDir: cacheDir()}
 	for _, t := range strings.Split(g.tags, ",") {
 		if t = strings.TrimSpace(t); t != "" {
 			o.Tags = append(o.Tags, t)
 		}
 	}
 	return o
+}
+
+// cacheDir is where kvgen keeps what it found checking constructors:
+// $KVGENCACHE if it names an absolute directory, none if it is "off", else
+// kvgen/ in the user's cache directory (the go command's GOCACHE rule).
+func cacheDir() string {
+	switch v := os.Getenv("KVGENCACHE"); {
+	case v == "off":
+		return ""
+	case filepath.IsAbs(v):
+		return v
+	}
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "kvgen")
 }
 
 func runGenerate(ctx context.Context, e *env, args []string) int {

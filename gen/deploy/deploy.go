@@ -44,6 +44,8 @@ type Options struct {
 	Verbose bool
 	// Log receives progress lines and the go command's output.
 	Log io.Writer
+	// CacheDir is the generator's check cache (gen.Options.CacheDir).
+	CacheDir string
 }
 
 // Build builds opts.Package with the manifest's connectors.
@@ -132,6 +134,7 @@ func (b *builder) generate(ctx context.Context) error {
 		Tags:     b.opts.Tags,
 		ModFile:  b.modFile,
 		Dir:      b.modRoot,
+		CacheDir: b.opts.CacheDir,
 	})
 	if err != nil {
 		return err

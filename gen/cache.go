@@ -1,0 +1,215 @@
+package gen
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strconv"
+	"sync"
+
+	"github.com/kvgen/kvgen/registry"
+)
+
+// The check cache remembers what checking a constructor against the
+// contract found, so that a run whose packages have not changed reads no
+// export data.
+//
+// It cannot go stale: an entry's key is the name of its package's export
+// file in the go command's build cache, which is the hash of that file's
+// content (and export data holds every type the package's API reaches),
+// with the registry package's export file, the constructor's name, the
+// roles and the generator's own identity. Any change to what the check
+// reads is a new key. Only constructors that passed are remembered;
+// problems are found again, so their messages are always current.
+//
+// Besides the entries, the cache keeps the hash of the last file rendered
+// for the manifest and the key of everything that went into it, so that
+// kvgen check on an unchanged tree compares hashes instead of rendering.
+
+// checkCache is one manifest's cache file: read once, written once.
+type checkCache struct {
+	path string // "" when there is no cache
+	salt string
+
+	mu      sync.Mutex
+	data    cacheFile
+	used    map[string]cachedCheck // entries this run used or made
+	changed bool
+}
+
+type cacheFile struct {
+	// Entries are checks that passed, by key.
+	Entries map[string]cachedCheck `json:"entries"`
+	// Render is the key of the last rendered file's inputs, and
+	// Content the SHA-256 of what was rendered.
+	Render  string `json:"render,omitempty"`
+	Content string `json:"content,omitempty"`
+}
+
+// cachedCheck is what a passing check found that the registry needs.
+type cachedCheck struct {
+	Adapt    bool   `json:"adapt,omitempty"`
+	DeclFile string `json:"decl_file"`
+	DeclLine int    `json:"decl_line"`
+}
+
+// cacheFormat changes whenever what a check concludes or what the
+// renderer writes changes in a way a version number might not show (a
+// development build).
+const cacheFormat = "kvgen-check-1"
+
+// openCache reads the cache file for the manifest at manifestAbs under
+// dir. An empty dir, or any trouble reading, gives an empty cache: the
+// cache only ever saves time.
+func openCache(dir, manifestAbs, output string) *checkCache {
+	c := &checkCache{used: map[string]cachedCheck{}}
+	if dir == "" {
+		return c
+	}
+	if c.salt = generatorIdentity(); c.salt == "" {
+		return c // no way to tell one kvgen from another: no cache
+	}
+	sum := sha256.Sum256([]byte(cacheFormat + "\x00" + manifestAbs + "\x00" + output))
+	c.path = filepath.Join(dir, "check", hex.EncodeToString(sum[:16])+".json")
+	if data, err := os.ReadFile(c.path); err == nil {
+		if json.Unmarshal(data, &c.data) != nil {
+			c.data = cacheFile{}
+		}
+	}
+	return c
+}
+
+// key names the check of one entry.
+func (c *checkCache) key(reg, pkg, pkgPath, constructor string, roles registry.RoleSet) string {
+	if c.path == "" || reg == "" || pkg == "" {
+		return ""
+	}
+	return hashFields(c.salt, filepath.Base(reg), filepath.Base(pkg), pkgPath, constructor, strconv.Itoa(int(roles)))
+}
+
+func (c *checkCache) get(key string) (cachedCheck, bool) {
+	if key == "" {
+		return cachedCheck{}, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.data.Entries[key]
+	if ok {
+		c.used[key] = r
+	}
+	return r, ok
+}
+
+func (c *checkCache) put(key string, r cachedCheck) {
+	if key == "" {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.used[key] = r
+	c.changed = true
+}
+
+// rendered reports whether content is what was last rendered from the
+// inputs named by key.
+func (c *checkCache) rendered(key string, content []byte) bool {
+	return c.path != "" && key != "" && c.data.Render == key && c.data.Content == hashBytes(content)
+}
+
+// remember records the file rendered from the inputs named by key.
+func (c *checkCache) remember(key string, content []byte) {
+	if c.path == "" || key == "" {
+		return
+	}
+	sum := hashBytes(content)
+	if c.data.Render != key || c.data.Content != sum {
+		c.data.Render, c.data.Content, c.changed = key, sum, true
+	}
+}
+
+// save writes the cache back, keeping only the entries this run used, so
+// that the file stays the size of the manifest. Failing to write is not
+// an error.
+func (c *checkCache) save() {
+	if c.path == "" || (!c.changed && len(c.used) == len(c.data.Entries)) {
+		return
+	}
+	c.data.Entries = c.used
+	data, err := json.Marshal(c.data)
+	if err != nil {
+		return
+	}
+	if err := os.MkdirAll(filepath.Dir(c.path), 0o755); err != nil {
+		return
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(c.path), ".tmp-*")
+	if err != nil {
+		return
+	}
+	_, werr := tmp.Write(data)
+	cerr := tmp.Close()
+	if werr != nil || cerr != nil || os.Rename(tmp.Name(), c.path) != nil {
+		os.Remove(tmp.Name())
+	}
+}
+
+// hashFields hashes fields so that no two lists of fields share a hash.
+func hashFields(fields ...string) string {
+	h := sha256.New()
+	for _, f := range fields {
+		h.Write([]byte(strconv.Itoa(len(f))))
+		h.Write([]byte{':'})
+		h.Write([]byte(f))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func hashBytes(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// generatorIdentity names the code doing the checking: kvgen's module
+// version, and for a development build, which has none, the executable
+// itself (its path, size and modification time: a rebuilt kvgen is a new
+// file). It is "" when neither can be read.
+var generatorIdentity = sync.OnceValue(func() string {
+	id := cacheFormat
+	if info, ok := debug.ReadBuildInfo(); ok {
+		id += " " + info.GoVersion
+		v := moduleVersion(info)
+		if v != "" && v != "(devel)" {
+			return id + " " + v
+		}
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	fi, err := os.Stat(exe)
+	if err != nil {
+		return ""
+	}
+	return id + " " + exe + " " + strconv.FormatInt(fi.Size(), 10) + " " + fi.ModTime().UTC().String()
+})
+
+// moduleVersion is the version of the module that holds this package, as
+// the binary was built with it.
+func moduleVersion(info *debug.BuildInfo) string {
+	const mod = "github.com/kvgen/kvgen"
+	if info.Main.Path == mod {
+		return info.Main.Version
+	}
+	for _, d := range info.Deps {
+		if d.Path == mod {
+			if d.Replace != nil {
+				return d.Replace.Version // "" for a directory: a development build
+			}
+			return d.Version
+		}
+	}
+	return ""
+}

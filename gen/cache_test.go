@@ -1,0 +1,167 @@
+package gen_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvgen/kvgen/gen"
+)
+
+// TestCacheFollowsEdits edits a connector between runs that share a check
+// cache and expects, every time, what a run without the cache says: the
+// cache is keyed by the packages' content, so no edit can be missed.
+func TestCacheFollowsEdits(t *testing.T) {
+	root, err := filepath.Abs("..")
+	require.NoError(t, err)
+	dir := t.TempDir()
+	gomod := "module example.com/kvedit\n\ngo 1.26.0\n\nrequire github.com/kvgen/kvgen v0.0.0\n\nreplace github.com/kvgen/kvgen => " + root + "\n"
+	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
+	require.NoError(t, err)
+	write := func(name, content string) {
+		t.Helper()
+		path := filepath.Join(dir, name)
+		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+		require.NoError(t, os.WriteFile(path, []byte(content), 0o644))
+	}
+	write("go.mod", gomod)
+	write("go.sum", string(sum))
+	write("connectors.yaml", `version: 1
+package: reg
+output: reg/connectors_gen.go
+connectors:
+  - name: edited
+    import: example.com/kvedit/conn
+    constructor: New
+`)
+	t.Chdir(dir)
+
+	// store.Conn is the connector's type, declared in another package:
+	// its method set reaches the check only through export data.
+	const storeOK = `package store
+
+import (
+	"context"
+
+	"github.com/kvgen/kvgen/registry"
+)
+
+type Conn struct{}
+
+func (*Conn) Close() error { return nil }
+func (*Conn) MatchedTokens(context.Context, *registry.Request, int) (int, error) { return 0, nil }
+func (*Conn) AfterAlloc(context.Context, *registry.Request, int) error { return nil }
+func (*Conn) RequestFinished(context.Context, *registry.Request) error { return nil }
+func (*Conn) SaveLayer(context.Context, *registry.Request, string, int, []byte) error { return nil }
+func (*Conn) LoadLayer(context.Context, *registry.Request, string, int) ([]byte, error) { return nil, nil }
+func (*Conn) WaitForSave(context.Context) error { return nil }
+func (*Conn) Finished(context.Context, []string) ([]string, []string, error) { return nil, nil, nil }
+`
+	const connHeader = `package conn
+
+import (
+	"context"
+
+	"example.com/kvedit/store"
+	"github.com/kvgen/kvgen/registry"
+)
+
+var _ = store.Conn{}
+`
+	steps := []struct {
+		name       string
+		conn       string // the constructor's declaration
+		store      string // package store, when it changes
+		wantErr    string // "" for a run that passes
+		wantAdapt  bool
+		wantDeclAt int
+	}{
+		{name: "interface result",
+			conn:  "func New(ctx context.Context, cfg registry.Config, role registry.Role) (registry.Connector, error) { return &store.Conn{}, nil }",
+			store: storeOK, wantDeclAt: 11},
+		{name: "signature change",
+			conn:    "func New(ctx context.Context, cfg registry.Config, role registry.Role) (registry.Connector, string) { return nil, \"\" }",
+			wantErr: "result 2 is string; want error"},
+		{name: "concrete result",
+			conn:      "\nfunc New(ctx context.Context, cfg registry.Config, role registry.Role) (*store.Conn, error) { return &store.Conn{}, nil }",
+			wantAdapt: true, wantDeclAt: 12},
+		{name: "role interface change in another package",
+			conn:    "\nfunc New(ctx context.Context, cfg registry.Config, role registry.Role) (*store.Conn, error) { return &store.Conn{}, nil }",
+			store:   strings.Replace(storeOK, "func (*Conn) LoadLayer", "func (*Conn) loadLayer", 1),
+			wantErr: "does not implement registry.Worker (missing method LoadLayer)"},
+		{name: "role interface restored",
+			conn:  "\nfunc New(ctx context.Context, cfg registry.Config, role registry.Role) (*store.Conn, error) { return &store.Conn{}, nil }",
+			store: storeOK, wantAdapt: true, wantDeclAt: 12},
+		{name: "constructor renamed",
+			conn:    "func Newer(ctx context.Context, cfg registry.Config, role registry.Role) (registry.Connector, error) { return nil, nil }",
+			wantErr: `package example.com/kvedit/conn has no function New; did you mean "Newer"?`},
+		{name: "renamed back",
+			conn:       "func New(ctx context.Context, cfg registry.Config, role registry.Role) (registry.Connector, error) { return &store.Conn{}, nil }",
+			wantDeclAt: 11},
+	}
+	cache := t.TempDir()
+	for _, step := range steps {
+		if step.store != "" {
+			write("store/store.go", step.store)
+		}
+		write("conn/conn.go", connHeader+step.conn+"\n")
+		for _, run := range []string{"first", "second"} {
+			res, err := gen.Generate(context.Background(), gen.Options{Manifest: "connectors.yaml", CacheDir: cache})
+			if step.wantErr != "" {
+				require.Error(t, err, "%s, %s run", step.name, run)
+				assert.Contains(t, err.Error(), step.wantErr, "%s, %s run", step.name, run)
+				continue
+			}
+			require.NoError(t, err, "%s, %s run", step.name, run)
+			require.Len(t, res.Entries, 1)
+			e := res.Entries[0]
+			assert.Equal(t, step.wantAdapt, e.Adapt, "%s, %s run", step.name, run)
+			assert.Equal(t, step.wantDeclAt, e.Decl.Line, "%s, %s run", step.name, run)
+			assert.Equal(t, filepath.Join("conn", "conn.go"), e.Decl.Filename, "%s, %s run", step.name, run)
+
+			uncached, err := gen.Generate(context.Background(), gen.Options{Manifest: "connectors.yaml"})
+			require.NoError(t, err)
+			assert.Equal(t, string(uncached.Content), string(res.Content), "%s, %s run", step.name, run)
+			require.NoError(t, gen.WriteFile(res.Path, res.Content))
+		}
+	}
+	files, err := filepath.Glob(filepath.Join(cache, "check", "*.json"))
+	require.NoError(t, err)
+	assert.Len(t, files, 1, "one cache file per manifest")
+}
+
+// TestCacheUpToDateFile: with a warm cache, an unchanged tree's registry
+// file is read back as the result, and a hand edit to it is still seen.
+func TestCacheUpToDateFile(t *testing.T) {
+	root, err := filepath.Abs("..")
+	require.NoError(t, err)
+	dir := caseModule(t, root, filepath.Join(root, "gen", "testdata", "basic"))
+	t.Chdir(dir)
+	opts := gen.Options{Manifest: "connectors.yaml", CacheDir: t.TempDir()}
+	res, err := gen.Generate(context.Background(), opts)
+	require.NoError(t, err)
+	require.NoError(t, gen.WriteFile(res.Path, res.Content))
+
+	again, err := gen.Generate(context.Background(), opts)
+	require.NoError(t, err)
+	stale, _, err := again.Stale()
+	require.NoError(t, err)
+	assert.False(t, stale)
+	assert.Equal(t, string(res.Content), string(again.Content))
+
+	edited := append([]byte(nil), res.Content...)
+	edited = append(edited, "// a hand edit\n"...)
+	require.NoError(t, os.WriteFile(res.Path, edited, 0o644))
+	third, err := gen.Generate(context.Background(), opts)
+	require.NoError(t, err)
+	assert.Equal(t, string(res.Content), string(third.Content), "the rendered file, not the edited one")
+	stale, diff, err := third.Stale()
+	require.NoError(t, err)
+	assert.True(t, stale)
+	assert.Contains(t, string(diff), "a hand edit")
+}
