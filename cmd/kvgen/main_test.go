@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/goproxytest"
 	"github.com/rogpeppe/go-internal/testscript"
@@ -62,6 +63,8 @@ func TestScripts(t *testing.T) {
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"exitcode": exitCode,
+			"age":      age,
+			"aged":     aged,
 		},
 	})
 }
@@ -132,6 +135,30 @@ func exitCode(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	if got != want {
 		ts.Fatalf("%s exited with %d, want %d", strings.Join(args[1:], " "), got, want)
+	}
+}
+
+// longAgo is the modification time `age` gives a file.
+var longAgo = time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// age FILE sets the file's modification time to long ago, so that `aged`
+// can tell whether anything wrote it since, however coarse the clock.
+func age(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: age FILE")
+	}
+	ts.Check(os.Chtimes(ts.MkAbs(args[0]), longAgo, longAgo))
+}
+
+// aged FILE passes if the file still has the time `age` gave it.
+func aged(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: [!] aged FILE")
+	}
+	fi, err := os.Stat(ts.MkAbs(args[0]))
+	ts.Check(err)
+	if untouched := fi.ModTime().Equal(longAgo); untouched == neg {
+		ts.Fatalf("%s modified at %s; untouched: %v, want %v", args[0], fi.ModTime(), untouched, !neg)
 	}
 }
 
