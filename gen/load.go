@@ -252,7 +252,7 @@ func newContract(reg *types.Package) (*contract, error) {
 		return nil, err
 	}
 	c.connector = connector.(*types.Interface)
-	for _, r := range registry.Roles {
+	for _, r := range registry.Roles() {
 		iface, err := underlying(roleInterface(r))
 		if err != nil {
 			return nil, err

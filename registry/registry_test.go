@@ -356,7 +356,7 @@ func TestConcurrentCreateAndLookup(t *testing.T) {
 	errs := make(chan error, goroutines)
 	for g := range goroutines {
 		wg.Go(func() {
-			role := registry.Roles[g%2]
+			role := registry.Roles()[g%2]
 			for i := range rounds {
 				c, err := r.Create(context.Background(), registry.Config{Connector: "memory", BlockSize: 16}, role)
 				if err != nil {

@@ -1,6 +1,11 @@
 package registry
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+
+	"github.com/kvgen/kvgen/internal/suggest"
+)
 
 // Role is the side of the engine a connector instance serves. vLLM builds
 // the two sides separately and so does kvgen: a constructor runs once per
@@ -13,8 +18,9 @@ const (
 	RoleWorker
 )
 
-// Roles lists every role, in the order they are documented.
-var Roles = [...]Role{RoleScheduler, RoleWorker}
+// Roles returns every role, in the order they are documented. It is a
+// new slice each time: no caller can change what another sees.
+func Roles() []Role { return []Role{RoleScheduler, RoleWorker} }
 
 // String returns the role's name as written in connectors.yaml.
 func (r Role) String() string {
@@ -27,14 +33,20 @@ func (r Role) String() string {
 	return fmt.Sprintf("Role(%d)", uint8(r))
 }
 
-// ParseRole parses a role name as written in connectors.yaml.
+// ParseRole parses a role name as written in connectors.yaml. Its error
+// suggests the nearest name.
 func ParseRole(s string) (Role, error) {
-	for _, r := range Roles {
+	var names []string
+	for _, r := range Roles() {
 		if r.String() == s {
 			return r, nil
 		}
+		names = append(names, r.String())
 	}
-	return 0, fmt.Errorf("unknown role %q (want scheduler or worker)", s)
+	if near := suggest.Nearest(s, names, 1); len(near) > 0 {
+		return 0, fmt.Errorf("unknown role %q; did you mean %q?", s, near[0])
+	}
+	return 0, fmt.Errorf("unknown role %q; want %s", s, strings.Join(names, " or "))
 }
 
 // RoleSet is a set of roles. The zero RoleSet means every role, which is
@@ -58,7 +70,7 @@ func (s RoleSet) Has(r Role) bool {
 // List returns the roles in the set, in documented order.
 func (s RoleSet) List() []Role {
 	var out []Role
-	for _, r := range Roles {
+	for _, r := range Roles() {
 		if s.Has(r) {
 			out = append(out, r)
 		}

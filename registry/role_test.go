@@ -14,15 +14,26 @@ func TestRoleNames(t *testing.T) {
 	assert.Equal(t, "worker", registry.RoleWorker.String())
 	assert.Equal(t, "Role(0)", registry.Role(0).String())
 
-	for _, r := range registry.Roles {
+	for _, r := range registry.Roles() {
 		got, err := registry.ParseRole(r.String())
 		require.NoError(t, err)
 		assert.Equal(t, r, got)
 	}
 	_, err := registry.ParseRole("Worker")
-	assert.EqualError(t, err, `unknown role "Worker" (want scheduler or worker)`)
+	assert.EqualError(t, err, `unknown role "Worker"; did you mean "worker"?`)
 	_, err = registry.ParseRole("")
-	assert.EqualError(t, err, `unknown role "" (want scheduler or worker)`)
+	assert.EqualError(t, err, `unknown role ""; want scheduler or worker`)
+}
+
+// TestRolesCannotBeChanged: what one caller does to the list of roles
+// cannot change what ParseRole or another caller sees.
+func TestRolesCannotBeChanged(t *testing.T) {
+	roles := registry.Roles()
+	roles[0], roles[1] = registry.RoleWorker, registry.RoleWorker
+	assert.Equal(t, []registry.Role{registry.RoleScheduler, registry.RoleWorker}, registry.Roles())
+	r, err := registry.ParseRole("scheduler")
+	require.NoError(t, err)
+	assert.Equal(t, registry.RoleScheduler, r)
 }
 
 func TestRoleSet(t *testing.T) {

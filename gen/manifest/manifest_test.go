@@ -123,7 +123,7 @@ func TestParseDefaults(t *testing.T) {
 	assert.Equal(t, Value[string]{}, c.Version)
 	assert.Equal(t, Value[string]{}, c.Replace)
 	assert.Equal(t, registry.RoleSet(0), c.RoleSet())
-	for _, r := range registry.Roles {
+	for _, r := range registry.Roles() {
 		assert.True(t, c.RoleSet().Has(r), "no roles list serves %v", r)
 	}
 }

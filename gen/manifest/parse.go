@@ -325,18 +325,11 @@ func (v *Value[T]) setDefault(s string) {
 }
 
 func parseRole(s string) (registry.Role, string) {
-	var names []string
-	for _, r := range registry.Roles {
-		if r.String() == s {
-			return r, ""
-		}
-		names = append(names, r.String())
+	r, err := registry.ParseRole(s)
+	if err != nil {
+		return 0, err.Error()
 	}
-	msg := fmt.Sprintf("unknown role %q; ", s)
-	if near := suggest.Nearest(s, names, 1); len(near) > 0 {
-		return 0, msg + fmt.Sprintf("did you mean %q?", near[0])
-	}
-	return 0, msg + "want " + strings.Join(names, " or ")
+	return r, ""
 }
 
 // decodeValue sets dst, the field f, from n.

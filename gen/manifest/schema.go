@@ -152,7 +152,7 @@ func (v *Value[T]) schema() *schema {
 		return &schema{Type: "integer"}
 	case registry.Role:
 		s := &schema{Type: "string"}
-		for _, r := range registry.Roles {
+		for _, r := range registry.Roles() {
 			s.Enum = append(s.Enum, r.String())
 		}
 		return s

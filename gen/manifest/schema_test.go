@@ -127,7 +127,7 @@ func TestSchemaConstraints(t *testing.T) {
 
 	c := s.Properties["connectors"].Items.Properties
 	var roles []string
-	for _, r := range registry.Roles {
+	for _, r := range registry.Roles() {
 		roles = append(roles, r.String())
 	}
 	assert.Equal(t, roles, c["roles"].Items.Enum)

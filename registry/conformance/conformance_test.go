@@ -22,7 +22,7 @@ func TestRun(t *testing.T) {
 }
 
 func TestRunOneRole(t *testing.T) {
-	for _, role := range registry.Roles {
+	for _, role := range registry.Roles() {
 		t.Run(role.String(), func(t *testing.T) {
 			conformance.Run(t, newFactory(""), conformance.Options{Roles: registry.NewRoleSet(role)})
 		})

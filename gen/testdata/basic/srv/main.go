@@ -25,7 +25,7 @@ func main() {
 		fmt.Printf("create %s %s: %T\n", cfg.Connector, role, c)
 	}
 	for _, name := range []string{"fake", "vllm.FakeConnector", "concrete", "value"} {
-		for _, role := range registry.Roles {
+		for _, role := range registry.Roles() {
 			try(registry.Config{Connector: name}, role)
 		}
 	}
