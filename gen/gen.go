@@ -138,16 +138,39 @@ func resolve(ctx context.Context, opts Options) (*Result, *checkCache, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	lc := loadConfig{dir: absDir, tags: opts.Tags, modFile: opts.ModFile, modMod: opts.ModFile != ""}
+	lc := loadConfig{dir: absDir, tags: opts.Tags, modFile: opts.ModFile, modMod: opts.ModFile != "", goMod: opts.ModFile}
+	// The existing registry file stands aside while loading: it may be
+	// what closes an import cycle through a connector that imports the
+	// output package, and kvgen could never write a file without it.
+	overlay := out.overlay(res.Path)
+	listed, err := load(ctx, lc, overlay, paths)
 	if opts.ModFile == "" {
-		main, err := gomod.FindMain(ctx, absDir)
-		if err != nil {
+		// Usually go.mod already links what the manifest names, and this
+		// first load is the only one; the go command's own report of the
+		// main module says which go.mod to compare with the manifest.
+		var main *gomod.Main
+		if err == nil && listed.goMod != "" {
+			main, err = gomod.ReadMain(listed.goMod)
+		} else {
+			// The go command failed as a whole, or named no go.mod: find
+			// the main module as it does, to say so if there is none, and
+			// to see whether linking what the manifest names puts it
+			// right.
+			var ferr error
+			if main, ferr = gomod.FindMain(ctx, absDir); ferr != nil {
+				if errors.Is(ferr, gomod.ErrNoModule) || err == nil {
+					return nil, nil, ferr
+				}
+				return nil, nil, err
+			}
+		}
+		if main == nil {
 			return nil, nil, err
 		}
 		lc.goMod = main.GoMod
-		plan, err := gomod.NewPlan(m, main)
-		if err != nil {
-			errs.Append(outputPos(m), err)
+		plan, perr := gomod.NewPlan(m, main)
+		if perr != nil {
+			errs.Append(outputPos(m), perr)
 			return nil, nil, errs.Err()
 		}
 		if len(plan.Lacks) > 0 {
@@ -162,20 +185,17 @@ func resolve(ctx context.Context, opts Options) (*Result, *checkCache, error) {
 			if res.Modules, err = plan.Link(ctx, scratch); err != nil {
 				return nil, nil, err
 			}
-			// Load with the linked go.mod as go build will use it: read
-			// only, so that a go.mod still lacking something fails here.
+			// Load again with the linked go.mod as go build will use it:
+			// read only, so that a go.mod still lacking something fails
+			// here.
 			lc.modFile, lc.goMod = res.Modules.ModFile, res.Modules.ModFile
+			listed, err = load(ctx, lc, overlay, paths)
 		}
-	} else {
-		lc.goMod = opts.ModFile
 	}
-	// The existing registry file stands aside while loading: it may be
-	// what closes an import cycle through a connector that imports the
-	// output package, and kvgen could never write a file without it.
-	listed, err := load(ctx, lc, out.overlay(res.Path), paths)
 	if err != nil {
 		return nil, nil, err
 	}
+	listed.explainMissing(ctx, lc)
 	cwd, err := os.Getwd()
 	if err != nil {
 		return nil, nil, err

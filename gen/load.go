@@ -109,7 +109,9 @@ func load(ctx context.Context, lc loadConfig, overlay map[string][]byte, paths [
 	}
 
 	out := &listing{registry: reg, pkgs: make(map[string]*loadedPackage, len(paths))}
-	var missing []*loadedPackage
+	if len(roots) == 1 && roots[0].Module != nil {
+		out.goMod = roots[0].Module.GoMod
+	}
 	for _, path := range paths {
 		if _, dup := out.pkgs[path]; dup {
 			continue
@@ -121,15 +123,12 @@ func load(ctx context.Context, lc loadConfig, overlay map[string][]byte, paths [
 			lp.err = fmt.Errorf("package %s was not loaded%s", path, rootErrors(roots))
 		case lp.pkg.Module == nil && len(lp.pkg.Errors) > 0:
 			// No module provides it; explainMissing says why.
-			missing = append(missing, lp)
+			out.missing = append(out.missing, lp)
 		case len(lp.pkg.Errors) > 0:
 			lp.err = packageErrors(lp.pkg)
 		case lp.pkg.ExportFile == "":
 			lp.err = fmt.Errorf("package %s has no export data (does it build?)", path)
 		}
-	}
-	if len(missing) > 0 {
-		explainMissing(ctx, lc, missing)
 	}
 	return out, nil
 }
@@ -139,6 +138,17 @@ func load(ctx context.Context, lc loadConfig, overlay map[string][]byte, paths [
 type listing struct {
 	registry *packages.Package
 	pkgs     map[string]*loadedPackage // by import path
+	// goMod is the main module's go.mod as the go command used it.
+	goMod string
+	// missing are the packages no module provides.
+	missing []*loadedPackage
+}
+
+// explainMissing says why no module provides each missing package.
+func (l *listing) explainMissing(ctx context.Context, lc loadConfig) {
+	if len(l.missing) > 0 {
+		explainMissing(ctx, lc, l.missing)
+	}
 }
 
 // decode reads the export data of the given packages, which loaded

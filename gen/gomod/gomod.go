@@ -61,7 +61,14 @@ func FindMain(ctx context.Context, dir string) (*Main, error) {
 	if gomod == "" || gomod == os.DevNull {
 		return nil, ErrNoModule
 	}
+	return ReadMain(gomod)
+}
+
+// ReadMain reads the main module whose go.mod is at gomod, as the go
+// command reported it (a package's Module.GoMod, or go env GOMOD).
+func ReadMain(gomod string) (*Main, error) {
 	m := &Main{GoMod: gomod, Dir: filepath.Dir(gomod)}
+	var err error
 	if m.data, err = os.ReadFile(gomod); err != nil {
 		return nil, err
 	}
