@@ -61,12 +61,18 @@ type Result struct {
 	Modules *gomod.Update
 
 	declared map[string]bool // top-level names of the output package's other files
+	target   string          // Path with symbolic links resolved: the file Write replaces
+	flag     string          // the -o value that named Path, if any
+	root     string          // the module's root directory
 }
 
 // Generate runs every stage and returns the file to write. An error in the
 // input is a diag.List with every problem found, sorted by position.
+//
+// The file to write must be one that kvgen may write (see Write); when it
+// is not, that is an error at the manifest's output key, or on -o.
 func Generate(ctx context.Context, opts Options) (*Result, error) {
-	res, err := Resolve(ctx, opts)
+	res, err := resolve(ctx, opts, true)
 	if err != nil {
 		return nil, err
 	}
@@ -80,6 +86,11 @@ func Generate(ctx context.Context, opts Options) (*Result, error) {
 // Resolve parses the manifest and checks every entry against its package,
 // without rendering: what `kvgen list` needs.
 func Resolve(ctx context.Context, opts Options) (*Result, error) {
+	return resolve(ctx, opts, false)
+}
+
+// resolve is Resolve; forWrite adds the checks of the file to write.
+func resolve(ctx context.Context, opts Options, forWrite bool) (*Result, error) {
 	if opts.Manifest == "" {
 		opts.Manifest = "connectors.yaml"
 	}
@@ -113,6 +124,15 @@ func Resolve(ctx context.Context, opts Options) (*Result, error) {
 	absDir, err := filepath.Abs(loadDir)
 	if err != nil {
 		return nil, err
+	}
+	if forWrite {
+		res.flag, res.root = opts.Output, moduleRoot(absDir)
+		if err := res.checkTarget(); err != nil {
+			if res.flag != "" {
+				return nil, err // a command-line problem, not the manifest's
+			}
+			errs.Append(outputPos(m), err)
+		}
 	}
 	lc := loadConfig{dir: absDir, tags: opts.Tags, modFile: opts.ModFile, modMod: opts.ModFile != ""}
 	if opts.ModFile == "" {

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/rogpeppe/go-internal/diff"
 )
@@ -28,7 +29,7 @@ func WriteFile(path string, data []byte) (err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	tmp, err := os.CreateTemp(dir, tempPattern(filepath.Base(path)))
 	if err != nil {
 		return err
 	}
@@ -51,6 +52,44 @@ func WriteFile(path string, data []byte) (err error) {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
+}
+
+// tempPattern is the os.CreateTemp pattern of WriteFile's temporary files
+// for a file named base: hidden, so that go build ignores them.
+func tempPattern(base string) string { return "." + base + ".*.tmp" }
+
+// removeStaleTemps removes the temporary files that WriteFile, killed
+// between creating and renaming one, left beside path. It removes only
+// regular files named exactly as WriteFile names them for path, where
+// os.CreateTemp puts a decimal number in place of the "*"; anything else
+// stays.
+func removeStaleTemps(path string) error {
+	dir, base := filepath.Split(path)
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	prefix, suffix, _ := strings.Cut(tempPattern(base), "*")
+	for _, e := range ents {
+		n := e.Name()
+		rnd, ok := strings.CutPrefix(n, prefix)
+		if !ok {
+			continue
+		}
+		if rnd, ok = strings.CutSuffix(rnd, suffix); !ok || rnd == "" || strings.Trim(rnd, "0123456789") != "" {
+			continue
+		}
+		if !e.Type().IsRegular() {
+			continue // a link or a directory is not WriteFile's
+		}
+		if err := os.Remove(filepath.Join(dir, n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
 }
 
 func unifiedDiff(path string, old, new []byte) []byte {
