@@ -16,6 +16,7 @@ import (
 	"github.com/kvgen/kvgen/gen/diag"
 	"github.com/kvgen/kvgen/gen/gomod"
 	"github.com/kvgen/kvgen/gen/manifest"
+	"github.com/kvgen/kvgen/internal/gocmd"
 )
 
 // Options says what to generate.
@@ -165,6 +166,11 @@ func resolve(ctx context.Context, opts Options, forWrite bool) (*Result, error) 
 	} else {
 		lc.goMod = opts.ModFile
 	}
+	// What the go command leaves when a signal stops it goes with tmp.
+	if lc.tmp, err = gocmd.TempDir(); err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(lc.tmp)
 	pkgs, err := load(ctx, lc, nil, paths)
 	if err != nil {
 		return nil, err
@@ -231,14 +237,21 @@ type loadConfig struct {
 	// lets the go command complete it while loading.
 	modFile string
 	modMod  bool
+	// tmp is the go command's GOTMPDIR: a go command stopped by a signal
+	// leaves its work directory there, and kvgen removes tmp.
+	tmp string
 }
 
 // env is the go command's environment for loading.
 func (lc loadConfig) env() []string {
-	if lc.modFile == "" {
-		return nil
+	var env []string
+	if lc.modFile != "" {
+		env = gomod.Env()
 	}
-	return gomod.Env()
+	if lc.tmp != "" {
+		env = gocmd.WithTempDir(env, lc.tmp)
+	}
+	return env
 }
 
 // buildFlags are the go command flags that loading needs.

@@ -15,7 +15,6 @@ import (
 	"go/build"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -25,6 +24,7 @@ import (
 	"github.com/kvgen/kvgen/gen"
 	"github.com/kvgen/kvgen/gen/gomod"
 	"github.com/kvgen/kvgen/gen/manifest"
+	"github.com/kvgen/kvgen/internal/gocmd"
 )
 
 // Options says what to build.
@@ -59,6 +59,12 @@ func Build(ctx context.Context, opts Options) error {
 		return err
 	}
 	defer os.RemoveAll(b.tmp)
+	// The go commands' work directories go in the scratch directory too:
+	// one that a signal stopped cannot remove its own.
+	b.goTmp = filepath.Join(b.tmp, "go")
+	if err := os.Mkdir(b.goTmp, 0o700); err != nil {
+		return err
+	}
 	if err := b.step("resolving modules", b.resolveModules, ctx); err != nil {
 		return err
 	}
@@ -73,6 +79,7 @@ type builder struct {
 	m       *manifest.Manifest
 	modRoot string         // directory of the main module's go.mod
 	tmp     string         // scratch directory: go.mod, go.sum, overlay
+	goTmp   string         // the go commands' GOTMPDIR, inside tmp
 	modFile string         // the temporary go.mod
 	overlay string         // the overlay JSON file
 	modules map[int]string // entry index -> module path, where known
@@ -179,7 +186,7 @@ func (b *builder) packageFiles(ctx context.Context) ([]string, error) {
 		Context:    ctx,
 		Mode:       packages.NeedName | packages.NeedFiles,
 		BuildFlags: b.buildFlags(),
-		Env:        gomod.Env(),
+		Env:        gocmd.WithTempDir(gomod.Env(), b.goTmp),
 	}
 	pkgs, err := packages.Load(cfg, b.opts.Package)
 	if err != nil {
@@ -243,9 +250,9 @@ func (b *builder) compile(ctx context.Context) error {
 // standard error is passed on; on failure, the lines that name a
 // manifest entry's package or module get that entry's position.
 func (b *builder) goOutput(ctx context.Context, dir string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd := gocmd.Command(ctx, args...)
 	cmd.Dir = dir
-	cmd.Env = gomod.Env()
+	cmd.Env = gocmd.WithTempDir(gomod.Env(), b.goTmp)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if b.opts.Verbose {
