@@ -187,20 +187,28 @@ func resolve(ctx context.Context, opts Options, forWrite bool) (*Result, error) 
 	if err != nil {
 		return nil, err
 	}
-	rel := relativeTo(cwd)
+	res.Entries = checkEntries(&errs, m, pkgs, out, relativeTo(cwd))
+	if err := errs.Err(); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// checkEntries checks every entry of m against its loaded package and
+// returns those that pass; out is the package the registry goes into, nil
+// when it could not be inspected.
+func checkEntries(errs *diag.List, m *manifest.Manifest, pkgs map[string]*loadedPackage, out *outputPackage, rel func(string) string) []*Entry {
+	var entries []*Entry
 	for i, c := range m.Connectors {
 		if out != nil && out.path != "" && c.Import.V == out.path {
 			errs.Add(c.Import.Pos, "%s: %s is the package the registry is generated into, and a package cannot import itself; move the connector to its own package, or generate the registry elsewhere with output:", c.Label(i), c.Import.V)
 			continue
 		}
-		if e := checkEntry(&errs, c, i, pkgs[c.Import.V], rel); e != nil {
-			res.Entries = append(res.Entries, e)
+		if e := checkEntry(errs, c, i, pkgs[c.Import.V], rel); e != nil {
+			entries = append(entries, e)
 		}
 	}
-	if err := errs.Err(); err != nil {
-		return nil, err
-	}
-	return res, nil
+	return entries
 }
 
 // Docs fills in each entry's package documentation summary; only listings
