@@ -51,6 +51,7 @@ func FuzzParseTransferConfig(f *testing.F) {
 		assert.NotEmpty(t, cfg.Connector)
 		assert.NotEmpty(t, cfg.EngineID)
 		assert.Positive(t, cfg.BlockSize)
+		assert.LessOrEqual(t, cfg.BlockSize, registry.MaxBlockSize)
 		assert.Contains(t, []registry.KVRole{registry.KVProducer, registry.KVConsumer, registry.KVBoth}, cfg.KVRole)
 		assert.Contains(t, []registry.LoadFailurePolicy{registry.PolicyRecompute, registry.PolicyFail}, cfg.LoadFailurePolicy)
 		for _, l := range cfg.LayerNames {
