@@ -99,6 +99,23 @@ func registryPackage(t *testing.T) (*types.Package, *contract) {
 	return registryTypes, c
 }
 
+// madeUpPackage is a package at import path p that declares nothing yet,
+// named for its last element where that is an identifier.
+func madeUpPackage(p string, c *contract) *loadedPackage {
+	name := path.Base(p)
+	if !token.IsIdentifier(name) || token.IsKeyword(name) {
+		name = "conn"
+	}
+	tp := types.NewPackage(p, name)
+	tp.MarkComplete()
+	return &loadedPackage{
+		pkg:      &packages.Package{PkgPath: p, Name: name, Module: &packages.Module{Path: p}},
+		types:    tp,
+		fset:     registryFset,
+		contract: c,
+	}
+}
+
 var generatedHeaderLine = regexp.MustCompile(`^// Code generated .* DO NOT EDIT\.$`)
 
 func fuzzGenerate(t *testing.T, data []byte) {
@@ -118,18 +135,7 @@ func fuzzGenerate(t *testing.T, data []byte) {
 		p := conn.Import.V
 		lp := pkgs[p]
 		if lp == nil {
-			name := path.Base(p)
-			if !token.IsIdentifier(name) || token.IsKeyword(name) {
-				name = "conn"
-			}
-			tp := types.NewPackage(p, name)
-			tp.MarkComplete()
-			lp = &loadedPackage{
-				pkg:      &packages.Package{PkgPath: p, Name: name, Module: &packages.Module{Path: p}},
-				types:    tp,
-				fset:     registryFset,
-				contract: c,
-			}
+			lp = madeUpPackage(p, c)
 			pkgs[p] = lp
 		}
 		if ctor := conn.Constructor.V; ctor != "" && lp.types.Scope().Lookup(ctor) == nil {
