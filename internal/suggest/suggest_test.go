@@ -50,14 +50,35 @@ func TestQuote(t *testing.T) {
 	assert.Equal(t, `"`+strings.Repeat("x", 63)+`"... (83 bytes)`, q)
 }
 
+func TestShorten(t *testing.T) {
+	assert.Equal(t, "a\nb", Shorten("a\nb"), "a short input is kept as it is")
+	s := strings.Repeat("é", 40) // 80 bytes; byte 64 starts a character
+	assert.Equal(t, strings.Repeat("é", 32)+"... (80 bytes)", Shorten(s))
+	s = "x" + s // byte 64 is inside a character
+	assert.Equal(t, "x"+strings.Repeat("é", 31)+"... (81 bytes)", Shorten(s))
+}
+
+// BenchmarkNearestLongName compares Nearest with the work it did before it
+// was bounded: the edit distance from the whole name to every candidate.
+// Both variants run for each name length in one run.
 func BenchmarkNearestLongName(b *testing.B) {
 	names := []string{"filesystem", "memory", "redis", "LMCacheConnectorV1", "ExampleConnector"}
 	for _, size := range []int{16, 1 << 10, 1 << 20} {
 		name := strings.Repeat("k", size)
-		b.Run(strconv.Itoa(size), func(b *testing.B) {
+		b.Run("bounded/"+strconv.Itoa(size), func(b *testing.B) {
 			n := 0
 			for b.Loop() {
 				n += len(Nearest(name, names, 3))
+			}
+			sink = n
+		})
+		b.Run("unbounded/"+strconv.Itoa(size), func(b *testing.B) {
+			n := 0
+			for b.Loop() {
+				lower := strings.ToLower(name)
+				for _, c := range names {
+					n += Distance(lower, strings.ToLower(c))
+				}
 			}
 			sink = n
 		})
