@@ -63,17 +63,19 @@ func TestStop(t *testing.T) {
 		})
 	}
 
-	t.Run("generate/SIGTERM", func(t *testing.T) {
-		dir := stopModule(t, root)
-		// A package no build has compiled before: go list -export must
-		// compile it.
-		stopped := runAndStop(t, dir, hold, "/compile", "example.com/stop/conn", syscall.SIGTERM, kvgen)
-		assert.Empty(t, stopped.stdout)
-		assert.NoFileExists(t, filepath.Join(dir, "srv", "connectors_gen.go"))
-		ents, err := os.ReadDir(filepath.Join(dir, "srv"))
-		require.NoError(t, err)
-		assert.Len(t, ents, 1, "nothing but main.go in srv")
-	})
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		t.Run("generate/"+sig.String(), func(t *testing.T) {
+			dir := stopModule(t, root)
+			// A package no build has compiled before: go list -export
+			// must compile it.
+			stopped := runAndStop(t, dir, hold, "/compile", "example.com/stop/conn", sig, kvgen)
+			assert.Empty(t, stopped.stdout)
+			assert.NoFileExists(t, filepath.Join(dir, "srv", "connectors_gen.go"))
+			ents, err := os.ReadDir(filepath.Join(dir, "srv"))
+			require.NoError(t, err)
+			assert.Len(t, ents, 1, "nothing but main.go in srv")
+		})
+	}
 }
 
 // runAndStop runs a command in dir with the go command's tools passed
