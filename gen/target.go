@@ -161,12 +161,11 @@ func (r *Result) Write() (bool, error) {
 	if err := r.checkTarget(); err != nil {
 		return false, err
 	}
-	if err := removeStaleTemps(r.target); err != nil {
-		return false, err
-	}
 	old, err := os.ReadFile(r.target)
 	if err == nil && bytes.Equal(old, r.Content) {
-		return false, nil // leave the file and its modification time alone
+		// Leave the file and its modification time alone, but not what
+		// a killed run left beside it; WriteFile removes that otherwise.
+		return false, removeStaleTemps(r.target)
 	}
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return false, err

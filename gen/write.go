@@ -13,11 +13,16 @@ import (
 // WriteFile writes data to path atomically: it writes a temporary file in
 // the same directory and renames it over path, so a failed or killed run
 // leaves the old file intact. An existing file keeps its permissions, and
-// a symbolic link keeps pointing at the file, which is replaced.
+// a symbolic link keeps pointing at the file, which is replaced. The
+// temporary files that an earlier WriteFile of path, killed before its
+// rename, left behind are removed first.
 func WriteFile(path string, data []byte) (err error) {
 	// Write through a symbolic link, not over it.
 	if resolved, err := filepath.EvalSymlinks(path); err == nil {
 		path = resolved
+	}
+	if err := removeStaleTemps(path); err != nil {
+		return err
 	}
 	perm := fs.FileMode(0o644)
 	if fi, err := os.Stat(path); err == nil {
