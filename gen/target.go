@@ -63,8 +63,16 @@ func checkTarget(path, root string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	linked := abs != resolved
 	if rel, err := filepath.Rel(realRoot, resolved); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return "", fmt.Errorf("%s leads outside the module through a symbolic link, to %s; kvgen writes only inside the module at %s", path, resolved, root)
+		if linked {
+			return "", fmt.Errorf("%s leads outside the module through a symbolic link, to %s; kvgen writes only inside the module at %s", path, resolved, root)
+		}
+		return "", fmt.Errorf("%s is outside the module; kvgen writes only inside the module at %s", path, root)
 	}
 	fi, err := os.Stat(resolved)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -74,10 +82,8 @@ func checkTarget(path, root string) (string, error) {
 		return "", err
 	}
 	shown := path
-	if resolved != path {
-		if abs, err := filepath.Abs(path); err != nil || abs != resolved {
-			shown = fmt.Sprintf("%s (a symbolic link to %s)", path, resolved)
-		}
+	if linked {
+		shown = fmt.Sprintf("%s (a symbolic link to %s)", path, resolved)
 	}
 	if !fi.Mode().IsRegular() {
 		return "", fmt.Errorf("%s is not a regular file; kvgen writes the registry only to a file", shown)
