@@ -118,7 +118,7 @@ func checkTypes(errs *diag.List, e *Entry, index int, namePos token.Position, lp
 	}
 	obj := lp.types.Scope().Lookup(name)
 	if obj == nil {
-		msg := fmt.Sprintf("%s: package %s has no function %s", label, p.PkgPath, name)
+		msg := fmt.Sprintf("%s: package %s has no function %s", label, p.PkgPath, suggest.Shorten(name))
 		if near := suggest.Nearest(name, exportedFuncs(lp.types), 3); len(near) > 0 {
 			msg += "; did you mean " + quoteJoin(near) + "?"
 		}

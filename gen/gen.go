@@ -18,6 +18,7 @@ import (
 	"github.com/kvgen/kvgen/gen/diag"
 	"github.com/kvgen/kvgen/gen/gomod"
 	"github.com/kvgen/kvgen/gen/manifest"
+	"github.com/kvgen/kvgen/internal/gocmd"
 )
 
 // Options says what to generate.
@@ -67,12 +68,18 @@ type Result struct {
 	Modules *gomod.Update
 
 	declared map[string]bool // top-level names of the output package's other files
+	target   string          // Path with symbolic links resolved: the file Write replaces
+	flag     string          // the -o value that named Path, if any
+	root     string          // the module's root directory
 }
 
 // Generate runs every stage and returns the file to write. An error in the
 // input is a diag.List with every problem found, sorted by position.
+//
+// The file to write must be one that kvgen may write (see Write); when it
+// is not, that is an error at the manifest's output key, or on -o.
 func Generate(ctx context.Context, opts Options) (*Result, error) {
-	res, cache, err := resolve(ctx, opts)
+	res, cache, err := resolve(ctx, opts, true)
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +102,7 @@ func Generate(ctx context.Context, opts Options) (*Result, error) {
 // Resolve parses the manifest and checks every entry against its package,
 // without rendering: what `kvgen list` needs.
 func Resolve(ctx context.Context, opts Options) (*Result, error) {
-	res, cache, err := resolve(ctx, opts)
+	res, cache, err := resolve(ctx, opts, false)
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +110,9 @@ func Resolve(ctx context.Context, opts Options) (*Result, error) {
 	return res, nil
 }
 
-func resolve(ctx context.Context, opts Options) (*Result, *checkCache, error) {
+// resolve is Resolve, returning the check cache it used; forWrite adds the
+// checks of the file to write.
+func resolve(ctx context.Context, opts Options, forWrite bool) (*Result, *checkCache, error) {
 	if opts.Manifest == "" {
 		opts.Manifest = "connectors.yaml"
 	}
@@ -138,7 +147,21 @@ func resolve(ctx context.Context, opts Options) (*Result, *checkCache, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	if forWrite {
+		res.flag, res.root = opts.Output, moduleRoot(absDir)
+		if err := res.checkTarget(); err != nil {
+			if res.flag != "" {
+				return nil, nil, err // a command-line problem, not the manifest's
+			}
+			errs.Append(outputPos(m), err)
+		}
+	}
 	lc := loadConfig{dir: absDir, tags: opts.Tags, modFile: opts.ModFile, modMod: opts.ModFile != "", goMod: opts.ModFile}
+	// What the go command leaves when a signal stops it goes with tmp.
+	if lc.tmp, err = gocmd.TempDir(); err != nil {
+		return nil, nil, err
+	}
+	defer os.RemoveAll(lc.tmp)
 	// The existing registry file stands aside while loading: it may be
 	// what closes an import cycle through a connector that imports the
 	// output package, and kvgen could never write a file without it.
@@ -200,15 +223,34 @@ func resolve(ctx context.Context, opts Options) (*Result, *checkCache, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	rel := relativeTo(cwd)
 	absManifest, err := filepath.Abs(opts.Manifest)
 	if err != nil {
 		return nil, nil, err
 	}
 	cache := openCache(opts.CacheDir, absManifest, res.Path)
+	res.Entries, err = checkEntriesCached(&errs, m, listed, out, relativeTo(cwd), cache)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := errs.Err(); err != nil {
+		cache.save() // the entries that passed stay cached
+		return nil, nil, err
+	}
+	return res, cache, nil
+}
 
-	// Entries whose check is cached need no types; the others' packages
-	// are decoded together, in parallel.
+// checkEntries checks every entry of m against its loaded package, all of
+// them decoded, and returns those that pass; out is the package the
+// registry goes into, nil when it could not be inspected.
+func checkEntries(errs *diag.List, m *manifest.Manifest, pkgs map[string]*loadedPackage, out *outputPackage, rel func(string) string) []*Entry {
+	entries, _ := checkEntriesCached(errs, m, &listing{pkgs: pkgs}, out, rel, openCache("", "", ""))
+	return entries
+}
+
+// checkEntriesCached is checkEntries with the check cache: an entry whose
+// check the cache remembers needs no types, and the packages of the others
+// are decoded together, in parallel, if they are not yet.
+func checkEntriesCached(errs *diag.List, m *manifest.Manifest, listed *listing, out *outputPackage, rel func(string) string, cache *checkCache) ([]*Entry, error) {
 	type miss struct {
 		index   int
 		e       *Entry
@@ -218,6 +260,10 @@ func resolve(ctx context.Context, opts Options) (*Result, *checkCache, error) {
 	}
 	var misses []miss
 	var decode []*loadedPackage
+	var regExport string
+	if listed.registry != nil {
+		regExport = listed.registry.ExportFile
+	}
 	entries := make([]*Entry, len(m.Connectors))
 	for i, c := range m.Connectors {
 		if out != nil && out.path != "" && c.Import.V == out.path {
@@ -225,11 +271,11 @@ func resolve(ctx context.Context, opts Options) (*Result, *checkCache, error) {
 			continue
 		}
 		lp := listed.pkgs[c.Import.V]
-		e, namePos := prepareEntry(&errs, c, i, lp)
+		e, namePos := prepareEntry(errs, c, i, lp)
 		if e == nil {
 			continue
 		}
-		key := cache.key(listed.registry.ExportFile, lp.pkg.ExportFile, e.ImportPath, e.Constructor, e.Roles)
+		key := cache.key(regExport, lp.pkg.ExportFile, e.ImportPath, e.Constructor, e.Roles)
 		if r, ok := cache.get(key); ok {
 			e.Adapt = r.Adapt
 			e.Decl = position(token.Position{Filename: r.DeclFile, Line: r.DeclLine}, e.ImportPath, rel)
@@ -243,25 +289,16 @@ func resolve(ctx context.Context, opts Options) (*Result, *checkCache, error) {
 	}
 	if len(decode) > 0 {
 		if err := listed.decode(decode); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
 	for _, ms := range misses {
-		if ok, decl := checkTypes(&errs, ms.e, ms.index, ms.namePos, ms.lp, rel); ok {
+		if ok, decl := checkTypes(errs, ms.e, ms.index, ms.namePos, ms.lp, rel); ok {
 			entries[ms.index] = ms.e
 			cache.put(ms.key, cachedCheck{Adapt: ms.e.Adapt, DeclFile: decl.Filename, DeclLine: decl.Line})
 		}
 	}
-	for _, e := range entries {
-		if e != nil {
-			res.Entries = append(res.Entries, e)
-		}
-	}
-	if err := errs.Err(); err != nil {
-		cache.save() // the entries that passed stay cached
-		return nil, nil, err
-	}
-	return res, cache, nil
+	return slices.DeleteFunc(entries, func(e *Entry) bool { return e == nil }), nil
 }
 
 // Docs fills in each entry's package documentation summary; only listings
@@ -298,14 +335,21 @@ type loadConfig struct {
 	// lets the go command complete it while loading.
 	modFile string
 	modMod  bool
+	// tmp is the go command's GOTMPDIR: a go command stopped by a signal
+	// leaves its work directory there, and kvgen removes tmp.
+	tmp string
 }
 
 // env is the go command's environment for loading.
 func (lc loadConfig) env() []string {
-	if lc.modFile == "" {
-		return nil
+	var env []string
+	if lc.modFile != "" {
+		env = gomod.Env()
 	}
-	return gomod.Env()
+	if lc.tmp != "" {
+		env = gocmd.WithTempDir(env, lc.tmp)
+	}
+	return env
 }
 
 // buildFlags are the go command flags that loading needs.

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvgen/kvgen/gen"
+	"github.com/kvgen/kvgen/internal/moduletest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/*/want")
@@ -79,15 +80,10 @@ func TestGolden(t *testing.T) {
 // that requires this checkout of kvgen.
 func caseModule(t *testing.T, root, src string) string {
 	t.Helper()
-	dir := t.TempDir()
+	dir := moduletest.New(t, root, "example.com/kvcase", nil)
 	copyTree(t, filepath.Join(root, "gen", "testdata", "_shared"), dir)
 	copyTree(t, src, dir)
 	require.NoError(t, os.RemoveAll(filepath.Join(dir, "want")))
-	gomod := "module example.com/kvcase\n\ngo 1.26.0\n\nrequire github.com/kvgen/kvgen v0.0.0\n\nreplace github.com/kvgen/kvgen => " + root + "\n"
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.mod"), []byte(gomod), 0o644))
-	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.sum"), sum, 0o644))
 	return dir
 }
 

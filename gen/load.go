@@ -1,14 +1,15 @@
 package gen
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"go/token"
 	"go/types"
+	"io"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -19,6 +20,7 @@ import (
 	"golang.org/x/tools/go/gcexportdata"
 	"golang.org/x/tools/go/packages"
 
+	"github.com/kvgen/kvgen/internal/gocmd"
 	"github.com/kvgen/kvgen/registry"
 )
 
@@ -103,7 +105,7 @@ func load(ctx context.Context, lc loadConfig, overlay map[string][]byte, paths [
 		default:
 			// go/packages drops the go command's complaint when go list
 			// fails as a whole (say, go.mod needs updating); ask again.
-			msg += ": " + goListError(ctx, lc)
+			msg += ": " + goListError(ctx, lc, RegistryPath)
 		}
 		return nil, errors.New(msg)
 	}
@@ -112,6 +114,7 @@ func load(ctx context.Context, lc loadConfig, overlay map[string][]byte, paths [
 	if len(roots) == 1 && roots[0].Module != nil {
 		out.goMod = roots[0].Module.GoMod
 	}
+	var noExport []*loadedPackage
 	for _, path := range paths {
 		if _, dup := out.pkgs[path]; dup {
 			continue
@@ -127,7 +130,21 @@ func load(ctx context.Context, lc loadConfig, overlay map[string][]byte, paths [
 		case len(lp.pkg.Errors) > 0:
 			lp.err = packageErrors(lp.pkg)
 		case lp.pkg.ExportFile == "":
-			lp.err = fmt.Errorf("package %s has no export data (does it build?)", path)
+			noExport = append(noExport, lp)
+		}
+	}
+	if len(noExport) > 0 {
+		// A package that failed to build for want of a dependency (one
+		// that could not be downloaded, say) comes without export data
+		// and without errors: go/packages drops its dependencies' errors.
+		// The go command says what went wrong when asked without -e.
+		args := []string{"-export"}
+		for _, lp := range noExport {
+			args = append(args, lp.pkg.PkgPath)
+		}
+		why := oneLine(goListError(ctx, lc, args...))
+		for _, lp := range noExport {
+			lp.err = fmt.Errorf("package %s does not build: %s", lp.pkg.PkgPath, why)
 		}
 	}
 	return out, nil
@@ -217,17 +234,18 @@ func rootErrors(roots []*packages.Package) string {
 	return ": " + strings.Join(msgs, "; ")
 }
 
-// goListError returns what the go command says when listing the registry
-// package.
-func goListError(ctx context.Context, lc loadConfig) string {
-	args := append(append([]string{"list"}, lc.buildFlags()...), RegistryPath)
-	cmd := exec.CommandContext(ctx, "go", args...)
+// goListError returns what the go command says when it lists args.
+func goListError(ctx context.Context, lc loadConfig, args ...string) string {
+	cmd := gocmd.Command(ctx, append(append([]string{"list"}, lc.buildFlags()...), args...)...)
 	cmd.Dir, cmd.Env = lc.dir, lc.env()
-	out, err := cmd.CombinedOutput()
-	if err == nil {
-		return "the go command lists it, but go/packages did not return it"
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = io.Discard, &out
+	if err := cmd.Run(); err == nil {
+		return "the go command lists it without error now; run kvgen again"
+	} else if out.Len() == 0 {
+		return err.Error()
 	}
-	return strings.TrimSpace(string(out))
+	return strings.TrimSpace(out.String())
 }
 
 // readExport decodes a package's export data into imports.

@@ -131,15 +131,28 @@ func topLevelNames(f *ast.File) []string {
 // importPath returns the import path of directory dir from the go.mod
 // above it, or "" if there is none.
 func importPath(dir string) string {
+	root := moduleRoot(dir)
+	if root == "" {
+		return ""
+	}
+	data, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		return ""
+	}
+	mod := modfile.ModulePath(data)
+	rel, err := filepath.Rel(root, dir)
+	if mod == "" || err != nil {
+		return ""
+	}
+	return path.Join(mod, filepath.ToSlash(rel))
+}
+
+// moduleRoot returns the directory of the go.mod that governs the absolute
+// directory dir, or "" if there is none.
+func moduleRoot(dir string) string {
 	for d := dir; ; d = filepath.Dir(d) {
-		data, err := os.ReadFile(filepath.Join(d, "go.mod"))
-		if err == nil {
-			mod := modfile.ModulePath(data)
-			rel, err := filepath.Rel(d, dir)
-			if mod == "" || err != nil {
-				return ""
-			}
-			return path.Join(mod, filepath.ToSlash(rel))
+		if fi, err := os.Stat(filepath.Join(d, "go.mod")); err == nil && fi.Mode().IsRegular() {
+			return d
 		}
 		if filepath.Dir(d) == d {
 			return ""

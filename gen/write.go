@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/rogpeppe/go-internal/diff"
 )
@@ -12,11 +13,16 @@ import (
 // WriteFile writes data to path atomically: it writes a temporary file in
 // the same directory and renames it over path, so a failed or killed run
 // leaves the old file intact. An existing file keeps its permissions, and
-// a symbolic link keeps pointing at the file, which is replaced.
+// a symbolic link keeps pointing at the file, which is replaced. The
+// temporary files that an earlier WriteFile of path, killed before its
+// rename, left behind are removed first.
 func WriteFile(path string, data []byte) (err error) {
 	// Write through a symbolic link, not over it.
 	if resolved, err := filepath.EvalSymlinks(path); err == nil {
 		path = resolved
+	}
+	if err := removeStaleTemps(path); err != nil {
+		return err
 	}
 	perm := fs.FileMode(0o644)
 	if fi, err := os.Stat(path); err == nil {
@@ -28,7 +34,7 @@ func WriteFile(path string, data []byte) (err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	tmp, err := os.CreateTemp(dir, tempPattern(filepath.Base(path)))
 	if err != nil {
 		return err
 	}
@@ -51,6 +57,44 @@ func WriteFile(path string, data []byte) (err error) {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
+}
+
+// tempPattern is the os.CreateTemp pattern of WriteFile's temporary files
+// for a file named base: hidden, so that go build ignores them.
+func tempPattern(base string) string { return "." + base + ".*.tmp" }
+
+// removeStaleTemps removes the temporary files that WriteFile, killed
+// between creating and renaming one, left beside path. It removes only
+// regular files named exactly as WriteFile names them for path, where
+// os.CreateTemp puts a decimal number in place of the "*"; anything else
+// stays.
+func removeStaleTemps(path string) error {
+	dir, base := filepath.Split(path)
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	prefix, suffix, _ := strings.Cut(tempPattern(base), "*")
+	for _, e := range ents {
+		n := e.Name()
+		rnd, ok := strings.CutPrefix(n, prefix)
+		if !ok {
+			continue
+		}
+		if rnd, ok = strings.CutSuffix(rnd, suffix); !ok || rnd == "" || strings.Trim(rnd, "0123456789") != "" {
+			continue
+		}
+		if !e.Type().IsRegular() {
+			continue // a link or a directory is not WriteFile's
+		}
+		if err := os.Remove(filepath.Join(dir, n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
 }
 
 func unifiedDiff(path string, old, new []byte) []byte {

@@ -384,7 +384,7 @@ func checkKeys(what string, keys, known []string) error {
 		if slices.Contains(known, k) {
 			continue
 		}
-		msg := fmt.Sprintf("%s: unknown key %q", what, k)
+		msg := fmt.Sprintf("%s: unknown key %s", what, suggest.Quote(k))
 		if near := suggest.Nearest(k, known, 1); len(near) > 0 {
 			msg += fmt.Sprintf(" (did you mean %q?)", near[0])
 		}

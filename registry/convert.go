@@ -7,7 +7,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/kvgen/kvgen/internal/suggest"
 )
 
 // The conversions below are the ones vLLM's config validation (pydantic, in
@@ -185,22 +186,6 @@ func quoted(s string) string {
 	return shortJSON(b)
 }
 
-// shorten returns s for a message, cut short at a rune boundary if long,
-// saying how long it was.
-func shorten(s string) string {
-	if len(s) <= maxQuoted {
-		return s
-	}
-	n := maxQuoted
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + fmt.Sprintf("... (%d bytes)", len(s))
-}
-
-// maxQuoted bounds how much of a bad value a message repeats.
-const maxQuoted = 64
-
 // shortJSON returns v for a message, compacted and cut short if long, so
 // that a hostile value cannot flood a log.
 func shortJSON(v json.RawMessage) string {
@@ -209,5 +194,5 @@ func shortJSON(v json.RawMessage) string {
 		b.Reset()
 		b.Write(bytes.TrimSpace(v))
 	}
-	return shorten(b.String())
+	return suggest.Shorten(b.String())
 }

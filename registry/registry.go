@@ -260,7 +260,7 @@ type UnknownConnectorError struct {
 
 func (e *UnknownConnectorError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "unknown kv connector %q", e.Name)
+	fmt.Fprintf(&b, "unknown kv connector %s", suggest.Quote(e.Name))
 	if len(e.Suggestions) > 0 {
 		b.WriteString(" (did you mean ")
 		for i, s := range e.Suggestions {

@@ -44,9 +44,9 @@ func ParseRole(s string) (Role, error) {
 		names = append(names, r.String())
 	}
 	if near := suggest.Nearest(s, names, 1); len(near) > 0 {
-		return 0, fmt.Errorf("unknown role %q; did you mean %q?", s, near[0])
+		return 0, fmt.Errorf("unknown role %s; did you mean %q?", suggest.Quote(s), near[0])
 	}
-	return 0, fmt.Errorf("unknown role %q; want %s", s, strings.Join(names, " or "))
+	return 0, fmt.Errorf("unknown role %s; want %s", suggest.Quote(s), strings.Join(names, " or "))
 }
 
 // RoleSet is a set of roles. The zero RoleSet means every role, which is

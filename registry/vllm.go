@@ -3,6 +3,8 @@ package registry
 import (
 	"fmt"
 	"slices"
+
+	"github.com/kvgen/kvgen/internal/suggest"
 )
 
 // vllmConnector is one of the connectors vLLM ships, by the name its
@@ -85,5 +87,5 @@ func (e *ModulePathError) Error() string {
 	return fmt.Sprintf("kv_connector_module_path %s: a Go binary cannot load connectors at run time, "+
 		"kvgen links them when it is built; add the connector's Go package to connectors.yaml as "+
 		"- {name: %s, import: IMPORT/PATH}, regenerate and rebuild, and leave kv_connector_module_path out",
-		quoted(e.ModulePath), shorten(name))
+		quoted(e.ModulePath), suggest.Shorten(name))
 }

@@ -111,15 +111,7 @@ func runGenerate(ctx context.Context, e *env, args []string) int {
 		e.report(err)
 		return exitError
 	}
-	stale, _, err := res.Stale()
-	if err != nil {
-		e.report(err)
-		return exitError
-	}
-	if !stale {
-		return exitOK // leave the file and its modification time alone
-	}
-	if err := gen.WriteFile(res.Path, res.Content); err != nil {
+	if _, err := res.Write(); err != nil {
 		e.report(err)
 		return exitError
 	}

@@ -34,6 +34,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"syscall"
 
 	"github.com/kvgen/kvgen/gen/diag"
 )
@@ -43,10 +44,37 @@ func main() {
 	// information, lives until the end: collecting less often saves time
 	// and costs little memory.
 	debug.SetGCPercent(400)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := stopOnSignal(context.Background())
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
+}
+
+// stoppedError is why a run stopped early: a signal.
+type stoppedError struct{ sig os.Signal }
+
+func (e *stoppedError) Error() string { return "stopped by " + e.sig.String() }
+
+// stopOnSignal returns a context that ends when kvgen gets SIGINT or
+// SIGTERM, with a *stoppedError as its cause. The commands then stop the go
+// commands they started, remove their temporary files and exit non-zero. A
+// second signal ends kvgen at once.
+func stopOnSignal(parent context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(parent)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case sig := <-sigs:
+			cancel(&stoppedError{sig})
+			signal.Stop(sigs)
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(sigs)
+		cancel(nil)
+	}
 }
 
 // Exit codes.
@@ -66,6 +94,9 @@ type command struct {
 // env is what a command may touch: its arguments' streams.
 type env struct {
 	stdout, stderr io.Writer
+	// ctx is the run's context: once a signal has ended it, errors are its
+	// consequences, and report says only that kvgen stopped.
+	ctx context.Context
 }
 
 // errorf prints a message prefixed with "kvgen: ".
@@ -76,6 +107,11 @@ func (e *env) errorf(format string, args ...any) {
 // report prints err: positioned errors one per line as the compiler does,
 // anything else with the kvgen prefix.
 func (e *env) report(err error) {
+	var stopped *stoppedError
+	if errors.As(context.Cause(e.ctx), &stopped) {
+		e.errorf("%v", stopped)
+		return
+	}
 	var d *diag.Error
 	var l diag.List
 	if errors.As(err, &l) || errors.As(err, &d) && d.Pos.Filename != "" {
@@ -101,7 +137,7 @@ func commands() []command {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	e := &env{stdout: stdout, stderr: stderr}
+	e := &env{stdout: stdout, stderr: stderr, ctx: ctx}
 	name := "generate"
 	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
 		name, args = args[0], args[1:]

@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"go/token"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -26,6 +25,7 @@ import (
 
 	"github.com/kvgen/kvgen/gen/diag"
 	"github.com/kvgen/kvgen/gen/manifest"
+	"github.com/kvgen/kvgen/internal/gocmd"
 )
 
 // Env is the environment for go commands given a scratch go.mod with
@@ -543,7 +543,7 @@ func changes(before, after *modfile.File) []string {
 // goCmd runs the go command in dir, outside workspace mode, and returns
 // its standard output; on failure the error holds what it printed.
 func goCmd(ctx context.Context, dir string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd := gocmd.Command(ctx, args...)
 	cmd.Dir = dir
 	cmd.Env = Env()
 	var stdout, stderr bytes.Buffer

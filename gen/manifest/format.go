@@ -24,6 +24,7 @@ const formatVersion = 1
 //	minItems the least number of items a list given must hold
 //	unique   "true" when a list may not hold a value twice
 //	pattern  the regular expression a string must match
+//	maxLength the most bytes a string may hold
 type fileV1 struct {
 	Version    Value[int]    `yaml:"version" required:"true" example:"1" doc:"Manifest format version; this kvgen reads version 1."`
 	Package    Value[string] `yaml:"package" example:"connectors" doc:"Go package name of the generated file. Default: the package of the output directory."`
@@ -33,11 +34,11 @@ type fileV1 struct {
 
 type connectorV1 struct {
 	Pos         token.Position         `yaml:"-"`
-	Name        Value[string]          `yaml:"name" required:"true" pattern:"^[A-Za-z][A-Za-z0-9_.-]*$" example:"redis" doc:"Registry key the connector is created by; unique across all names and aliases."`
+	Name        Value[string]          `yaml:"name" required:"true" pattern:"^[A-Za-z][A-Za-z0-9_.-]*$" maxLength:"128" example:"redis" doc:"Registry key the connector is created by; unique across all names and aliases."`
 	Import      Value[string]          `yaml:"import" required:"true" example:"github.com/acme/kvredis" doc:"Go import path of the package that holds the constructor."`
 	Constructor Value[string]          `yaml:"constructor" example:"New" doc:"Exported constructor function, a registry.Factory. Default: the function the package marks with //kvgen:constructor."`
 	Roles       []Value[registry.Role] `yaml:"roles" minItems:"1" unique:"true" example:"[scheduler, worker]" doc:"Roles the connector serves. Default: both."`
-	Aliases     []Value[string]        `yaml:"aliases" unique:"true" pattern:"^[A-Za-z][A-Za-z0-9_.-]*$" example:"[RedisConnector]" doc:"Further registry keys for the connector, such as the names vLLM knows it by."`
+	Aliases     []Value[string]        `yaml:"aliases" unique:"true" pattern:"^[A-Za-z][A-Za-z0-9_.-]*$" maxLength:"128" example:"[RedisConnector]" doc:"Further registry keys for the connector, such as the names vLLM knows it by."`
 	Version     Value[string]          `yaml:"version" example:"v1.4.0" doc:"Version of the connector's module to require: kvgen generate adds it to go.mod (kvgen build to a temporary copy)."`
 	Replace     Value[string]          `yaml:"replace" example:"../kvredis" doc:"Local directory of the connector's module, relative to the manifest: kvgen generate adds a replace line for it to go.mod (kvgen build to a temporary copy)."`
 }
@@ -60,6 +61,7 @@ type field struct {
 	minItems int
 	unique   bool
 	pattern  string
+	maxLen   int
 }
 
 // fieldCache holds fields' results: the parser asks for every key it
@@ -96,12 +98,14 @@ func tagFields(t reflect.Type) []field {
 			unique:   sf.Tag.Get("unique") == "true",
 			pattern:  sf.Tag.Get("pattern"),
 		}
-		if s := sf.Tag.Get("minItems"); s != "" {
-			n, err := strconv.Atoi(s)
-			if err != nil {
-				panic("manifest: bad minItems tag on " + t.Name() + "." + sf.Name)
+		for tag, dst := range map[string]*int{"minItems": &f.minItems, "maxLength": &f.maxLen} {
+			if s := sf.Tag.Get(tag); s != "" {
+				n, err := strconv.Atoi(s)
+				if err != nil {
+					panic("manifest: bad " + tag + " tag on " + t.Name() + "." + sf.Name)
+				}
+				*dst = n
 			}
-			f.minItems = n
 		}
 		out = append(out, f)
 	}

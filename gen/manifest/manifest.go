@@ -10,9 +10,11 @@ import (
 	"errors"
 	"fmt"
 	"go/token"
+	"io"
 	"io/fs"
 	"os"
 
+	"github.com/kvgen/kvgen/gen/diag"
 	"github.com/kvgen/kvgen/registry"
 )
 
@@ -76,16 +78,24 @@ func (c Connector) RoleSet() registry.RoleSet {
 // Manifest.Connectors): `connector "redis"`, or `connector 3` for the third
 // entry when it has no valid name.
 func (c Connector) Label(index int) string {
-	if c.Name.Set && nameRE.MatchString(c.Name.V) {
+	if c.Name.Set && validName(c.Name.V) {
 		return fmt.Sprintf("connector %q", c.Name.V)
 	}
 	return fmt.Sprintf("connector %d", index+1)
 }
 
+// MaxSize is the size of the largest manifest kvgen reads, in bytes. A
+// manifest of a thousand connectors is about 200 KB; parsing costs memory
+// in proportion to the size, so a runaway file is refused before it is.
+const MaxSize = 1 << 20
+
 // Parse parses and validates a manifest. On failure the error is a
 // diag.List holding every problem found, sorted by position; messages name
 // the entry they concern, say what is wrong and what to do.
 func Parse(filename string, data []byte) (*Manifest, error) {
+	if len(data) > MaxSize {
+		return nil, tooLarge(filename, int64(len(data)))
+	}
 	p := newParser(filename, data)
 	m := p.parse()
 	if err := p.errs.Err(); err != nil {
@@ -95,13 +105,33 @@ func Parse(filename string, data []byte) (*Manifest, error) {
 }
 
 // Load reads and parses the manifest at path; positions use path as given.
+// It reads no more than MaxSize bytes and only from a regular file.
 func Load(path string) (*Manifest, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%w; run kvgen in the directory that holds the manifest, or name it with -manifest", err)
 	}
 	if err != nil {
 		return nil, err
 	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file; name the manifest file with -manifest", path)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxSize {
+		return nil, tooLarge(path, max(fi.Size(), int64(len(data))))
+	}
 	return Parse(path, data)
+}
+
+func tooLarge(path string, size int64) error {
+	return diag.Errorf(token.Position{Filename: path}, "the manifest is %d bytes; kvgen reads manifests of up to %d bytes (1 MiB): is this the right file?", size, MaxSize)
 }

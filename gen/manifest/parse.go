@@ -24,6 +24,13 @@ import (
 // in connectorV1's tag so that the schema publishes the same one.
 var nameRE = regexp.MustCompile(mustField(reflect.TypeFor[connectorV1](), "name").pattern)
 
+// maxName is the longest name or alias, in bytes; like the pattern, it
+// lives in connectorV1's tag.
+var maxName = mustField(reflect.TypeFor[connectorV1](), "name").maxLen
+
+// validName reports whether s is a valid connector name or alias.
+func validName(s string) bool { return len(s) <= maxName && nameRE.MatchString(s) }
+
 func mustField(t reflect.Type, key string) field {
 	f, ok := fieldByKey(t, key)
 	if !ok {
@@ -251,9 +258,9 @@ func (p *parser) decodeMapping(n *yaml.Node, v reflect.Value, errs *diag.List) {
 		if !ok {
 			known := keys(v.Type())
 			if near := suggest.Nearest(k.Value, known, 1); len(near) > 0 {
-				errs.Add(p.pos(k), "unknown key %q; did you mean %q?", k.Value, near[0])
+				errs.Add(p.pos(k), "unknown key %s; did you mean %q?", suggest.Quote(k.Value), near[0])
 			} else {
-				errs.Add(p.pos(k), "unknown key %q; the keys are %s", k.Value, strings.Join(known, ", "))
+				errs.Add(p.pos(k), "unknown key %s; the keys are %s", suggest.Quote(k.Value), strings.Join(known, ", "))
 			}
 			continue
 		}
@@ -410,7 +417,7 @@ func (p *parser) decodeList(n *yaml.Node, dst reflect.Value, f field, errs *diag
 			key := fmt.Sprint(ev.FieldByName("V").Interface())
 			ipos := p.pos(item)
 			if at, dup := first[key]; dup {
-				errs.Add(ipos, "%s: %q is listed twice (first at %s); remove one", f.key, key, at)
+				errs.Add(ipos, "%s: %s is listed twice (first at %s); remove one", f.key, suggest.Quote(key), at)
 				continue
 			}
 			first[key] = ipos

@@ -25,6 +25,7 @@ type schema struct {
 	Const                any        `json:"const,omitempty"`
 	Enum                 []string   `json:"enum,omitempty"`
 	MinLength            int        `json:"minLength,omitempty"`
+	MaxLength            int        `json:"maxLength,omitempty"`
 	Pattern              string     `json:"pattern,omitempty"`
 	Default              any        `json:"default,omitempty"`
 	Examples             []any      `json:"examples,omitempty"`
@@ -113,13 +114,12 @@ func objectSchema(t reflect.Type) *schema {
 		if f.example != "" {
 			ps.Examples = []any{exampleValue(f.example)}
 		}
-		if f.pattern != "" {
-			target := ps
-			if ps.Items != nil {
-				target = ps.Items
-			}
-			target.Pattern = f.pattern
+		// A list's pattern and length limit apply to its items.
+		str := ps
+		if ps.Items != nil {
+			str = ps.Items
 		}
+		str.Pattern, str.MaxLength = f.pattern, f.maxLen
 		ps.MinItems = f.minItems
 		ps.UniqueItems = f.unique
 		s.Properties = append(s.Properties, property{f.key, ps})

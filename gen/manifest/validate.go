@@ -8,10 +8,13 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"golang.org/x/mod/module"
 	"golang.org/x/mod/semver"
+
+	"github.com/kvgen/kvgen/internal/suggest"
 )
 
 // validate checks the values that decoded with the right types; a value
@@ -27,7 +30,7 @@ func (p *parser) validate(m *Manifest) {
 		case token.IsKeyword(v.V):
 			p.errs.Add(v.Pos, "package %q is a Go keyword; give a package name such as \"connectors\"", v.V)
 		case !token.IsIdentifier(v.V):
-			p.errs.Add(v.Pos, "package %q is not a Go identifier; give a package name such as \"connectors\"", v.V)
+			p.errs.Add(v.Pos, "package %s is not a Go identifier; give a package name such as \"connectors\"", suggest.Quote(v.V))
 		}
 	}
 	if v := m.Output; v.Set {
@@ -63,41 +66,44 @@ func (p *parser) validateConnector(c Connector, label string) {
 			if ip, ok := err.(*module.InvalidPathError); ok {
 				reason = ip.Err
 			}
-			add(v.Pos, "import %q is not a valid Go import path: %v; give the package's full import path, e.g. %q",
-				v.V, reason, mustField(reflect.TypeFor[connectorV1](), "import").example)
+			add(v.Pos, "import %s is not a valid Go import path: %v; give the package's full import path, e.g. %q",
+				suggest.Quote(v.V), reason, mustField(reflect.TypeFor[connectorV1](), "import").example)
 		}
 	}
 	if v := c.Constructor; v.Set {
 		switch {
 		case !token.IsIdentifier(v.V):
-			add(v.Pos, "constructor %q is not a Go identifier; give the function's name only, e.g. \"New\"", v.V)
+			add(v.Pos, "constructor %s is not a Go identifier; give the function's name only, e.g. \"New\"", suggest.Quote(v.V))
 		case !token.IsExported(v.V):
-			add(v.Pos, "constructor %q is lowercase: unexported functions cannot be called from the generated package; export it", v.V)
+			add(v.Pos, "constructor %s is lowercase: unexported functions cannot be called from the generated package; export it", suggest.Quote(v.V))
 		}
 	}
 	if v := c.Version; v.Set {
 		switch {
 		case !semver.IsValid(v.V):
-			add(v.Pos, "version %q is not a semantic version; want a version such as v1.4.0", v.V)
+			add(v.Pos, "version %s is not a semantic version; want a version such as v1.4.0", suggest.Quote(v.V))
 		case semver.Canonical(v.V) != v.V && semver.Canonical(v.V)+"+incompatible" != v.V:
-			add(v.Pos, "version %q is not in canonical form; want a version such as v1.4.0, here %q", v.V, semver.Canonical(v.V))
+			add(v.Pos, "version %s is not in canonical form; want a version such as v1.4.0, here %s", suggest.Quote(v.V), suggest.Quote(semver.Canonical(v.V)))
 		}
 	}
 	if v := c.Replace; v.Set {
 		switch {
 		case isAbs(v.V):
-			add(v.Pos, "replace %q is an absolute path, which ties the manifest to one machine; give the module's directory relative to the manifest, e.g. %q",
-				v.V, mustField(reflect.TypeFor[connectorV1](), "replace").example)
+			add(v.Pos, "replace %s is an absolute path, which ties the manifest to one machine; give the module's directory relative to the manifest, e.g. %q",
+				suggest.Quote(v.V), mustField(reflect.TypeFor[connectorV1](), "replace").example)
 		case strings.Contains(v.V, `\`):
-			add(v.Pos, "replace %q contains a backslash; separate directories with \"/\"", v.V)
+			add(v.Pos, "replace %s contains a backslash; separate directories with \"/\"", suggest.Quote(v.V))
 		case path.Clean(v.V) != v.V:
-			add(v.Pos, "replace %q is not a clean path; write %q", v.V, path.Clean(v.V))
+			add(v.Pos, "replace %s is not a clean path; write %s", suggest.Quote(v.V), suggest.Quote(path.Clean(v.V)))
 		}
 	}
 }
 
 // checkName says what is wrong with a connector name or alias, or returns "".
 func checkName(kind, s string) string {
+	if len(s) > maxName {
+		return fmt.Sprintf("%s %s is longer than %d bytes; give a shorter name", kind, suggest.Quote(s), maxName)
+	}
 	if nameRE.MatchString(s) {
 		return ""
 	}
@@ -123,22 +129,74 @@ func isAbs(p string) bool {
 // checkOutput says what is wrong with the output file name, or returns "".
 func checkOutput(s string) string {
 	example := mustField(reflect.TypeFor[fileV1](), "output").def
-	base := path.Base(s)
+	q := suggest.Quote(s)
 	switch {
 	case isAbs(s):
-		return fmt.Sprintf("output %q is an absolute path; give a file name relative to the manifest, e.g. %q", s, example)
+		return fmt.Sprintf("output %s is an absolute path; give a file name relative to the manifest, e.g. %q", q, example)
 	case strings.Contains(s, `\`):
-		return fmt.Sprintf("output %q contains a backslash; separate directories with \"/\"", s)
+		return fmt.Sprintf("output %s contains a backslash; separate directories with \"/\"", q)
 	case path.Clean(s) == ".." || strings.HasPrefix(path.Clean(s), "../"):
-		return fmt.Sprintf("output %q is outside the manifest's directory; write the file there or below it", s)
-	case !strings.HasSuffix(s, ".go"):
-		return fmt.Sprintf("output %q is not a Go file; give a name ending in .go, e.g. %q", s, example)
-	case strings.HasSuffix(s, "_test.go"):
-		return fmt.Sprintf("output %q is a test file, which go build leaves out; give another name, e.g. %q", s, example)
+		return fmt.Sprintf("output %s is outside the manifest's directory; write the file there or below it", q)
+	}
+	if msg := plainPath("output", q, s); msg != "" {
+		return msg
+	}
+	return CheckFileName("output", s)
+}
+
+// CheckFileName says what is wrong with the name of the generated file at
+// slash-separated path p, or returns "": it must be a plain Go file name
+// that go build compiles. what is how the user gave p ("output", "-o");
+// messages start with it.
+func CheckFileName(what, p string) string {
+	example := mustField(reflect.TypeFor[fileV1](), "output").def
+	q := suggest.Quote(p)
+	base := path.Base(p)
+	if msg := plainPath(what, q, base); msg != "" {
+		return msg
+	}
+	switch {
+	case !strings.HasSuffix(p, ".go"):
+		return fmt.Sprintf("%s %s is not a Go file; give a name ending in .go, e.g. %q", what, q, example)
+	case strings.HasSuffix(p, "_test.go"):
+		return fmt.Sprintf("%s %s is a test file, which go build leaves out; give another name, e.g. %q", what, q, example)
 	case strings.HasPrefix(base, ".") || strings.HasPrefix(base, "_"):
-		return fmt.Sprintf("output %q starts with %q, so go build ignores it; give another name, e.g. %q", s, base[:1], example)
+		return fmt.Sprintf("%s %s starts with %q, so go build ignores it; give another name, e.g. %q", what, q, base[:1], example)
 	}
 	return ""
+}
+
+// plainPath says what is wrong with a slash-separated relative file path
+// whose names are not plain: control characters, bidirectional-text
+// controls, quotes, '*' and the other characters that a module's file
+// names may not hold (golang.org/x/mod's rule), or returns "". Messages
+// show the path as q.
+func plainPath(what, q, p string) string {
+	err := module.CheckFilePath(path.Clean(p))
+	if err == nil {
+		return ""
+	}
+	example := mustField(reflect.TypeFor[fileV1](), "output").def
+	for _, r := range p {
+		if r == '/' || module.CheckFilePath("x"+string(r)+"x") == nil {
+			continue
+		}
+		var char string
+		switch {
+		case unicode.Is(unicode.Bidi_Control, r):
+			char = fmt.Sprintf("%U, a bidirectional-text control, which makes a name read differently from what it is", r)
+		case unicode.IsControl(r):
+			char = fmt.Sprintf("a control character (%U)", r)
+		default:
+			char = fmt.Sprintf("%q", r)
+		}
+		return fmt.Sprintf("%s %s contains %s; give a plain file name, e.g. %q", what, q, char, example)
+	}
+	reason := err
+	if ip, ok := err.(*module.InvalidPathError); ok {
+		reason = ip.Err
+	}
+	return fmt.Sprintf("%s %s is not a plain file path: %v; give a name such as %q", what, q, reason, example)
 }
 
 // claim is one registry key a connector takes: its name or an alias.
@@ -154,11 +212,11 @@ type claim struct {
 func (p *parser) checkUnique(cs []Connector) {
 	var claims []claim
 	for i, c := range cs {
-		if c.Name.Set && nameRE.MatchString(c.Name.V) {
+		if c.Name.Set && validName(c.Name.V) {
 			claims = append(claims, claim{c.Name.V, false, c.Name.Pos, i})
 		}
 		for _, a := range c.Aliases {
-			if nameRE.MatchString(a.V) {
+			if validName(a.V) {
 				claims = append(claims, claim{a.V, true, a.Pos, i})
 			}
 		}

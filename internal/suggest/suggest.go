@@ -1,17 +1,34 @@
 // Package suggest finds the candidates nearest to a misspelt name, so that
-// errors can say "did you mean ...?".
+// errors can say "did you mean ...?", and quotes such names for those errors.
+//
+// Names come from manifests, transfer configs and command lines, which may be
+// hostile: the work done for a name and the length of its quoted form are
+// bounded however long the name is.
 package suggest
 
 import (
+	"fmt"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 )
+
+// MaxName is the longest name Nearest looks for candidates for. Nothing a
+// person misspells is longer, and the edit distance costs time in
+// proportion to the name's length.
+const MaxName = 256
 
 // Nearest returns up to n candidates closest to name by edit distance,
 // nearest first and alphabetical among equals. Candidates further than about
 // a third of the name's length are left out: a suggestion that shares nothing
 // with the input only adds noise.
+//
+// A name longer than MaxName has no candidates.
 func Nearest(name string, candidates []string, n int) []string {
+	if len(name) > MaxName {
+		return nil
+	}
 	type scored struct {
 		s string
 		d int
@@ -25,8 +42,12 @@ func Nearest(name string, candidates []string, n int) []string {
 			continue
 		}
 		seen[c] = true
-		d := Distance(lower, strings.ToLower(c))
-		if d <= limit || strings.HasPrefix(strings.ToLower(c), lower) && len(lower) >= 3 {
+		lc := strings.ToLower(c)
+		prefix := strings.HasPrefix(lc, lower) && len(lower) >= 3
+		if !prefix && abs(len(lc)-len(lower)) > limit {
+			continue // the distance is at least the difference in length
+		}
+		if d := Distance(lower, lc); d <= limit || prefix {
 			found = append(found, scored{c, d})
 		}
 	}
@@ -65,4 +86,43 @@ func Distance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
+}
+
+// MaxShown is how many bytes of a long input a message repeats.
+const MaxShown = 64
+
+// Shorten returns s for an error message: as it is when short, else its
+// first MaxShown bytes, cut at a character boundary, and its length. An
+// error must not echo a hundred megabytes back.
+func Shorten(s string) string {
+	if len(s) <= MaxShown {
+		return s
+	}
+	return s[:cut(s)] + fmt.Sprintf("... (%d bytes)", len(s))
+}
+
+// Quote returns s as a Go string literal for an error message, as %q would,
+// shortened as Shorten does.
+func Quote(s string) string {
+	if len(s) <= MaxShown {
+		return strconv.Quote(s)
+	}
+	return strconv.Quote(s[:cut(s)]) + fmt.Sprintf("... (%d bytes)", len(s))
+}
+
+// cut returns where Shorten cuts s: at MaxShown bytes or the character
+// boundary before.
+func cut(s string) int {
+	n := MaxShown
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return n
 }

@@ -1,0 +1,27 @@
+package gen
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvgen/kvgen/gen/diag"
+	"github.com/kvgen/kvgen/gen/manifest"
+)
+
+// A constructor name is a Go identifier, which may be any length; an error
+// about a missing one names it by its first bytes and its length.
+func TestLongConstructorNameIsShortened(t *testing.T) {
+	long := "New" + strings.Repeat("X", 500<<10)
+	m, err := manifest.Parse("connectors.yaml", []byte("version: 1\nconnectors:\n  - name: a\n    import: example.com/a\n    constructor: "+long+"\n"))
+	require.NoError(t, err)
+	_, c := registryPackage(t)
+	lp := madeUpPackage("example.com/a", c)
+	var errs diag.List
+	entries := checkEntries(&errs, m, map[string]*loadedPackage{"example.com/a": lp}, nil, func(s string) string { return s })
+	assert.Empty(t, entries)
+	require.Error(t, errs.Err())
+	assert.Equal(t, `connectors.yaml:5:18: connector "a": package example.com/a has no function NewXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX... (512003 bytes)`, errs.Err().Error())
+}

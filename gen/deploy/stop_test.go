@@ -1,0 +1,192 @@
+//go:build unix
+
+package deploy_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvgen/kvgen/internal/moduletest"
+)
+
+// holdTool is a -toolexec program that holds the run of a go tool: when the
+// tool's path ends in $HOLD_TOOL and its arguments mention $HOLD_MARK, it
+// records its process id and its parent's (the go command's) in $HOLD_PIDS
+// and sleeps in the tool's place. Every other tool runs as usual.
+const holdTool = `#!/bin/sh
+case "$*" in *-V=full*) exec "$@" ;; esac
+case "$1" in
+*"$HOLD_TOOL")
+	case "$*" in *"$HOLD_MARK"*)
+		echo "$$ $PPID" >> "$HOLD_PIDS"
+		exec sleep 300
+	esac
+esac
+exec "$@"
+`
+
+// TestStop sends real signals to kvgen while the go command it started is
+// running a tool, and checks that kvgen stops the go command and the tool,
+// leaves no temporary directory, writes nothing, and exits non-zero.
+func TestStop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds kvgen and runs the go command")
+	}
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("needs sh for the -toolexec program")
+	}
+	root := repoRoot(t)
+	kvgen := buildKVGen(t, root)
+	hold := filepath.Join(t.TempDir(), "hold")
+	require.NoError(t, os.WriteFile(hold, []byte(holdTool), 0o755))
+
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		t.Run("build/"+sig.String(), func(t *testing.T) {
+			bin := filepath.Join(t.TempDir(), "kvserver")
+			before := snapshotRepo(t, root)
+			// The link step runs on every build, cached packages or not.
+			stopped := runAndStop(t, root, hold, "/link", "", sig,
+				kvgen, "build", "-manifest", "examples/deploy/edge.yaml", "-o", bin, "./examples/kvserver")
+			assert.Contains(t, stopped.stderr, "kvgen: compiling ./examples/kvserver")
+			assert.NoFileExists(t, bin)
+			assertRepoUnchanged(t, before, snapshotRepo(t, root))
+		})
+	}
+
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		t.Run("generate/"+sig.String(), func(t *testing.T) {
+			dir := stopModule(t, root)
+			// A package no build has compiled before: go list -export
+			// must compile it.
+			stopped := runAndStop(t, dir, hold, "/compile", "example.com/stop/conn", sig, kvgen)
+			assert.Empty(t, stopped.stdout)
+			assert.NoFileExists(t, filepath.Join(dir, "srv", "connectors_gen.go"))
+			ents, err := os.ReadDir(filepath.Join(dir, "srv"))
+			require.NoError(t, err)
+			assert.Len(t, ents, 1, "nothing but main.go in srv")
+		})
+	}
+}
+
+// runAndStop runs a command in dir with the go command's tools passed
+// through hold, sends sig to it once the go command holds a tool, and
+// checks how it ended.
+func runAndStop(t *testing.T, dir, hold, tool, mark string, sig syscall.Signal, name string, args ...string) result {
+	t.Helper()
+	tmp := t.TempDir() // the command's TMPDIR: what it leaves there is left behind
+	pids := filepath.Join(t.TempDir(), "pids")
+	ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(),
+		"TMPDIR="+tmp, "GOTMPDIR=",
+		"GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -buildvcs=false -toolexec="+hold),
+		"HOLD_TOOL="+tool, "HOLD_MARK="+mark, "HOLD_PIDS="+pids)
+	cmd.WaitDelay = 5 * time.Second
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Start())
+
+	var held []int
+	for held == nil {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the go command never ran the tool to hold; stderr:\n%s", stderr.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+		data, _ := os.ReadFile(pids)
+		if line, _, ok := strings.Cut(string(data), "\n"); ok {
+			for _, f := range strings.Fields(line) {
+				pid, err := strconv.Atoi(f)
+				require.NoError(t, err)
+				held = append(held, pid)
+			}
+		}
+	}
+	require.NoError(t, cmd.Process.Signal(sig))
+	err := cmd.Wait()
+	require.NoError(t, ctx.Err(), "kvgen did not stop; stderr:\n%s", stderr.String())
+	var exit *exec.ExitError
+	require.True(t, errors.As(err, &exit), "kvgen must exit non-zero after %v: %v\nstderr:\n%s", sig, err, stderr.String())
+	res := result{stdout: stdout.String(), stderr: stderr.String(), code: exit.ExitCode()}
+	assert.Equal(t, 1, res.code)
+	assert.Contains(t, res.stderr, "kvgen: stopped by "+sig.String())
+
+	// The held tool and the go command that ran it are gone; the go
+	// command's work directory and kvgen's are removed.
+	for _, pid := range held {
+		assertGone(t, pid)
+	}
+	left, err := os.ReadDir(tmp)
+	require.NoError(t, err)
+	var names []string
+	for _, e := range left {
+		names = append(names, e.Name())
+	}
+	assert.Empty(t, names, "temporary files left behind")
+	return res
+}
+
+// assertGone checks that process pid has ended. It may linger a moment as a
+// zombie, ended but not yet reaped by whoever inherited it.
+func assertGone(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if errors.Is(err, os.ErrNotExist) {
+			return
+		}
+		if err == nil {
+			// The state follows the command name in parentheses.
+			if i := bytes.LastIndexByte(stat, ')'); i >= 0 && bytes.HasPrefix(stat[i+1:], []byte(" Z")) {
+				return
+			}
+		} else if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("process %d still runs: %s", pid, stat)
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// stopModule is a module that requires this checkout of kvgen, with one
+// connector and a main package to generate the registry into.
+func stopModule(t *testing.T, root string) string {
+	t.Helper()
+	return moduletest.New(t, root, "example.com/stop", map[string]string{
+		"connectors.yaml": "version: 1\noutput: srv/connectors_gen.go\nconnectors:\n  - name: conn\n    import: example.com/stop/conn\n    constructor: New\n",
+		// A fresh constant: this package is in no build cache.
+		"conn/conn.go": `package conn
+
+import (
+	"context"
+
+	"github.com/kvgen/kvgen/registry"
+)
+
+const built = ` + strconv.Quote(t.Name()+time.Now().String()) + `
+
+func New(ctx context.Context, cfg registry.Config, role registry.Role) (registry.Connector, error) {
+	return nil, nil
+}
+`,
+		"srv/main.go": "package main\n\nfunc main() { _ = Registry }\n",
+	})
+}

@@ -1,0 +1,49 @@
+package gen_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvgen/kvgen/gen"
+	"github.com/kvgen/kvgen/internal/moduletest"
+)
+
+// A connector whose module's dependency cannot be downloaded does not
+// build; the error says what the go command said, not only that the
+// package has no export data.
+func TestPackageThatCannotBuildSaysWhy(t *testing.T) {
+	dir := guardModule(t, "reg_gen.go")
+	files := map[string]string{
+		"conn/go.mod": "module example.com/conn\n\ngo 1.26.0\n\nrequire example.com/missing v1.0.0\n",
+		"conn/conn.go": `package conn
+
+import (
+	"context"
+
+	_ "example.com/missing"
+
+	"github.com/kvgen/kvgen/registry"
+)
+
+func New(ctx context.Context, cfg registry.Config, role registry.Role) (registry.Connector, error) {
+	return nil, nil
+}
+`,
+		"connectors.yaml": "version: 1\npackage: kvcase\noutput: reg_gen.go\nconnectors:\n  - name: conn\n    import: example.com/conn\n    constructor: New\n",
+	}
+	moduletest.WriteFiles(t, dir, files)
+	goCmd(t, "mod", "edit", "-require=example.com/conn@v0.0.0-00010101000000-000000000000", "-replace=example.com/conn=./conn")
+	// -mod=mod lets the go command try to download, as kvgen build does;
+	// GOPROXY=off makes that fail the same way on any machine.
+	t.Setenv("GOPROXY", "off")
+	t.Setenv("GOFLAGS", "-mod=mod")
+
+	_, err := gen.Generate(context.Background(), gen.Options{Manifest: "connectors.yaml"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `connectors.yaml:6:13: connector "conn": package example.com/conn: package example.com/conn does not build: `)
+	assert.Contains(t, err.Error(), "example.com/missing: conn/conn.go:6:2: module lookup disabled by GOPROXY=off")
+	assert.NoFileExists(t, "reg_gen.go")
+}

@@ -1,0 +1,248 @@
+package gen
+
+import (
+	"bytes"
+	"errors"
+	"go/ast"
+	"go/format"
+	"go/parser"
+	"go/token"
+	"go/types"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/tools/go/packages"
+
+	"github.com/kvgen/kvgen/gen/diag"
+	"github.com/kvgen/kvgen/gen/manifest"
+)
+
+// FuzzGenerate feeds manifests through the generator: parse and validate,
+// check every entry against a package, emit, and write. What it accepts
+// must be written as a gofmt'd file that go/parser parses and go/types
+// checks against the real registry package; what it rejects must be
+// errors inside the manifest, with nothing written.
+//
+// The body stays fast by not running the go command per input: each entry's
+// package is made up in memory, in the type universe of the registry
+// package's export data (loaded once), with the constructor the entry names
+// declared as a registry.Factory. An entry without a constructor finds no
+// marker and is rejected, as it would be in a package without one.
+func FuzzGenerate(f *testing.F) {
+	seeds, err := filepath.Glob("testdata/*/connectors.yaml")
+	require.NoError(f, err)
+	seeds = append(seeds, "../connectors.yaml", "../examples/deploy/edge.yaml", "../examples/deploy/datacenter.yaml")
+	for _, s := range seeds {
+		data, err := os.ReadFile(s)
+		require.NoError(f, err)
+		f.Add(data)
+	}
+	for _, s := range hostileManifests {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fuzzGenerate(t, data)
+	})
+}
+
+// hostileManifests are seeds that each try to get something past the
+// generator: into the code, out of a comment or a string, or out of the
+// module.
+var hostileManifests = []string{
+	"version: 1\noutput: \"x\\u202egen.go\"\nconnectors: []\n",
+	"version: 1\noutput: \"x\\npackage evil.go\"\nconnectors: []\n",
+	"version: 1\noutput: \"x*/.go\"\nconnectors: []\n",
+	"version: 1\noutput: ../../outside.go\nconnectors: []\n",
+	"version: 1\noutput: a/b/c/reg_gen.go\npackage: reg\nconnectors:\n  - name: r\n    import: example.com/a/reg\n    constructor: New\n",
+	"version: 1\nconnectors:\n  - name: \"a\\\"); panic(1); //\"\n    import: example.com/x\n    constructor: New\n",
+	"version: 1\nconnectors:\n  - name: ok\n    import: \"example.com/x\\\"; panic(1)\"\n    constructor: New\n",
+	"version: 1\nconnectors:\n  - name: ok\n    import: example.com/x\n    constructor: \"New() }; func init() { panic(1) }; var _ = New\"\n",
+	"version: 1\nconnectors:\n  - name: ok\n    aliases: [\"x*/ func init() {} /*\", \"a\\u202eb\"]\n    import: example.com/x\n    constructor: New\n",
+	"version: 1\npackage: main\nconnectors:\n  - name: a\n    import: example.com/registry\n    constructor: New\n  - name: b\n    import: example.com/other/registry\n    constructor: New\n  - name: c\n    import: example.com/fmt\n    constructor: Registry\n",
+	"version: 1\nconnectors:\n  - name: a\n    import: example.com/x\n    constructor: New\n    roles: [worker]\n    aliases: [A1, A2]\n    version: v1.2.3\n    replace: ../x\n",
+	"version: 1\nconnectors:\n  - &a {name: a, import: example.com/x}\n  - *a\n",
+	"version: 1\nconnectors: []\n? " + string(bytes.Repeat([]byte("k"), 5000)) + "\n: 1\n",
+}
+
+var (
+	registryOnce  sync.Once
+	registryTypes *types.Package
+	registryFset  *token.FileSet
+	registryErr   error
+)
+
+// registryPackage loads package registry's types from its export data,
+// once per process.
+func registryPackage(t *testing.T) (*types.Package, *contract) {
+	registryOnce.Do(func() {
+		pkgs, err := packages.Load(&packages.Config{Mode: packages.NeedName | packages.NeedExportFile}, RegistryPath)
+		if err != nil {
+			registryErr = err
+			return
+		}
+		if len(pkgs) != 1 || pkgs[0].ExportFile == "" {
+			registryErr = errors.New("no export data for " + RegistryPath)
+			return
+		}
+		registryFset = token.NewFileSet()
+		registryTypes, registryErr = readExport(registryFset, map[string]*types.Package{}, pkgs[0])
+	})
+	require.NoError(t, registryErr)
+	c, err := newContract(registryTypes)
+	require.NoError(t, err)
+	return registryTypes, c
+}
+
+// madeUpPackage is a package at import path p that declares nothing yet,
+// named for its last element where that is an identifier.
+func madeUpPackage(p string, c *contract) *loadedPackage {
+	name := path.Base(p)
+	if !token.IsIdentifier(name) || token.IsKeyword(name) {
+		name = "conn"
+	}
+	tp := types.NewPackage(p, name)
+	tp.MarkComplete()
+	return &loadedPackage{
+		pkg:      &packages.Package{PkgPath: p, Name: name, Module: &packages.Module{Path: p}},
+		types:    tp,
+		fset:     registryFset,
+		contract: c,
+	}
+}
+
+var generatedHeaderLine = regexp.MustCompile(`^// Code generated .* DO NOT EDIT\.$`)
+
+func fuzzGenerate(t *testing.T, data []byte) {
+	const file = "connectors.yaml"
+	m, err := manifest.Parse(file, data)
+	if err != nil {
+		require.Nil(t, m)
+		assertInManifest(t, err, file, data)
+		return
+	}
+	reg, c := registryPackage(t)
+
+	// The connectors' packages, made up: each declares the constructor its
+	// first entry names, with the Factory signature.
+	pkgs := map[string]*loadedPackage{}
+	for _, conn := range m.Connectors {
+		p := conn.Import.V
+		lp := pkgs[p]
+		if lp == nil {
+			lp = madeUpPackage(p, c)
+			pkgs[p] = lp
+		}
+		if ctor := conn.Constructor.V; ctor != "" && lp.types.Scope().Lookup(ctor) == nil {
+			lp.types.Scope().Insert(types.NewFunc(token.NoPos, lp.types, ctor, c.factory))
+		}
+	}
+	out := &outputPackage{name: "kvcase", declared: map[string]bool{}}
+	if m.Package.Set {
+		out.name = m.Package.V
+	}
+
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module example.com/kvcase\n"), 0o644))
+	res := &Result{Manifest: m, Package: out.name, Path: filepath.Join(dir, filepath.FromSlash(m.Output.V)), root: dir}
+	var errs diag.List
+	res.Entries = checkEntries(&errs, m, pkgs, out, func(s string) string { return s })
+	err = errs.Err()
+	if err == nil {
+		res.Content, err = emit(m.File, res.Package, res.Entries, out.declared)
+		require.NoError(t, err, "emitting what was checked must work")
+	}
+	if err == nil {
+		err = res.checkTarget()
+	}
+	if err == nil {
+		_, err = res.Write()
+	}
+	if err != nil {
+		ents, rerr := os.ReadDir(dir)
+		require.NoError(t, rerr)
+		require.Len(t, ents, 1, "a rejected manifest writes nothing; found %v after: %v", ents, err)
+		return
+	}
+
+	// Accepted: the file on disk is what was generated, and it compiles.
+	got, err := os.ReadFile(res.Path)
+	require.NoError(t, err)
+	require.Equal(t, res.Content, got)
+	rel, err := filepath.Rel(dir, res.target)
+	require.NoError(t, err)
+	require.False(t, rel == ".." || len(rel) > 2 && rel[:3] == ".."+string(filepath.Separator), "written outside the module: %s", res.target)
+
+	first, _, _ := bytes.Cut(got, []byte("\n"))
+	require.Regexp(t, generatedHeaderLine, string(first))
+	formatted, err := format.Source(got)
+	require.NoError(t, err)
+	require.Equal(t, string(formatted), string(got), "the file is gofmt'd")
+
+	fset := token.NewFileSet()
+	af, err := parser.ParseFile(fset, res.Path, got, parser.ParseComments)
+	require.NoError(t, err, "%s", got)
+	require.True(t, ast.IsGenerated(af))
+	require.Equal(t, out.name, af.Name.Name)
+	imports := map[string]*types.Package{RegistryPath: reg}
+	for p, lp := range pkgs {
+		imports[p] = lp.types
+	}
+	conf := types.Config{Importer: importerFunc(func(p string) (*types.Package, error) {
+		if tp, ok := imports[p]; ok {
+			return tp, nil
+		}
+		return nil, errors.New("unexpected import " + p)
+	})}
+	_, err = conf.Check(out.name, fset, []*ast.File{af}, nil)
+	require.NoError(t, err, "%s", got)
+
+	// Only the manifest's strings reach the file, as literals: one Entry
+	// per connector, nothing else declared.
+	var decls []string
+	for _, d := range af.Decls {
+		if g, ok := d.(*ast.GenDecl); ok && g.Tok == token.VAR {
+			for _, s := range g.Specs {
+				for _, n := range s.(*ast.ValueSpec).Names {
+					decls = append(decls, n.Name)
+				}
+			}
+		} else if g, ok := d.(*ast.GenDecl); !ok || g.Tok != token.IMPORT {
+			t.Fatalf("unexpected declaration in the generated file:\n%s", got)
+		}
+	}
+	assert.Equal(t, []string{"Registry"}, decls)
+	assert.Equal(t, len(m.Connectors), bytes.Count(got, []byte("registry.Entry{")))
+}
+
+// assertInManifest checks that a rejection is a list of errors, each at a
+// position inside the manifest.
+func assertInManifest(t *testing.T, err error, file string, data []byte) {
+	t.Helper()
+	var list diag.List
+	var one *diag.Error
+	switch {
+	case errors.As(err, &list):
+	case errors.As(err, &one):
+		list = diag.List{one}
+	default:
+		t.Fatalf("not a positioned error: %v", err)
+	}
+	require.NotEmpty(t, list)
+	for _, e := range list {
+		require.Equal(t, file, e.Pos.Filename, "%v", e)
+		if len(data) <= manifest.MaxSize {
+			require.GreaterOrEqual(t, e.Pos.Line, 1, "%v", e)
+			require.LessOrEqual(t, e.Pos.Offset, len(data), "%v", e)
+		}
+	}
+}
+
+type importerFunc func(path string) (*types.Package, error)
+
+func (f importerFunc) Import(path string) (*types.Package, error) { return f(path) }

@@ -1,0 +1,117 @@
+package manifest
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvgen/kvgen/gen/diag"
+)
+
+// An output name that could hide what it is, break out of a comment or a
+// string, or split a line is an error at its position.
+func TestOutputMustBeAPlainFileName(t *testing.T) {
+	cases := map[string]struct {
+		yaml string // the output: value as written in YAML
+		want string // the message after the position
+	}{
+		"right-to-left override": {`"gen\u202Eog.go"`,
+			`output "gen\u202eog.go" contains U+202E, a bidirectional-text control, which makes a name read differently from what it is; give a plain file name, e.g. "connectors_gen.go"`},
+		"left-to-right isolate in a directory": {`"a\u2066b/x.go"`,
+			`output "a\u2066b/x.go" contains U+2066, a bidirectional-text control, which makes a name read differently from what it is; give a plain file name, e.g. "connectors_gen.go"`},
+		"newline": {`"x\npackage evil.go"`,
+			`output "x\npackage evil.go" contains a control character (U+000A); give a plain file name, e.g. "connectors_gen.go"`},
+		"escape": {`"x\e[31m.go"`,
+			`output "x\x1b[31m.go" contains a control character (U+001B); give a plain file name, e.g. "connectors_gen.go"`},
+		"double quote": {`'x".go'`,
+			`output "x\".go" contains '"'; give a plain file name, e.g. "connectors_gen.go"`},
+		"single quote": {`"x'.go"`,
+			`output "x'.go" contains '\''; give a plain file name, e.g. "connectors_gen.go"`},
+		"backquote": {"x`.go",
+			"output \"x`.go\" contains '`'; give a plain file name, e.g. \"connectors_gen.go\""},
+		"end of comment": {`"x*/.go"`,
+			`output "x*/.go" contains '*'; give a plain file name, e.g. "connectors_gen.go"`},
+		"windows device name": {`"gen/con.go"`,
+			`output "gen/con.go" is not a plain file path: "con" disallowed as path element component on Windows; give a name such as "connectors_gen.go"`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			m, err := Parse(file, []byte("version: 1\noutput: "+tc.yaml+"\nconnectors: []\n"))
+			require.Error(t, err)
+			assert.Nil(t, m)
+			assert.Equal(t, "connectors.yaml:2:9: "+tc.want, err.Error())
+		})
+	}
+}
+
+func TestCheckFileName(t *testing.T) {
+	assert.Empty(t, CheckFileName("-o", "gen/registry_gen.go"))
+	assert.Empty(t, CheckFileName("-o", "/abs/dir/registry_gen.go"), "directories of -o are the caller's")
+	assert.Equal(t, `-o "/abs/r\u202egen.go" contains U+202E, a bidirectional-text control, which makes a name read differently from what it is; give a plain file name, e.g. "connectors_gen.go"`,
+		CheckFileName("-o", "/abs/r\u202egen.go"))
+	assert.Equal(t, `-o "x/gen" is not a Go file; give a name ending in .go, e.g. "connectors_gen.go"`, CheckFileName("-o", "x/gen"))
+}
+
+func TestNameLengthIsCapped(t *testing.T) {
+	ok := "A" + strings.Repeat("b", maxName-1)
+	long := ok + "c"
+	src := "version: 1\nconnectors:\n  - name: " + ok + "\n    import: example.com/a\n" +
+		"  - name: " + long + "\n    import: example.com/b\n    aliases: [" + long + "x]\n"
+	_, err := Parse(file, []byte(src))
+	require.Error(t, err)
+	lines := strings.Split(err.Error(), "\n")
+	require.Len(t, lines, 2, err.Error())
+	shown := `"` + long[:64] + `"...`
+	assert.Equal(t, `connectors.yaml:5:11: connector 2: name `+shown+` (129 bytes) is longer than 128 bytes; give a shorter name`, lines[0])
+	assert.Equal(t, `connectors.yaml:7:15: connector 2: alias `+shown+` (130 bytes) is longer than 128 bytes; give a shorter name`, lines[1])
+	assert.Contains(t, string(Schema()), `"maxLength": 128`, "the schema publishes the limit")
+}
+
+// A long unknown key is named by its first bytes and its length, and the
+// error line stays short.
+func TestLongUnknownKeyIsShortened(t *testing.T) {
+	key := strings.Repeat("k", 900<<10)
+	// An explicit key ("? "): YAML limits implicit keys to 1024 characters.
+	_, err := Parse(file, []byte("version: 1\nconnectors: []\n? "+key+"\n: 1\n"))
+	require.Error(t, err)
+	assert.Equal(t, `connectors.yaml:3:3: unknown key "`+key[:64]+`"... (921600 bytes); the keys are version, package, output, connectors`, err.Error())
+}
+
+func TestManifestSizeIsCapped(t *testing.T) {
+	big := []byte("version: 1\nconnectors: []\n# " + strings.Repeat("x", MaxSize) + "\n")
+	m, err := Parse(file, big)
+	require.Error(t, err)
+	assert.Nil(t, m)
+	var d *diag.Error
+	require.ErrorAs(t, err, &d)
+	assert.Equal(t, file, d.Pos.Filename)
+	assert.Contains(t, err.Error(), "the manifest is 1048605 bytes; kvgen reads manifests of up to 1048576 bytes")
+
+	// Load refuses a large file after reading no more than MaxSize+1
+	// bytes of it.
+	path := filepath.Join(t.TempDir(), "connectors.yaml")
+	f, err := os.Create(path)
+	require.NoError(t, err)
+	require.NoError(t, f.Truncate(50<<20))
+	require.NoError(t, f.Close())
+	_, err = Load(path)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), path+": the manifest is 52428800 bytes; kvgen reads manifests of up to 1048576 bytes (1 MiB): is this the right file?")
+
+	// A manifest of exactly MaxSize is read.
+	ok := []byte("version: 1\nconnectors: []\n#")
+	ok = append(ok, []byte(strings.Repeat("x", MaxSize-len(ok)-1)+"\n")...)
+	require.Len(t, ok, MaxSize)
+	_, err = Parse(file, ok)
+	require.NoError(t, err)
+}
+
+func TestLoadRefusesWhatIsNotAFile(t *testing.T) {
+	_, err := Load(t.TempDir())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "is not a regular file")
+}

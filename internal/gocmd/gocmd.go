@@ -1,0 +1,75 @@
+// Package gocmd runs the go command so that stopping kvgen stops it whole.
+//
+// The go command starts compilers, linkers and tools of its own. Killing
+// only the go command, as exec.CommandContext does, leaves those running and
+// leaves the go command's work directory behind. Here the go command runs
+// in a process group of its own; when the context ends, the whole group is
+// interrupted, as Ctrl-C in a terminal would do, so that the tools stop and
+// the go command cleans up, and whatever still runs after a grace period is
+// killed.
+package gocmd
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"slices"
+	"time"
+)
+
+// grace is how long the go command and its tools have to stop after an
+// interrupt before they are killed.
+const grace = 10 * time.Second
+
+// Cmd is a go command run.
+type Cmd struct {
+	*exec.Cmd
+	exited chan struct{}
+}
+
+// Command returns a run of the go command with args, stopped as the
+// package describes when ctx ends. Run it with Run.
+func Command(ctx context.Context, args ...string) *Cmd {
+	c := &Cmd{Cmd: exec.CommandContext(ctx, "go", args...), exited: make(chan struct{})}
+	ownGroup(c.Cmd)
+	c.Cancel = func() error {
+		err := signalGroup(c.Cmd, interrupt)
+		go func() {
+			t := time.NewTimer(grace)
+			defer t.Stop()
+			select {
+			case <-t.C:
+				signalGroup(c.Cmd, kill)
+			case <-c.exited:
+			}
+		}()
+		return err
+	}
+	// After the grace period exec kills the go command itself, should the
+	// group kill above have missed it, and stops waiting for its output.
+	c.WaitDelay = grace + time.Second
+	return c
+}
+
+// Run starts the go command and waits for it to finish.
+func (c *Cmd) Run() error {
+	defer close(c.exited)
+	return c.Cmd.Run()
+}
+
+// WithTempDir returns env (nil meaning the process's environment) with
+// GOTMPDIR set to dir, an existing directory: the go command then makes its
+// work directory there. A go command stopped by a signal cannot remove its
+// work directory, and `go build` does not even try; removing dir does.
+func WithTempDir(env []string, dir string) []string {
+	if env == nil {
+		env = os.Environ()
+	}
+	return append(slices.Clip(env), "GOTMPDIR="+dir)
+}
+
+// TempDir makes a temporary directory for the go commands of one kvgen run,
+// under $GOTMPDIR when that is set, as the go command would.
+func TempDir() (string, error) {
+	return os.MkdirTemp(os.Getenv("GOTMPDIR"), "kvgen-")
+}

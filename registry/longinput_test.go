@@ -1,0 +1,66 @@
+package registry_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvgen/kvgen/registry"
+)
+
+// hugeName is an operator's input far longer than any real name.
+var hugeName = strings.Repeat("A", 8<<20)
+
+// Errors about a long input name it by its first bytes and its length, not
+// whole: an error line must stay readable and cheap to log.
+func TestLongInputsAreShortenedInErrors(t *testing.T) {
+	const want = `"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"... (8388608 bytes)`
+	cases := map[string]func() error{
+		"unknown transfer-config key": func() error {
+			_, err := registry.ParseTransferConfig([]byte(`{"kv_connector":"memory","` + hugeName + `":1}`))
+			return err
+		},
+		"kv_role": func() error {
+			_, err := registry.ParseTransferConfig([]byte(`{"kv_connector":"memory","kv_role":"` + hugeName + `"}`))
+			return err
+		},
+		"kv_load_failure_policy": func() error {
+			_, err := registry.ParseTransferConfig([]byte(`{"kv_connector":"memory","kv_load_failure_policy":"` + hugeName + `"}`))
+			return err
+		},
+		"unknown extra key": func() error {
+			var opts struct {
+				Path string `json:"shared_storage_path"`
+			}
+			return registry.DecodeExtra(map[string]any{hugeName: 1}, &opts)
+		},
+		"unknown connector": func() error {
+			_, err := registry.MustNew(entry("memory")).Create(t.Context(), registry.Config{Connector: hugeName}, registry.RoleWorker)
+			return err
+		},
+	}
+	for name, f := range cases {
+		t.Run(name, func(t *testing.T) {
+			err := f()
+			require.Error(t, err)
+			if strings.HasPrefix(name, "kv_") {
+				// A bad value is shown as the JSON it was, cut short.
+				assert.Contains(t, err.Error(), `"`+hugeName[:63]+`... (8388610 bytes)`)
+			} else {
+				assert.Contains(t, err.Error(), want)
+			}
+			assert.Less(t, len(err.Error()), 400, "the error must not echo the input whole")
+		})
+	}
+}
+
+// The error value keeps the whole name for programs that inspect it.
+func TestUnknownConnectorErrorKeepsTheName(t *testing.T) {
+	_, err := registry.MustNew(entry("memory")).Create(t.Context(), registry.Config{Connector: hugeName}, registry.RoleWorker)
+	var unknown *registry.UnknownConnectorError
+	require.ErrorAs(t, err, &unknown)
+	assert.Equal(t, hugeName, unknown.Name)
+	assert.Empty(t, unknown.Suggestions)
+}
