@@ -152,9 +152,15 @@ func (m *multiWorker) SaveLayer(ctx context.Context, req *Request, layer string,
 
 // LoadLayer loads from the first child that has the layer.
 func (m *multiWorker) LoadLayer(ctx context.Context, req *Request, layer string, numTokens int) ([]byte, error) {
+	return m.AppendLayer(ctx, req, layer, numTokens, nil)
+}
+
+// AppendLayer loads into dst from the first child that has the layer, with
+// the child's own AppendLayer where it has one.
+func (m *multiWorker) AppendLayer(ctx context.Context, req *Request, layer string, numTokens int, dst []byte) ([]byte, error) {
 	var errs []error
 	for i, c := range m.children {
-		kv, err := c.(Worker).LoadLayer(ctx, req, layer, numTokens)
+		kv, err := AppendLayer(ctx, c.(Worker), req, layer, numTokens, dst)
 		if err == nil {
 			return kv, nil
 		}
@@ -164,7 +170,7 @@ func (m *multiWorker) LoadLayer(ctx context.Context, req *Request, layer string,
 	if !errors.Is(err, ErrMiss) {
 		err = fmt.Errorf("%w: %w", ErrMiss, err)
 	}
-	return nil, err
+	return dst, err
 }
 
 func (m *multiWorker) WaitForSave(ctx context.Context) error {

@@ -145,11 +145,15 @@ func (e *engine) decode(ctx context.Context, req *registry.Request) (*decodeRepo
 		}
 	}
 	r.Verified = true
+	// One buffer serves every layer: a connector that can load into it
+	// (registry.LayerAppender) allocates nothing per layer.
+	var buf []byte
 	for _, layer := range e.cfg.LayerNames {
 		if n == 0 {
 			break
 		}
-		kv, err := wc.LoadLayer(ctx, req, layer, n)
+		kv, err := registry.AppendLayer(ctx, wc, req, layer, n, buf[:0])
+		buf = kv
 		if err != nil {
 			if err := e.loadFailed("loading "+layer, err); err != nil {
 				return nil, err

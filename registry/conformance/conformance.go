@@ -12,8 +12,9 @@
 // The suite checks what the engine relies on and what a connector's own
 // tests tend to miss: byte-exact round trips per layer, misses that never
 // return data, chained prefix keys, block-aligned matches that honour the
-// computed tokens, slices that are not shared with the caller, concurrent
-// use, idempotent Close, rejected unknown settings, and models kept apart:
+// computed tokens, slices that are not shared with the caller, loads into
+// the caller's buffer for a [registry.LayerAppender], concurrent use,
+// idempotent Close, rejected unknown settings, and models kept apart:
 // engines of two models sharing one store never see each other's KV. Run it
 // with -race.
 package conformance
@@ -82,6 +83,7 @@ func Run(t *testing.T, factory registry.Factory, opts Options) {
 	t.Run("MatchedTokens", s.matchedTokens)
 	t.Run("SaveRejectsBadPrefix", s.saveRejectsBadPrefix)
 	t.Run("NoSharedSlices", s.noSharedSlices)
+	t.Run("AppendLayer", s.appendLayer)
 	t.Run("Concurrent", s.concurrent)
 	t.Run("CloseIdempotent", s.closeIdempotent)
 	t.Run("UnknownSetting", s.unknownSetting)
