@@ -3,8 +3,11 @@
 //
 // Its settings (kv_connector_extra_config) are:
 //
-//   - capacity_bytes: the most KV bytes the store holds, 268435456 (256 MiB)
-//     by default. A layer larger than that cannot be saved.
+//   - capacity_bytes: the most memory the store's layers take, 268435456
+//     (256 MiB) by default. A layer counts its KV bytes, its name and a
+//     few hundred bytes of bookkeeping, so that many small layers cannot
+//     hold more memory than the bound. A layer larger than that cannot be
+//     saved.
 //   - store: the name of the store, "default" by default. Connectors of one
 //     process that name the same store share it; that is how the scheduler
 //     side sees what the worker side saved.
@@ -37,7 +40,8 @@ const DefaultStore = "default"
 // Options are the connector's settings, decoded from
 // kv_connector_extra_config.
 type Options struct {
-	// CapacityBytes is the most KV bytes the store holds.
+	// CapacityBytes is the most memory the store's layers take, each
+	// counted with its name and bookkeeping.
 	CapacityBytes int64 `json:"capacity_bytes"`
 	// Store names the store; connectors naming the same one share it.
 	Store string `json:"store"`
@@ -69,14 +73,17 @@ func New(ctx context.Context, cfg registry.Config, role registry.Role) (registry
 	if err != nil {
 		return nil, err
 	}
-	return &connector{cfg: cfg, prefixes: prefixes, store: s}, nil
+	return &connector{cfg: cfg, prefixes: prefixes, hashes: prefixes.Cache(), store: s}, nil
 }
+
+var _ registry.LayerAppender = (*connector)(nil)
 
 // connector is one side of a shared store.
 type connector struct {
 	cfg       registry.Config
 	prefixes  registry.Prefixes // keys of this model's prompts
 	store     *store
+	hashes    *registry.PrefixCache // prefixes, remembering a request's
 	closed    atomic.Bool
 	closeOnce sync.Once
 }
@@ -120,7 +127,7 @@ func (c *connector) SaveLayer(ctx context.Context, req *registry.Request, layer 
 	if layer == "" {
 		return errors.New("save: empty layer name")
 	}
-	h, err := c.prefixes.Hash(req.PromptTokens, numTokens)
+	h, err := c.hashes.Hash(req.PromptTokens, numTokens)
 	if err != nil {
 		return fmt.Errorf("save layer %q: %w", layer, err)
 	}
@@ -129,16 +136,26 @@ func (c *connector) SaveLayer(ctx context.Context, req *registry.Request, layer 
 
 // LoadLayer returns a copy of a stored layer and marks it recently used.
 func (c *connector) LoadLayer(ctx context.Context, req *registry.Request, layer string, numTokens int) ([]byte, error) {
+	kv, err := c.AppendLayer(ctx, req, layer, numTokens, nil)
+	if err == nil && kv == nil {
+		kv = []byte{} // a layer of no bytes, stored
+	}
+	return kv, err
+}
+
+// AppendLayer is LoadLayer copying into dst's spare capacity, growing it
+// if it is short.
+func (c *connector) AppendLayer(ctx context.Context, req *registry.Request, layer string, numTokens int, dst []byte) ([]byte, error) {
 	if c.closed.Load() {
-		return nil, errClosed
+		return dst, errClosed
 	}
-	h, err := c.prefixes.Hash(req.PromptTokens, numTokens)
+	h, err := c.hashes.Hash(req.PromptTokens, numTokens)
 	if err != nil {
-		return nil, fmt.Errorf("load layer %q: %w", layer, err)
+		return dst, fmt.Errorf("load layer %q: %w", layer, err)
 	}
-	kv, ok := c.store.get(itemKey{h, layer})
+	kv, ok := c.store.appendTo(dst, itemKey{h, layer})
 	if !ok {
-		return nil, fmt.Errorf("layer %q of a %d-token prefix: %w", layer, numTokens, registry.ErrMiss)
+		return dst, fmt.Errorf("layer %q of a %d-token prefix: %w", layer, numTokens, registry.ErrMiss)
 	}
 	return kv, nil
 }

@@ -2,6 +2,10 @@ package memory
 
 import (
 	"context"
+	"encoding/binary"
+	"fmt"
+	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -64,15 +68,15 @@ func stored(t *testing.T, c *connector, first uint32) bool {
 
 func TestEvictsLeastRecentlyUsed(t *testing.T) {
 	ctx := t.Context()
-	c := open(t, t.Name(), 120, "l")
+	c := open(t, t.Name(), 3*itemCost(48), "l")
 	for first := range uint32(3) {
-		require.NoError(t, c.SaveLayer(ctx, prompt(first), "l", bs, bytesOf(40, byte(first))))
+		require.NoError(t, c.SaveLayer(ctx, prompt(first), "l", bs, bytesOf(48, byte(first))))
 	}
 	// Loading the oldest makes the second the least recently used.
 	kv, err := c.LoadLayer(ctx, prompt(0), "l", bs)
 	require.NoError(t, err)
-	assert.Equal(t, bytesOf(40, 0), kv)
-	require.NoError(t, c.SaveLayer(ctx, prompt(3), "l", bs, bytesOf(40, 3)))
+	assert.Equal(t, bytesOf(48, 0), kv)
+	require.NoError(t, c.SaveLayer(ctx, prompt(3), "l", bs, bytesOf(48, 3)))
 
 	assert.False(t, stored(t, c, 1), "the least recently used layer is evicted")
 	for _, first := range []uint32{0, 2, 3} {
@@ -83,27 +87,86 @@ func TestEvictsLeastRecentlyUsed(t *testing.T) {
 	assert.Zero(t, n, "an evicted prefix is not promised")
 }
 
+// itemCost is what a layer named "l" of n bytes costs, n being a size the
+// allocator does not round up.
+func itemCost(n int) int64 { return int64(n) + int64(len("l")) + entryOverhead }
+
 func TestCapacityAccounting(t *testing.T) {
 	ctx := t.Context()
-	c := open(t, t.Name(), 100, "l")
-	require.NoError(t, c.SaveLayer(ctx, prompt(0), "l", bs, bytesOf(60, 0)))
+	c := open(t, t.Name(), itemCost(32)+itemCost(80), "l")
+	require.NoError(t, c.SaveLayer(ctx, prompt(0), "l", bs, bytesOf(64, 0)))
 	// Replacing a layer frees its old bytes.
-	require.NoError(t, c.SaveLayer(ctx, prompt(0), "l", bs, bytesOf(30, 1)))
-	assert.EqualValues(t, 30, c.store.used)
-	require.NoError(t, c.SaveLayer(ctx, prompt(1), "l", bs, bytesOf(70, 2)))
-	assert.EqualValues(t, 100, c.store.used, "a store may be filled exactly")
+	require.NoError(t, c.SaveLayer(ctx, prompt(0), "l", bs, bytesOf(32, 1)))
+	assert.Equal(t, itemCost(32), c.store.used)
+	require.NoError(t, c.SaveLayer(ctx, prompt(1), "l", bs, bytesOf(80, 2)))
+	assert.Equal(t, itemCost(32)+itemCost(80), c.store.used, "a store may be filled exactly")
 	assert.True(t, stored(t, c, 1))
 	assert.True(t, stored(t, c, 0))
 
-	err := c.SaveLayer(ctx, prompt(2), "l", bs, bytesOf(101, 3))
+	err := c.SaveLayer(ctx, prompt(2), "l", bs, bytesOf(1024, 3))
 	require.ErrorContains(t, err, "does not fit")
-	assert.EqualValues(t, 100, c.store.used, "a layer too large for the store evicts nothing")
+	assert.Equal(t, itemCost(32)+itemCost(80), c.store.used, "a layer too large for the store evicts nothing")
 
 	// Loading prompt 0 last leaves prompt 1 to be evicted.
-	require.NoError(t, c.SaveLayer(ctx, prompt(3), "l", bs, bytesOf(1, 4)))
+	require.NoError(t, c.SaveLayer(ctx, prompt(3), "l", bs, bytesOf(8, 4)))
 	assert.False(t, stored(t, c, 1))
 	assert.True(t, stored(t, c, 0))
-	assert.EqualValues(t, 31, c.store.used)
+	assert.Equal(t, itemCost(32)+itemCost(8), c.store.used)
+}
+
+// Layers of no bytes still cost their name and bookkeeping, so a store
+// bounded at 1 MiB holds about a mebibyte of heap however many it is given.
+func TestByteBoundHoldsForTinyLayers(t *testing.T) {
+	const capacity = 1 << 20
+	for _, nameLen := range []int{8, 1024} {
+		t.Run(fmt.Sprintf("name=%dB", nameLen), func(t *testing.T) {
+			ctx := t.Context()
+			before := heapInUse()
+			c := open(t, t.Name(), capacity)
+			pad := strings.Repeat("x", nameLen)
+			for i := range 100_000 {
+				layer := fmt.Sprintf("%s%08d", pad, i)[8:]
+				require.NoError(t, c.SaveLayer(ctx, prompt(uint32(i)), layer, bs, nil))
+			}
+			held := heapInUse() - before
+			assert.LessOrEqual(t, c.store.used, int64(capacity))
+			assert.LessOrEqual(t, held, int64(2*capacity), "heap held by a store of 1 MiB capacity")
+			runtime.KeepAlive(c)
+		})
+	}
+}
+
+// The cost the store counts for its items covers the heap they take, for
+// layer names short and long, with prefixes distinct or shared, at sizes
+// just after and long after its maps grew.
+func TestEntryCostCoversHeap(t *testing.T) {
+	for _, n := range []int{1000, 3500, 7000, 30000, 100_000} {
+		for _, shared := range []bool{false, true} {
+			t.Run(fmt.Sprintf("items=%d/shared=%t", n, shared), func(t *testing.T) {
+				before := heapInUse()
+				s := newStore(t.Name(), 1<<62)
+				for i := range n {
+					var h registry.BlockHash
+					if !shared {
+						binary.LittleEndian.PutUint32(h[:], uint32(i))
+					}
+					layer := fmt.Sprintf("model.layers.%d.self_attn", i)
+					require.NoError(t, s.put(itemKey{h, layer}, make([]byte, i%100)))
+				}
+				held := heapInUse() - before
+				assert.LessOrEqual(t, held, s.used, "heap held by %d items against their counted cost", n)
+				runtime.KeepAlive(s)
+			})
+		}
+	}
+}
+
+// heapInUse returns the bytes of live heap objects after a collection.
+func heapInUse() int64 {
+	var m runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
 }
 
 func TestRolesShareAStore(t *testing.T) {
