@@ -1,37 +1,88 @@
 // Package filesystem is a KV connector that stores KV in files under a
 // directory, with the semantics of vLLM's ExampleConnector.
 //
-// Its one setting (kv_connector_extra_config) is:
+// Its settings (kv_connector_extra_config) are:
 //
 //   - shared_storage_path: the directory to store KV in, created if it is
 //     missing. Required. Connectors that name the same directory, in one
 //     process, in several, or on several machines sharing a file system, see
 //     each other's KV.
+//   - durability: when a saved layer is forced to the disk; see below.
+//     "file" by default.
+//   - stale_temp_seconds: how old a temporary file must be before a worker
+//     removes it as left by a writer that died; 600 (ten minutes) by
+//     default.
 //
 // KV is keyed by the model (Config.Model) as well as the prompt, so engines
 // of several models can share one directory without ever seeing each
 // other's KV.
 //
 // Each saved prefix of a prompt gets a directory named by its chained block
-// hash, which covers the model, and each layer a file in it named by the layer's escaped name. A
-// file is written under a temporary name, synced and renamed into place, so
-// a reader never sees half of one. It starts with a header that holds its
-// length and SHA-256 checksums, checked on every load: a file that is
-// corrupt, truncated or not one of ours is a miss and a logged warning,
-// never wrong KV, and the next save of that layer replaces it.
+// hash, which covers the model, and each layer a file in it named by the
+// layer's escaped name. A file is written under a temporary name and
+// renamed into place, so a reader never sees half of one. It starts with a header that holds its
+// format version, its length, a SHA-256 of whose KV it is and a CRC-32 of
+// the KV, all checked on every load: a file that is corrupt, truncated, of
+// another format version or not one of ours is a miss and a logged
+// warning, never wrong KV, and the next save of that layer replaces it.
+//
+// # Durability
+//
+// KV is a cache: a layer lost is recomputed. What durability decides is
+// how much an operating-system crash or a power cut can take, never whether
+// wrong KV can be served, since the checks above catch a file that was
+// torn, zero-filled or left short by a crash.
+//
+//   - "none": nothing is synced. The fastest: a save costs what writing
+//     the page cache costs. A process that dies loses nothing it saved, but
+//     an operating-system crash or a power cut can lose the layers saved in
+//     the seconds before it (the kernel's writeback delay), read as misses.
+//   - "file" (the default): each file is synced before its rename, so a
+//     crash leaves either the old file or the whole new one, never a
+//     damaged file that would cost a warning; the rename itself can still
+//     be lost, which is a miss. A save costs a disk flush.
+//   - "full": the prefix directory is synced too after the rename, so a
+//     layer whose save returned survives a crash. Two flushes a save.
+//
+// # What the directory may hold
+//
+// Inside the storage directory the connector follows no symbolic link. A
+// prefix directory or a layer file that is a link, or anything but a
+// plain directory or a regular file, never matches and loads as a miss
+// (with a warning). A save into a prefix directory that is a link fails;
+// a save over a layer file that is a link replaces the link, since a
+// rename replaces a name and never follows it. Paths are opened through an
+// [os.Root] on the storage directory, so nothing outside it is read or
+// written even when a link is swapped in while a path is being opened;
+// what was opened is then compared with what Lstat found, so such a swap
+// inside the directory is refused too. Files are opened without blocking,
+// so a FIFO planted in place of a layer cannot hang a load. The storage
+// directory itself may be a link: the operator chose it.
+//
+// A writer killed mid-save leaves its temporary file (named ".tmp-" and
+// digits) behind; a worker-side connector removes such files once they are
+// older than stale_temp_seconds, when it starts and then as often, and
+// touches no other file. A save still writing its file after that long
+// fails at its rename, and the layer is a miss.
 package filesystem
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"syscall"
+	"time"
 
 	"github.com/kvgen/kvgen/registry"
 )
@@ -41,53 +92,106 @@ import (
 type Options struct {
 	// SharedStoragePath is the directory to store KV in.
 	SharedStoragePath string `json:"shared_storage_path"`
+	// Durability is "none", "file" or "full"; see the package doc.
+	Durability string `json:"durability"`
+	// StaleTempSeconds is the age after which a temporary file is taken
+	// for one a dead writer left.
+	StaleTempSeconds int `json:"stale_temp_seconds"`
 }
 
+// Durability settings.
+const (
+	DurabilityNone = "none"
+	DurabilityFile = "file"
+	DurabilityFull = "full"
+)
+
+// DefaultStaleTempSeconds is the default of stale_temp_seconds.
+const DefaultStaleTempSeconds = 600
+
 // Connector stores KV in files. It serves both roles: it implements
-// [registry.Scheduler] and [registry.Worker].
+// [registry.Scheduler] and [registry.Worker], and
+// [registry.LayerAppender].
 type Connector struct {
 	// Logger receives a warning for every file that fails its checks. Set
 	// it before the connector is used; nil means slog.Default().
 	Logger *slog.Logger
 
-	dir      string
-	cfg      registry.Config
-	prefixes registry.Prefixes // keys of this model's prompts
-	closed   atomic.Bool
+	dir        string
+	root       *os.Root
+	cfg        registry.Config
+	prefixes   registry.Prefixes     // keys of this model's prompts
+	hashes     *registry.PrefixCache // prefixes, remembering a request's
+	durability string
+	closed     atomic.Bool
+	closeOnce  sync.Once
+	stop       chan struct{} // closed by Close
+	swept      chan struct{} // closed when the sweeper returns; nil without one
 }
 
 var (
-	_ registry.Scheduler = (*Connector)(nil)
-	_ registry.Worker    = (*Connector)(nil)
+	_ registry.Scheduler     = (*Connector)(nil)
+	_ registry.Worker        = (*Connector)(nil)
+	_ registry.LayerAppender = (*Connector)(nil)
 )
 
-// errClosed is returned by calls on a closed connector.
-var errClosed = errors.New("filesystem connector is closed")
+var (
+	// errClosed is returned by calls on a closed connector.
+	errClosed = errors.New("filesystem connector is closed")
+	// errNotPlain is the reason for refusing a link or a special file.
+	errNotPlain = errors.New("not a plain directory or regular file: links and special files in the storage directory are never followed")
+)
 
 // New creates a filesystem connector storing KV under the directory the
 // setting shared_storage_path names, creating the directory if it is
-// missing.
+// missing. A worker-side connector sweeps stale temporary files in the
+// background until it is closed.
 func New(ctx context.Context, cfg registry.Config, role registry.Role) (*Connector, error) {
 	prefixes, err := cfg.Prefixes()
 	if err != nil {
 		return nil, err
 	}
-	var opts Options
+	opts := Options{Durability: DurabilityFile, StaleTempSeconds: DefaultStaleTempSeconds}
 	if err := registry.DecodeExtra(cfg.Extra, &opts); err != nil {
 		return nil, err
 	}
 	if opts.SharedStoragePath == "" {
 		return nil, errors.New("kv_connector_extra_config: shared_storage_path is required: the directory to store KV in")
 	}
+	switch opts.Durability {
+	case DurabilityNone, DurabilityFile, DurabilityFull:
+	default:
+		return nil, fmt.Errorf("kv_connector_extra_config: durability %q: want %q, %q or %q", opts.Durability, DurabilityNone, DurabilityFile, DurabilityFull)
+	}
+	if opts.StaleTempSeconds <= 0 {
+		return nil, fmt.Errorf("kv_connector_extra_config: stale_temp_seconds %d: want a positive number of seconds", opts.StaleTempSeconds)
+	}
 	if err := os.MkdirAll(opts.SharedStoragePath, 0o755); err != nil {
 		return nil, fmt.Errorf("shared_storage_path: %w", err)
 	}
-	return &Connector{dir: opts.SharedStoragePath, cfg: cfg, prefixes: prefixes}, nil
+	root, err := os.OpenRoot(opts.SharedStoragePath)
+	if err != nil {
+		return nil, fmt.Errorf("shared_storage_path: %w", err)
+	}
+	c := &Connector{dir: opts.SharedStoragePath, root: root, cfg: cfg, prefixes: prefixes, hashes: prefixes.Cache(), durability: opts.Durability, stop: make(chan struct{})}
+	if role == registry.RoleWorker {
+		c.swept = make(chan struct{})
+		go c.sweepStale(time.Duration(opts.StaleTempSeconds) * time.Second)
+	}
+	return c, nil
 }
 
-// Close marks the connector closed; it holds no open files.
+// Close stops the sweeper and releases the storage directory. Calls that
+// are under way finish.
 func (c *Connector) Close() error {
-	c.closed.Store(true)
+	c.closeOnce.Do(func() {
+		c.closed.Store(true)
+		close(c.stop)
+		if c.swept != nil {
+			<-c.swept
+		}
+		c.root.Close()
+	})
 	return nil
 }
 
@@ -106,18 +210,19 @@ func (c *Connector) MatchedTokens(ctx context.Context, req *registry.Request, nu
 // stored reports whether every configured layer has a file for the prefix,
 // or, with no layers configured, whether any layer has.
 func (c *Connector) stored(prefix registry.BlockHash) bool {
-	dir := c.prefixDir(prefix)
+	dir, err := c.openPrefix(prefix.String(), false)
+	if err != nil {
+		return false
+	}
+	defer dir.Close()
 	if len(c.cfg.LayerNames) == 0 {
-		entries, err := os.ReadDir(dir)
-		if err != nil {
-			return false
-		}
-		return slices.ContainsFunc(entries, func(e fs.DirEntry) bool {
+		entries, err := readDir(dir)
+		return err == nil && slices.ContainsFunc(entries, func(e fs.DirEntry) bool {
 			return e.Type().IsRegular() && isLayerFile(e.Name())
 		})
 	}
 	for _, l := range c.cfg.LayerNames {
-		fi, err := os.Stat(filepath.Join(dir, fileName(l)))
+		fi, err := dir.Lstat(fileName(l))
 		if err != nil || !fi.Mode().IsRegular() || fi.Size() < headerLen {
 			return false
 		}
@@ -147,15 +252,16 @@ func (c *Connector) SaveLayer(ctx context.Context, req *registry.Request, layer 
 	if layer == "" {
 		return errors.New("save: empty layer name")
 	}
-	h, err := c.prefixes.Hash(req.PromptTokens, numTokens)
+	h, err := c.hashes.Hash(req.PromptTokens, numTokens)
 	if err != nil {
 		return fmt.Errorf("save layer %q: %w", layer, err)
 	}
-	dir := c.prefixDir(h)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	dir, err := c.openPrefix(h.String(), true)
+	if err != nil {
 		return fmt.Errorf("save layer %q: %w", layer, err)
 	}
-	if err := writeFile(dir, fileName(layer), newHeader(h, layer, kv), kv); err != nil {
+	defer dir.Close()
+	if err := c.writeFile(dir, fileName(layer), h, layer, kv); err != nil {
 		return fmt.Errorf("save layer %q: %w", layer, err)
 	}
 	return nil
@@ -164,30 +270,78 @@ func (c *Connector) SaveLayer(ctx context.Context, req *registry.Request, layer 
 // LoadLayer reads the layer's file for the prefix and checks it. A missing
 // file is a miss; a file that fails a check is a miss and a warning.
 func (c *Connector) LoadLayer(ctx context.Context, req *registry.Request, layer string, numTokens int) ([]byte, error) {
-	if c.closed.Load() {
-		return nil, errClosed
-	}
-	if err := ctx.Err(); err != nil {
+	kv, err := c.AppendLayer(ctx, req, layer, numTokens, nil)
+	if err != nil {
 		return nil, err
 	}
-	h, err := c.prefixes.Hash(req.PromptTokens, numTokens)
+	return kv, nil
+}
+
+// AppendLayer is LoadLayer reading into dst's spare capacity, growing it if
+// it is short.
+func (c *Connector) AppendLayer(ctx context.Context, req *registry.Request, layer string, numTokens int, dst []byte) ([]byte, error) {
+	if c.closed.Load() {
+		return dst, errClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return dst, err
+	}
+	h, err := c.hashes.Hash(req.PromptTokens, numTokens)
 	if err != nil {
-		return nil, fmt.Errorf("load layer %q: %w", layer, err)
+		return dst, fmt.Errorf("load layer %q: %w", layer, err)
 	}
-	path := filepath.Join(c.prefixDir(h), fileName(layer))
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("layer %q of a %d-token prefix: %w", layer, numTokens, registry.ErrMiss)
-	}
+	name := fileName(layer)
+	out, err := c.readFile(h, layer, name, dst)
 	if err == nil {
-		var kv []byte
-		if kv, err = decode(data, h, layer); err == nil {
-			return kv, nil
-		}
+		return out, nil
 	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return dst, fmt.Errorf("layer %q of a %d-token prefix: %w", layer, numTokens, registry.ErrMiss)
+	}
+	path := filepath.Join(c.dir, h.String(), name)
 	c.logger().LogAttrs(ctx, slog.LevelWarn, "kv file unusable, treated as a miss",
 		slog.String("file", path), slog.String("layer", layer), slog.String("reason", err.Error()))
-	return nil, fmt.Errorf("%w: %s: %w", registry.ErrMiss, path, err)
+	return dst, fmt.Errorf("%w: %s: %w", registry.ErrMiss, path, err)
+}
+
+// readFile appends the checked KV bytes of the layer file name of prefix h
+// to dst. An error wrapping fs.ErrNotExist means there is no such file.
+func (c *Connector) readFile(h registry.BlockHash, layer, name string, dst []byte) ([]byte, error) {
+	dir, err := c.openPrefix(h.String(), false)
+	if err != nil {
+		return dst, err
+	}
+	defer dir.Close()
+	f, fi, err := openPlain(dir, name, os.O_RDONLY|syscall.O_NONBLOCK)
+	if err != nil {
+		return dst, err
+	}
+	defer f.Close()
+	var hdr [headerLen]byte
+	if fi.Size() < headerLen {
+		n, err := io.ReadFull(f, hdr[:fi.Size()])
+		if err != nil {
+			return dst, err
+		}
+		return dst, checkShort(hdr[:n])
+	}
+	if _, err := io.ReadFull(f, hdr[:]); err != nil {
+		return dst, fmt.Errorf("reading the header: %w", err)
+	}
+	sum, err := checkHeader(hdr[:], fi.Size(), h, layer)
+	if err != nil {
+		return dst, err
+	}
+	n := int(fi.Size() - headerLen)
+	out := slices.Grow(dst, n)[:len(dst)+n]
+	kv := out[len(dst):]
+	if _, err := io.ReadFull(f, kv); err != nil {
+		return dst, fmt.Errorf("reading %d bytes of KV: %w", n, err)
+	}
+	if checksum(0, kv) != sum {
+		return dst, errors.New("checksum mismatch: the KV bytes are corrupt")
+	}
+	return out, nil
 }
 
 // WaitForSave returns at once: saves complete before SaveLayer returns.
@@ -211,41 +365,131 @@ func (c *Connector) logger() *slog.Logger {
 	return slog.Default()
 }
 
-// prefixDir is the directory of a prefix's layer files.
-func (c *Connector) prefixDir(h registry.BlockHash) string {
-	return filepath.Join(c.dir, h.String())
+// openPrefix opens the directory of a prefix's layer files, named name,
+// creating it if create is set. It refuses anything but a plain directory,
+// and a directory swapped for a link while it was being opened.
+func (c *Connector) openPrefix(name string, create bool) (*os.Root, error) {
+	fi, err := c.root.Lstat(name)
+	if create && errors.Is(err, fs.ErrNotExist) {
+		if err = c.root.Mkdir(name, 0o755); err == nil || errors.Is(err, fs.ErrExist) {
+			fi, err = c.root.Lstat(name)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("%s: %w", name, errNotPlain)
+	}
+	dir, err := c.root.OpenRoot(name)
+	if err != nil {
+		return nil, err
+	}
+	if opened, err := dir.Stat("."); err != nil || !os.SameFile(fi, opened) {
+		dir.Close()
+		return nil, fmt.Errorf("%s: %w", name, errNotPlain)
+	}
+	return dir, nil
 }
 
-// writeFile writes header and kv to dir/name through a temporary file in
-// the same directory, so that the rename replacing the file is atomic.
-func writeFile(dir, name string, header, kv []byte) (err error) {
-	// Temporary files start with a dot, which layer file names never do.
-	f, err := os.CreateTemp(dir, ".tmp-*")
+// openPlain opens the regular file dir/name with flag, refusing a link, a
+// special file, and a file swapped in while it was being opened.
+func openPlain(dir *os.Root, name string, flag int) (*os.File, fs.FileInfo, error) {
+	fi, err := dir.Lstat(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, nil, errNotPlain
+	}
+	f, err := dir.OpenFile(name, flag, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	opened, err := f.Stat()
+	if err != nil || !os.SameFile(fi, opened) {
+		f.Close()
+		return nil, nil, errNotPlain
+	}
+	return f, opened, nil
+}
+
+// tempPrefix starts the name of every temporary file, followed by decimal
+// digits; layer file names never start with a dot.
+const tempPrefix = ".tmp-"
+
+// isTempFile reports whether name is one of the connector's temporary
+// files.
+func isTempFile(name string) bool {
+	digits, ok := strings.CutPrefix(name, tempPrefix)
+	return ok && digits != "" && strings.Trim(digits, "0123456789") == ""
+}
+
+// writeFile writes the file of kv, one layer of prefix h, to dir/name
+// through a temporary file in the same directory, so that the rename
+// replacing the file is atomic. A rename replaces a link at name rather
+// than following it.
+func (c *Connector) writeFile(dir *os.Root, name string, h registry.BlockHash, layer string, kv []byte) (err error) {
+	var f *os.File
+	for range 100 {
+		tmp := tempPrefix + strconv.FormatUint(uint64(rand.Uint32()), 10)
+		// O_EXCL: a link planted at the name fails instead of being followed.
+		f, err = dir.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if !errors.Is(err, fs.ErrExist) {
+			break
+		}
+	}
 	if err != nil {
 		return err
 	}
+	tmp := filepath.Base(f.Name())
 	defer func() {
 		if err != nil {
 			_ = f.Close()
-			_ = os.Remove(f.Name())
+			_ = dir.Remove(tmp)
 		}
 	}()
-	if _, err = f.Write(header); err != nil {
+	if _, err = f.Write(appendHeader(make([]byte, 0, headerLen), h, layer, len(kv), checksum(0, kv))); err != nil {
 		return err
 	}
 	if _, err = f.Write(kv); err != nil {
 		return err
 	}
-	// Synced before the rename, so that a crash leaves the old file or the
-	// whole new one. The directory is not synced: a rename lost in a crash
-	// costs a miss, which a cache can afford.
-	if err = f.Sync(); err != nil {
-		return err
+	if c.durability != DurabilityNone {
+		if err = f.Sync(); err != nil {
+			return err
+		}
 	}
 	if err = f.Close(); err != nil {
 		return err
 	}
-	return os.Rename(f.Name(), filepath.Join(dir, name))
+	if err = dir.Rename(tmp, name); err != nil {
+		return err
+	}
+	if c.durability == DurabilityFull {
+		return syncDir(dir)
+	}
+	return nil
+}
+
+// syncDir flushes dir's entries to the disk.
+func syncDir(dir *os.Root) error {
+	d, err := dir.Open(".")
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// readDir lists dir.
+func readDir(dir *os.Root) ([]fs.DirEntry, error) {
+	d, err := dir.Open(".")
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return d.ReadDir(-1)
 }
 
 // layerSuffix ends every layer file name.

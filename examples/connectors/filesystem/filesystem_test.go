@@ -250,6 +250,8 @@ func TestSettings(t *testing.T) {
 		{"empty path", map[string]any{"shared_storage_path": ""}, "shared_storage_path is required"},
 		{"path is a file", map[string]any{"shared_storage_path": file}, "shared_storage_path"},
 		{"misspelt", map[string]any{"shared_storage": "x"}, `did you mean "shared_storage_path"`},
+		{"unknown durability", map[string]any{"shared_storage_path": t.TempDir(), "durability": "fsync"}, `durability "fsync": want "none", "file" or "full"`},
+		{"zero grace", map[string]any{"shared_storage_path": t.TempDir(), "stale_temp_seconds": 0}, "stale_temp_seconds 0: want a positive number"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			conn, err := New(t.Context(), registry.Config{BlockSize: bs, Extra: c.extra}, registry.RoleWorker)
@@ -300,4 +302,27 @@ func TestAnyLayerNameIsAFileName(t *testing.T) {
 func TestEmptyLayerNameRejected(t *testing.T) {
 	c, _ := open(t, t.TempDir())
 	assert.Error(t, c.SaveLayer(t.Context(), req, "", bs, []byte("kv")))
+}
+
+// Every durability saves and loads the same; what differs is what a crash
+// of the machine can take (see the package doc).
+func TestDurabilities(t *testing.T) {
+	for _, d := range []string{DurabilityNone, DurabilityFile, DurabilityFull} {
+		t.Run(d, func(t *testing.T) {
+			ctx := t.Context()
+			dir := t.TempDir()
+			c, err := New(ctx, registry.Config{BlockSize: bs, Extra: map[string]any{
+				"shared_storage_path": dir, "durability": d,
+			}}, registry.RoleWorker)
+			require.NoError(t, err)
+			defer c.Close()
+			require.NoError(t, c.SaveLayer(ctx, req, layers[0], bs, []byte("kv "+d)))
+			got, err := c.LoadLayer(ctx, req, layers[0], bs)
+			require.NoError(t, err)
+			assert.Equal(t, "kv "+d, string(got))
+			entries, err := os.ReadDir(filepath.Dir(layerFile(t, dir, layers[0], bs)))
+			require.NoError(t, err)
+			assert.Len(t, entries, 1, "no temporary file is left behind")
+		})
+	}
 }

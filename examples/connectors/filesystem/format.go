@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"strings"
 
 	"github.com/kvgen/kvgen/registry"
@@ -17,30 +18,35 @@ import (
 //
 //	offset  size  field
 //	0       8     magic "kvgenKV\n"
-//	8       4     format version, 1
+//	8       4     format version, 2
 //	12      8     length of the KV bytes
 //	20      32    SHA-256 of the prefix hash and the layer name: whose KV it is
-//	52      32    SHA-256 of the KV bytes
+//	52      4     CRC-32 (IEEE) of the KV bytes
 //
 // Every byte of the header is checked, so a change to any byte of the file
-// is caught.
+// is caught. Version 1 had a SHA-256 of the KV bytes where version 2 has a
+// CRC-32, which Go computes with carry-less multiplication 10 to 20 times
+// faster (and, on amd64, faster than CRC-32C: BenchmarkChecksum). It
+// catches every burst of up to 32 flipped bits and all but 2^-32 of other
+// corruptions, while the key's SHA-256 keeps the identity of the KV
+// strong. Neither is a defence against someone who can write the
+// directory, who can as easily write a matching SHA-256. A file of another
+// version is a miss.
 const (
 	magic         = "kvgenKV\n"
-	formatVersion = 1
-	headerLen     = 8 + 4 + 8 + sha256.Size + sha256.Size
+	formatVersion = 2
+	headerLen     = 8 + 4 + 8 + sha256.Size + 4
 )
 
-// newHeader returns the header of the file holding kv for one layer of the
-// prefix h.
-func newHeader(h registry.BlockHash, layer string, kv []byte) []byte {
-	b := make([]byte, 0, headerLen)
+// appendHeader appends to b the header of the file holding n bytes of KV,
+// whose CRC-32 is sum, for one layer of the prefix h.
+func appendHeader(b []byte, h registry.BlockHash, layer string, n int, sum uint32) []byte {
 	b = append(b, magic...)
 	b = binary.LittleEndian.AppendUint32(b, formatVersion)
-	b = binary.LittleEndian.AppendUint64(b, uint64(len(kv)))
+	b = binary.LittleEndian.AppendUint64(b, uint64(n))
 	key := keyDigest(h, layer)
 	b = append(b, key[:]...)
-	sum := sha256.Sum256(kv)
-	return append(b, sum[:]...)
+	return binary.LittleEndian.AppendUint32(b, sum)
 }
 
 // keyDigest identifies a layer of a prefix, so that a file copied or renamed
@@ -52,36 +58,42 @@ func keyDigest(h registry.BlockHash, layer string) [sha256.Size]byte {
 	return [sha256.Size]byte(d.Sum(nil))
 }
 
-// decode checks data, the contents of a layer file, and returns its KV
-// bytes; the error says which check failed.
-func decode(data []byte, h registry.BlockHash, layer string) ([]byte, error) {
-	if len(data) < headerLen {
-		if !bytes.HasPrefix([]byte(magic), data[:min(len(data), len(magic))]) {
-			return nil, errors.New("not a kvgen KV file")
-		}
-		return nil, fmt.Errorf("truncated: %d bytes, shorter than the %d-byte header", len(data), headerLen)
+// errNotOurs is the reason for a file that does not start with the magic.
+var errNotOurs = errors.New("not a kvgen KV file")
+
+// checkShort says what is wrong with a file of fewer than headerLen bytes,
+// data.
+func checkShort(data []byte) error {
+	if !bytes.HasPrefix([]byte(magic), data[:min(len(data), len(magic))]) {
+		return errNotOurs
 	}
-	if string(data[:8]) != magic {
-		return nil, errors.New("not a kvgen KV file")
-	}
-	if v := binary.LittleEndian.Uint32(data[8:]); v != formatVersion {
-		return nil, fmt.Errorf("format version %d, want %d", v, formatVersion)
-	}
-	kv := data[headerLen:]
-	switch n := binary.LittleEndian.Uint64(data[12:]); {
-	case uint64(len(kv)) < n:
-		return nil, fmt.Errorf("truncated: %d of %d bytes of KV", len(kv), n)
-	case uint64(len(kv)) > n:
-		return nil, fmt.Errorf("%d bytes of KV, %d more than the header says", len(kv), uint64(len(kv))-n)
-	}
-	if key := keyDigest(h, layer); !bytes.Equal(data[20:52], key[:]) {
-		return nil, errors.New("written for another prefix or layer")
-	}
-	if sum := sha256.Sum256(kv); !bytes.Equal(data[52:headerLen], sum[:]) {
-		return nil, errors.New("checksum mismatch: the KV bytes are corrupt")
-	}
-	return kv, nil
+	return fmt.Errorf("truncated: %d bytes, shorter than the %d-byte header", len(data), headerLen)
 }
+
+// checkHeader checks the header of a file of size bytes that should hold
+// the layer of prefix h, and returns the CRC-32 its KV bytes must have.
+func checkHeader(hdr []byte, size int64, h registry.BlockHash, layer string) (uint32, error) {
+	if string(hdr[:8]) != magic {
+		return 0, errNotOurs
+	}
+	if v := binary.LittleEndian.Uint32(hdr[8:]); v != formatVersion {
+		return 0, fmt.Errorf("format version %d, want %d", v, formatVersion)
+	}
+	have := uint64(size - headerLen)
+	switch n := binary.LittleEndian.Uint64(hdr[12:]); {
+	case have < n:
+		return 0, fmt.Errorf("truncated: %d of %d bytes of KV", have, n)
+	case have > n:
+		return 0, fmt.Errorf("%d bytes of KV, %d more than the header says", have, have-n)
+	}
+	if key := keyDigest(h, layer); !bytes.Equal(hdr[20:52], key[:]) {
+		return 0, errors.New("written for another prefix or layer")
+	}
+	return binary.LittleEndian.Uint32(hdr[52:]), nil
+}
+
+// checksum extends the CRC-32 crc with p.
+func checksum(crc uint32, p []byte) uint32 { return crc32.Update(crc, crc32.IEEETable, p) }
 
 // maxNameLen bounds an escaped layer name; with the suffix it stays well
 // under the 255 bytes most file systems allow.

@@ -1,0 +1,223 @@
+package filesystem
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvgen/kvgen/registry"
+)
+
+// A prefix directory planted as a link to a directory elsewhere neither
+// receives writes nor serves reads, even when what it leads to holds
+// valid files for that very prefix.
+func TestPrefixDirectoryLinkNotFollowed(t *testing.T) {
+	ctx := t.Context()
+	dir, elsewhere := t.TempDir(), t.TempDir()
+	c, rec := open(t, dir)
+
+	// Valid files for the prefix, made by a connector on the other directory.
+	other, _ := open(t, elsewhere)
+	require.NoError(t, other.SaveLayer(ctx, req, layers[0], bs, []byte("planted")))
+	require.NoError(t, other.SaveLayer(ctx, req, layers[1], bs, []byte("planted")))
+	prefix := filepath.Dir(layerFile(t, dir, layers[0], bs))
+	require.NoError(t, os.Symlink(filepath.Dir(layerFile(t, elsewhere, layers[0], bs)), prefix))
+
+	n, err := c.MatchedTokens(ctx, req, 0)
+	require.NoError(t, err)
+	assert.Zero(t, n, "a linked prefix directory never matches")
+	got, err := c.LoadLayer(ctx, req, layers[0], bs)
+	require.ErrorIs(t, err, registry.ErrMiss)
+	assert.ErrorContains(t, err, "never followed")
+	assert.Nil(t, got)
+	assert.Len(t, rec.warnings(), 1)
+
+	before := readTree(t, elsewhere)
+	err = c.SaveLayer(ctx, req, layers[0], bs, []byte("redirected?"))
+	require.ErrorContains(t, err, "never followed")
+	assert.Equal(t, before, readTree(t, elsewhere), "a save wrote through the link")
+}
+
+// A layer file planted as a link is not read through; a save replaces the
+// link, leaving what it led to alone.
+func TestLayerFileLinkNotFollowed(t *testing.T) {
+	ctx := t.Context()
+	dir, elsewhere := t.TempDir(), t.TempDir()
+	c, rec := open(t, dir)
+	require.NoError(t, c.SaveLayer(ctx, req, layers[0], bs, []byte("genuine")))
+	path := layerFile(t, dir, layers[0], bs)
+	target := filepath.Join(elsewhere, "target")
+	require.NoError(t, os.Rename(path, target)) // a valid file, only moved
+	require.NoError(t, os.Symlink(target, path))
+
+	got, err := c.LoadLayer(ctx, req, layers[0], bs)
+	require.ErrorIs(t, err, registry.ErrMiss)
+	assert.ErrorContains(t, err, "never followed")
+	assert.Nil(t, got)
+	assert.Equal(t, []string{path}, rec.warnings())
+
+	want, err := os.ReadFile(target)
+	require.NoError(t, err)
+	require.NoError(t, c.SaveLayer(ctx, req, layers[0], bs, []byte("new")))
+	fi, err := os.Lstat(path)
+	require.NoError(t, err)
+	assert.True(t, fi.Mode().IsRegular(), "the save replaced the link with a file")
+	after, err := os.ReadFile(target)
+	require.NoError(t, err)
+	assert.Equal(t, want, after, "the save wrote through the link")
+	got, err = c.LoadLayer(ctx, req, layers[0], bs)
+	require.NoError(t, err)
+	assert.Equal(t, "new", string(got))
+}
+
+// A file of format version 1, whose KV checksum was a SHA-256, is a miss.
+func TestOldFormatIsAMiss(t *testing.T) {
+	ctx := t.Context()
+	c, rec, path := savedLayer(t)
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	binary.LittleEndian.PutUint32(data[8:], 1)
+	require.NoError(t, os.WriteFile(path, data, 0o600))
+
+	_, err = c.LoadLayer(ctx, req, layers[0], bs)
+	require.ErrorIs(t, err, registry.ErrMiss)
+	assert.ErrorContains(t, err, "format version 1, want 2")
+	assert.Equal(t, []string{path}, rec.warnings())
+}
+
+// A worker removes its own temporary files once they are older than the
+// grace period, and nothing else.
+func TestStaleTemporaryFilesSwept(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	c, _ := open(t, dir)
+	require.NoError(t, c.SaveLayer(ctx, req, layers[0], bs, []byte("kv")))
+	require.NoError(t, c.Close())
+	prefix := filepath.Dir(layerFile(t, dir, layers[0], bs))
+	old := time.Now().Add(-2 * time.Hour)
+	plant := func(path string, age time.Time) string {
+		require.NoError(t, os.WriteFile(path, []byte("left behind"), 0o600))
+		require.NoError(t, os.Chtimes(path, age, age))
+		return path
+	}
+	stale := plant(filepath.Join(prefix, ".tmp-123456789"), old)
+	kept := []string{
+		plant(filepath.Join(prefix, ".tmp-987654321"), time.Now()), // may be a live writer's
+		plant(filepath.Join(prefix, ".tmp-notdigits"), old),        // not our naming
+		plant(filepath.Join(prefix, "notes.txt"), old),             // not ours
+		plant(filepath.Join(dir, ".tmp-123"), old),                 // not in a prefix directory
+		plant(filepath.Join(t.TempDir(), ".tmp-555"), old),         // outside, reached by a link
+		layerFile(t, dir, layers[0], bs),                           // the layer itself
+	}
+	require.NoError(t, os.Symlink(kept[4], filepath.Join(prefix, ".tmp-555")))
+	require.NoError(t, os.Symlink(filepath.Dir(kept[4]), filepath.Join(dir, strings.Repeat("ab", 32))))
+
+	w, err := New(ctx, registry.Config{BlockSize: bs, Extra: map[string]any{
+		"shared_storage_path": dir, "stale_temp_seconds": 3600,
+	}}, registry.RoleWorker)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		_, err := os.Lstat(stale)
+		return os.IsNotExist(err)
+	}, 10*time.Second, 10*time.Millisecond, "the stale temporary file is removed")
+	require.NoError(t, w.Close())
+	for _, p := range kept {
+		_, err := os.Lstat(p)
+		assert.NoError(t, err, "%s must stay", p)
+	}
+	_, err = os.Lstat(filepath.Join(prefix, ".tmp-555"))
+	assert.NoError(t, err, "a link named like a temporary file is not ours")
+}
+
+// A writer killed with SIGKILL mid-save leaves a temporary file, which a
+// worker started later removes once it is older than the grace period.
+func TestKilledWriterTemporaryFilesSwept(t *testing.T) {
+	if dir := os.Getenv("KVGEN_FS_WRITER_DIR"); dir != "" {
+		writeForever(t, dir)
+		return
+	}
+	dir := t.TempDir()
+	temps := killWriter(t, dir)
+	// A kill between a rename and the next temporary file leaves none:
+	// rare, and another writer is killed then.
+	for attempt := 1; len(temps) == 0 && attempt < 5; attempt++ {
+		temps = killWriter(t, dir)
+	}
+	require.NotEmpty(t, temps, "the killed writer left no temporary file behind")
+
+	time.Sleep(1100 * time.Millisecond) // the files age past a 1 s grace period
+	w, err := New(t.Context(), registry.Config{BlockSize: bs, Extra: map[string]any{
+		"shared_storage_path": dir, "stale_temp_seconds": 1,
+	}}, registry.RoleWorker)
+	require.NoError(t, err)
+	defer w.Close()
+	require.Eventually(t, func() bool {
+		temps, _ = filepath.Glob(filepath.Join(dir, "*", ".tmp-*"))
+		return len(temps) == 0
+	}, 10*time.Second, 10*time.Millisecond, "temporary files left: %v", temps)
+	got, err := w.LoadLayer(t.Context(), req, layers[0], bs)
+	if err == nil {
+		assert.True(t, bytes.Equal(bytes.Repeat([]byte{7}, 16<<20), got), "a layer file holds wrong KV")
+	}
+}
+
+// killWriter starts a process saving to dir, kills it with SIGKILL while
+// it has a temporary file, and returns the temporary files left.
+func killWriter(t *testing.T, dir string) []string {
+	cmd := exec.Command(os.Args[0], "-test.run=^TestKilledWriterTemporaryFilesSwept$")
+	cmd.Env = append(os.Environ(), "KVGEN_FS_WRITER_DIR="+dir)
+	require.NoError(t, cmd.Start())
+	require.Eventually(t, func() bool {
+		temps, _ := filepath.Glob(filepath.Join(dir, "*", ".tmp-*"))
+		return len(temps) > 0
+	}, 30*time.Second, time.Millisecond, "the writer never had a temporary file")
+	require.NoError(t, cmd.Process.Kill())
+	_ = cmd.Wait()
+	temps, err := filepath.Glob(filepath.Join(dir, "*", ".tmp-*"))
+	require.NoError(t, err)
+	return temps
+}
+
+// writeForever saves a large layer again and again, until killed.
+func writeForever(t *testing.T, dir string) {
+	c, err := New(context.Background(), registry.Config{BlockSize: bs, Extra: map[string]any{
+		"shared_storage_path": dir,
+	}}, registry.RoleWorker)
+	require.NoError(t, err)
+	kv := bytes.Repeat([]byte{7}, 16<<20)
+	for {
+		require.NoError(t, c.SaveLayer(context.Background(), req, layers[0], bs, kv))
+	}
+}
+
+// savedLayer returns a connector on a directory of its own that has saved
+// the first layer of req's first block, and the path of its file.
+func savedLayer(t *testing.T) (*Connector, *recorder, string) {
+	dir := t.TempDir()
+	c, rec := open(t, dir)
+	require.NoError(t, c.SaveLayer(t.Context(), req, layers[0], bs, []byte("kv")))
+	return c, rec, layerFile(t, dir, layers[0], bs)
+}
+
+// readTree returns the contents of the regular files under dir by path.
+func readTree(t *testing.T, dir string) map[string]string {
+	files := map[string]string{}
+	require.NoError(t, filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		files[path] = string(data)
+		return err
+	}))
+	return files
+}
