@@ -47,6 +47,8 @@ type Options struct {
 	// keyed by the content of the packages checked, so that packages that
 	// have not changed are not read again; "" turns the cache off.
 	CacheDir string
+
+	loaderAbove int // see loadConfig
 }
 
 // Result is a generated registry file, not yet written anywhere.
@@ -156,7 +158,7 @@ func resolve(ctx context.Context, opts Options, forWrite bool) (*Result, *checkC
 			errs.Append(outputPos(m), err)
 		}
 	}
-	lc := loadConfig{dir: absDir, tags: opts.Tags, modFile: opts.ModFile, modMod: opts.ModFile != "", goMod: opts.ModFile}
+	lc := loadConfig{dir: absDir, tags: opts.Tags, modFile: opts.ModFile, modMod: opts.ModFile != "", goMod: opts.ModFile, loaderAbove: opts.loaderAbove}
 	// What the go command leaves when a signal stops it goes with tmp.
 	if lc.tmp, err = gocmd.TempDir(); err != nil {
 		return nil, nil, err
@@ -331,6 +333,9 @@ type loadConfig struct {
 	tags []string
 	// goMod is the go.mod file in effect: the main module's, or modFile.
 	goMod string
+	// loaderAbove, when set, replaces maxPatternBytes, so that tests can
+	// load short lists through the loader package.
+	loaderAbove int
 	// modFile is a go.mod to use instead of the main module's; modMod
 	// lets the go command complete it while loading.
 	modFile string

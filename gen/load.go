@@ -53,34 +53,55 @@ type contract struct {
 // it out of ./... patterns, should a user's tool ever see it.
 const loaderDir = "_kvgenload"
 
+// maxPatternBytes is how long a list of patterns go/packages passes to one
+// go list run: past it (its limit is 32767 less 16384 for the environment,
+// counting a separator per pattern), it splits the load into several
+// concurrent go list runs, each repeating the module graph, the standard
+// library's packages and a version probe.
+const maxPatternBytes = 32767 - 16384
+
 // load lists every package with one go list run; decode then reads the
 // export data of those that need it, in parallel.
 //
-// The go command is asked for one package that exists only in an overlay
-// and imports every connector, with its dependencies, rather than for the
-// connectors by path: go/packages splits a long list of patterns into
-// several concurrent go list runs (past 16 KiB, some 280 real import
-// paths), each repeating the module graph, the standard library's
-// packages and a version probe. One pattern is one run at any N.
+// The connectors are listed by their import paths while those fit one go
+// list run (up to some 280 real paths). A longer list is given to the go
+// command as one package that exists only in an overlay and imports every
+// connector, listed with its dependencies: that lists some 200 more
+// packages (about 15% more work at N=10, which is why short lists go as
+// they are) but is one run at any N.
 //
 // go/packages decodes export data under one lock because its importer shares
 // a single type universe. Here each worker keeps its own universe, seeded
 // with package registry, so the workers need no lock and the decoding, which
 // dominates once go list is done, runs on every core.
 func load(ctx context.Context, lc loadConfig, overlay map[string][]byte, paths []string) (*listing, error) {
-	loader := filepath.Join(lc.dir, loaderDir, "load.go")
+	// The loader package lives in the main module, so the go command's
+	// report of it names the main module's go.mod: no go env run needed.
 	ov := make(map[string][]byte, len(overlay)+1)
 	maps.Copy(ov, overlay)
-	ov[loader] = loaderSource(paths)
+	loader := filepath.Join(lc.dir, loaderDir, "load.go")
+	patterns := append([]string{"./" + loaderDir, RegistryPath}, paths...)
+	mode := packages.NeedName | packages.NeedFiles | packages.NeedModule | packages.NeedExportFile
+	limit := maxPatternBytes
+	if lc.loaderAbove > 0 {
+		limit = lc.loaderAbove
+	}
+	if patternBytes(patterns) <= limit {
+		ov[loader] = loaderSource(nil)
+	} else {
+		ov[loader] = loaderSource(paths)
+		patterns = patterns[:1]
+		mode |= packages.NeedImports | packages.NeedDeps
+	}
 	cfg := &packages.Config{
 		Context:    ctx,
 		Dir:        lc.dir,
-		Mode:       packages.NeedName | packages.NeedFiles | packages.NeedModule | packages.NeedExportFile | packages.NeedImports | packages.NeedDeps,
+		Mode:       mode,
 		BuildFlags: lc.buildFlags(),
 		Env:        lc.env(),
 		Overlay:    ov,
 	}
-	roots, err := packages.Load(cfg, "./"+loaderDir)
+	roots, err := packages.Load(cfg, patterns...)
 	if err != nil {
 		return nil, fmt.Errorf("loading packages: %w", err)
 	}
@@ -111,8 +132,10 @@ func load(ctx context.Context, lc loadConfig, overlay map[string][]byte, paths [
 	}
 
 	out := &listing{registry: reg, pkgs: make(map[string]*loadedPackage, len(paths))}
-	if len(roots) == 1 && roots[0].Module != nil {
-		out.goMod = roots[0].Module.GoMod
+	for _, r := range roots {
+		if r.Name == "kvgenload" && r.Module != nil {
+			out.goMod = r.Module.GoMod
+		}
 	}
 	var noExport []*loadedPackage
 	for _, path := range paths {
@@ -206,8 +229,17 @@ func (l *listing) decode(todo []*loadedPackage) error {
 	return errors.Join(setupErrs...)
 }
 
-// loaderSource is the overlay package that imports every connector and the
-// registry. Import paths were checked by the manifest; they are quoted all
+// patternBytes is how go/packages counts the length of patterns.
+func patternBytes(patterns []string) int {
+	n := 0
+	for _, p := range patterns {
+		n += len(p) + 1
+	}
+	return n
+}
+
+// loaderSource is the overlay package that imports the registry and the
+// given connectors. Import paths were checked by the manifest; they are quoted all
 // the same.
 func loaderSource(paths []string) []byte {
 	var b strings.Builder
@@ -224,6 +256,9 @@ func loaderSource(paths []string) []byte {
 func rootErrors(roots []*packages.Package) string {
 	var msgs []string
 	for _, r := range roots {
+		if r.Name != "kvgenload" {
+			continue
+		}
 		for _, e := range r.Errors {
 			msgs = append(msgs, oneLine(e.Msg))
 		}

@@ -1,0 +1,8 @@
+package gen
+
+// ThroughLoader makes opts load every connector through the loader
+// package, as a list of patterns too long for one go list run is.
+func ThroughLoader(opts Options) Options {
+	opts.loaderAbove = 1
+	return opts
+}
