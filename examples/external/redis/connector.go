@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -38,6 +39,7 @@ func New(ctx context.Context, cfg registry.Config, role registry.Role) (registry
 		opts:     opts,
 		prefixes: prefixes,
 		layers:   slices.Clone(cfg.LayerNames),
+		layerSet: make(map[string]bool, len(cfg.LayerNames)),
 		where:    where(opts),
 		client: goredis.NewUniversalClient(&goredis.UniversalOptions{
 			Addrs:                 slices.Clone(opts.Addrs),
@@ -56,6 +58,9 @@ func New(ctx context.Context, cfg registry.Config, role registry.Role) (registry
 			// a dropped connection.
 			DialerRetries: 1,
 		}),
+	}
+	for _, l := range c.layers {
+		c.layerSet[l] = true
 	}
 	pingCtx, cancel := context.WithTimeout(ctx, time.Duration(opts.DialTimeout))
 	defer cancel()
@@ -85,8 +90,12 @@ type connector struct {
 	where    string
 	client   goredis.UniversalClient
 	logger   *slog.Logger // nil means slog.Default()
+	layerSet map[string]bool
+	saver    saver
+	reader   reader
 
 	closeOnce sync.Once
+	closed    atomic.Bool // SaveLayer buffers, so it checks this itself
 }
 
 var (
@@ -94,14 +103,21 @@ var (
 	_ registry.Worker    = (*connector)(nil)
 )
 
-// Close closes the client's connections. Later calls return nil, as the
-// contract asks, and later requests fail with go-redis' "client is closed".
+// Close writes the saves still buffered, then closes the client's
+// connections. Later calls return nil, as the contract asks, and later
+// requests fail with go-redis' "client is closed".
 func (c *connector) Close() error {
 	var err error
 	c.closeOnce.Do(func() {
+		c.closed.Store(true)
+		// The client's read and write timeouts bound the last writes.
+		err = c.WaitForSave(context.Background())
 		if cerr := c.client.Close(); cerr != nil {
-			err = fmt.Errorf("%s: close: %w", c.where, cerr)
+			err = errors.Join(err, fmt.Errorf("%s: close: %w", c.where, cerr))
 		}
+		c.reader.mu.Lock()
+		c.reader.ahead = nil
+		c.reader.mu.Unlock()
 	})
 	return err
 }
@@ -159,54 +175,6 @@ func (c *connector) AfterAlloc(context.Context, *registry.Request, int) error { 
 // RequestFinished does nothing, for the reason AfterAlloc does nothing.
 func (c *connector) RequestFinished(context.Context, *registry.Request) error { return nil }
 
-// SaveLayer stores kv under the layer's key, refreshing the prefix's marker,
-// in one MULTI so that the marker never outlives a failed save of the
-// layer. The save is complete when SaveLayer returns.
-func (c *connector) SaveLayer(ctx context.Context, req *registry.Request, layer string, numTokens int, kv []byte) error {
-	h, err := c.prefix(req, layer, numTokens)
-	if err != nil {
-		return err
-	}
-	value := encodeValue(h, layer, kv)
-	ttl := time.Duration(c.opts.TTL)
-	_, err = c.client.TxPipelined(ctx, func(p goredis.Pipeliner) error {
-		p.Set(ctx, c.layerKey(h, layer), value, ttl)
-		p.Set(ctx, c.prefixKey(h), "", ttl)
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("%s: save layer %q of %d tokens of request %q: %w", c.where, layer, numTokens, req.ID, err)
-	}
-	return nil
-}
-
-// LoadLayer returns the layer's KV as it was saved. A missing key is a miss;
-// so is a value that fails its checksum or was saved for another key, which
-// is also logged as a warning because it means something wrote to the
-// connector's keys. A failure to reach Redis is an error, not a miss.
-func (c *connector) LoadLayer(ctx context.Context, req *registry.Request, layer string, numTokens int) ([]byte, error) {
-	h, err := c.prefix(req, layer, numTokens)
-	if err != nil {
-		return nil, err
-	}
-	key := c.layerKey(h, layer)
-	v, err := c.client.Get(ctx, key).Bytes()
-	if errors.Is(err, goredis.Nil) {
-		return nil, fmt.Errorf("%w: layer %q of %d tokens of request %q", registry.ErrMiss, layer, numTokens, req.ID)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%s: load layer %q of %d tokens of request %q: %w", c.where, layer, numTokens, req.ID, err)
-	}
-	kv, err := decodeValue(v, h, layer)
-	if err != nil {
-		c.log().WarnContext(ctx, "redis kv connector: ignoring a stored value that fails its check",
-			slog.String("key", key), slog.String("request", req.ID), slog.String("reason", err.Error()))
-		return nil, fmt.Errorf("%w: layer %q of %d tokens of request %q: stored value rejected: %w",
-			registry.ErrMiss, layer, numTokens, req.ID, err)
-	}
-	return kv, nil
-}
-
 // prefix checks a save or load and returns the hash of its prefix.
 func (c *connector) prefix(req *registry.Request, layer string, numTokens int) (registry.BlockHash, error) {
 	if layer == "" {
@@ -219,13 +187,11 @@ func (c *connector) prefix(req *registry.Request, layer string, numTokens int) (
 	return h, nil
 }
 
-// WaitForSave returns at once: SaveLayer returns only once Redis stored
-// the layer.
-func (c *connector) WaitForSave(context.Context) error { return nil }
-
 // Finished reports every finished request as both sent and received,
-// because transfers complete within SaveLayer and LoadLayer.
+// because loads complete within LoadLayer and saves by WaitForSave, and
+// drops what was read ahead for them.
 func (c *connector) Finished(_ context.Context, finished []string) (sent, received []string, err error) {
+	c.reader.forget(finished)
 	return slices.Clone(finished), slices.Clone(finished), nil
 }
 

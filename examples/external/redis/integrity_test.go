@@ -2,6 +2,7 @@ package redis_test
 
 import (
 	"bytes"
+	"fmt"
 	"log/slog"
 	"net/url"
 	"testing"
@@ -92,4 +93,44 @@ func TestTamperedValuesAreMisses(t *testing.T) {
 		require.ErrorIs(t, err, registry.ErrMiss)
 		assert.Empty(t, logs.String())
 	})
+}
+
+// TestWrongTypeIsAMiss puts keys of other Redis types where the connector
+// keeps a layer: a load is a miss with a warning, not an error, whether it
+// reads the layer alone or with the prefix's other layers.
+func TestWrongTypeIsAMiss(t *testing.T) {
+	t.Parallel()
+	srv := startRedis(t)
+	raw := rawClient(t, srv.Addr())
+	ctx := t.Context()
+	req := request("r", 4, blockSize)
+	h := prefixHash(t, "", req, blockSize)
+	key := "wt:{" + h.String() + "}:"
+	for _, layers := range [][]string{nil, {"a", "b", "c"}} {
+		t.Run(fmt.Sprintf("%d layer names", len(layers)), func(t *testing.T) {
+			require.NoError(t, raw.FlushAll(ctx).Err())
+			w := openWorker(t, config("e", map[string]any{"addrs": []string{srv.Addr()}, "key_prefix": "wt:"}, layers...))
+			var logs bytes.Buffer
+			redis.SetLogger(w, slog.New(slog.NewTextHandler(&logs, nil)))
+			save(t, w, req, blockSize, "b")
+			require.NoError(t, raw.RPush(ctx, key+"a", "x").Err())
+			require.NoError(t, raw.HSet(ctx, key+"c", "f", "v").Err())
+			for _, l := range []string{"a", "c"} {
+				kv, err := w.LoadLayer(ctx, req, l, blockSize)
+				require.ErrorIs(t, err, registry.ErrMiss, l)
+				assert.ErrorContains(t, err, "the key holds another type")
+				assert.Nil(t, kv)
+			}
+			assert.Contains(t, logs.String(), "level=WARN")
+			assert.Contains(t, logs.String(), key+"a")
+			kv, err := w.LoadLayer(ctx, req, "b", blockSize)
+			require.NoError(t, err)
+			assert.Equal(t, kvOf(req, "b", blockSize), kv)
+			// Saving over a key of another type replaces it.
+			save(t, w, req, blockSize, "a")
+			kv, err = w.LoadLayer(ctx, req, "a", blockSize)
+			require.NoError(t, err)
+			assert.Equal(t, kvOf(req, "a", blockSize), kv)
+		})
+	}
 }

@@ -32,6 +32,9 @@ func TestRedisRestart(t *testing.T) {
 	}, "a", "b")
 	w := openWorker(t, cfg)
 	s := openScheduler(t, cfg)
+	// The background traffic has its own worker, so that its WaitForSave
+	// cannot report, and so take, the failures of this test's saves.
+	bg := openWorker(t, cfg)
 
 	before := request("before", 1, 2*blockSize)
 	save(t, w, before, 2*blockSize, "a", "b")
@@ -57,8 +60,9 @@ func TestRedisRestart(t *testing.T) {
 			req := request(fmt.Sprint("bg-", i), uint32(100+i%5), blockSize)
 			want := kvOf(req, "a", blockSize)
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			_ = w.SaveLayer(ctx, req, "a", blockSize, want)
-			kv, err := w.LoadLayer(ctx, req, "a", blockSize)
+			_ = bg.SaveLayer(ctx, req, "a", blockSize, want)
+			_ = bg.WaitForSave(ctx)
+			kv, err := bg.LoadLayer(ctx, req, "a", blockSize)
 			cancel()
 			switch {
 			case err == nil && bytes.Equal(kv, want):
@@ -73,8 +77,9 @@ func TestRedisRestart(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	err = w.SaveLayer(ctx, request("down", 3, blockSize), "a", blockSize, []byte("kv"))
-	requireOutage(t, err, addr)
+	// A save is buffered until WaitForSave, which reports the failure.
+	require.NoError(t, w.SaveLayer(ctx, request("down", 3, blockSize), "a", blockSize, []byte("kv")))
+	requireOutage(t, w.WaitForSave(ctx), addr)
 	kv, err := w.LoadLayer(ctx, before, "a", 2*blockSize)
 	requireOutage(t, err, addr)
 	assert.Nil(t, kv)
@@ -86,7 +91,10 @@ func TestRedisRestart(t *testing.T) {
 
 	after := request("after", 2, 2*blockSize)
 	retry(t, "save after the restart", func() error {
-		return w.SaveLayer(t.Context(), after, "a", 2*blockSize, kvOf(after, "a", 2*blockSize))
+		if err := w.SaveLayer(t.Context(), after, "a", 2*blockSize, kvOf(after, "a", 2*blockSize)); err != nil {
+			return err
+		}
+		return w.WaitForSave(t.Context())
 	})
 	retry(t, "look up after the restart", func() error {
 		_, err := s.MatchedTokens(t.Context(), after, 0)

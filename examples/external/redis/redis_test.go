@@ -104,6 +104,7 @@ func save(t testing.TB, w registry.Worker, req *registry.Request, numTokens int,
 	for _, l := range layers {
 		require.NoError(t, w.SaveLayer(t.Context(), req, l, numTokens, kvOf(req, l, numTokens)))
 	}
+	require.NoError(t, w.WaitForSave(t.Context()))
 }
 
 func TestSharedAcrossEngines(t *testing.T) {
@@ -345,4 +346,53 @@ func TestUnreachableServer(t *testing.T) {
 	require.Error(t, err)
 	assert.True(t, strings.HasPrefix(err.Error(), "redis at "+addr+": "), "error names the server: %v", err)
 	assert.Contains(t, err.Error(), "connection refused")
+}
+
+// TestReadAhead checks what the first load of a prefix fetches for the
+// loads after it: each layer handed out as saved, a layer saved again
+// afterwards loaded anew, a miss kept a miss, and nothing held once the
+// request is finished.
+func TestReadAhead(t *testing.T) {
+	t.Parallel()
+	srv := startRedis(t)
+	raw := rawClient(t, srv.Addr())
+	layers := []string{"a", "b", "c", "d"}
+	w := openWorker(t, config("e", map[string]any{"addrs": []string{srv.Addr()}, "key_prefix": "ra:"}, layers...))
+	ctx := t.Context()
+	req := request("r", 5, blockSize)
+	save(t, w, req, blockSize, "a", "b", "c")
+
+	load := func(layer string) ([]byte, error) { return w.LoadLayer(ctx, req, layer, blockSize) }
+	kv, err := load("a") // reads b, c and d ahead
+	require.NoError(t, err)
+	assert.Equal(t, kvOf(req, "a", blockSize), kv)
+
+	newer := []byte("saved again")
+	require.NoError(t, w.SaveLayer(ctx, req, "b", blockSize, newer))
+	require.NoError(t, w.WaitForSave(ctx))
+	kv, err = load("b")
+	require.NoError(t, err)
+	assert.Equal(t, newer, kv, "a layer saved after the read ahead is loaded anew")
+
+	// Deleted behind the connector's back after the read ahead: the
+	// value read ahead is still the one saved under that key.
+	require.NoError(t, raw.FlushAll(ctx).Err())
+	kv, err = load("c")
+	require.NoError(t, err)
+	assert.Equal(t, kvOf(req, "c", blockSize), kv)
+	_, err = load("d")
+	require.ErrorIs(t, err, registry.ErrMiss, "d was never saved")
+
+	// Every layer was handed out once: loading again asks Redis.
+	_, err = load("a")
+	require.ErrorIs(t, err, registry.ErrMiss, "a is gone from the server")
+
+	save(t, w, req, blockSize, "a", "b")
+	_, err = load("a") // reads b ahead
+	require.NoError(t, err)
+	require.NoError(t, raw.FlushAll(ctx).Err())
+	_, _, err = w.Finished(ctx, []string{req.ID})
+	require.NoError(t, err)
+	_, err = load("b")
+	require.ErrorIs(t, err, registry.ErrMiss, "a finished request's read ahead is dropped")
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"slices"
 
 	"github.com/kvgen/kvgen/registry"
 )
@@ -29,10 +30,11 @@ const fixedHeaderLen = len(valueMagic) + 4 + len(registry.BlockHash{}) + 4 + 8
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// encodeValue returns the stored form of kv, saved for layer of the prefix
-// with hash h.
-func encodeValue(h registry.BlockHash, layer string, kv []byte) []byte {
-	v := make([]byte, 0, fixedHeaderLen+len(layer)+len(kv))
+// encodeValue appends the stored form of kv, saved for layer of the prefix
+// with hash h, to v, which is usually empty with room to spare.
+func encodeValue(v []byte, h registry.BlockHash, layer string, kv []byte) []byte {
+	base := len(v)
+	v = slices.Grow(v, fixedHeaderLen+len(layer)+len(kv))
 	v = append(v, valueMagic...)
 	v = append(v, 0, 0, 0, 0) // checksum, filled in below
 	v = append(v, h[:]...)
@@ -40,7 +42,7 @@ func encodeValue(h registry.BlockHash, layer string, kv []byte) []byte {
 	v = append(v, layer...)
 	v = binary.BigEndian.AppendUint64(v, uint64(len(kv)))
 	v = append(v, kv...)
-	binary.BigEndian.PutUint32(v[4:8], crc32.Checksum(v[8:], castagnoli))
+	binary.BigEndian.PutUint32(v[base+4:base+8], crc32.Checksum(v[base+8:], castagnoli))
 	return v
 }
 
