@@ -1,9 +1,12 @@
-// Package redistest runs a real redis-server for tests: on a free port of
-// 127.0.0.1, without persistence, killable and restartable on the same port.
+// Package redistest runs real redis-server processes for tests: on free
+// ports of 127.0.0.1, without persistence, killable and restartable on the
+// same port; a single server, a TLS server (tls.go) or a Redis Cluster of
+// three masters with a replica each (cluster.go).
 package redistest
 
 import (
 	"bufio"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -11,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -23,8 +27,21 @@ type Server struct {
 	bin    string
 	dir    string
 	port   int
+	port2  int // {port2} in Options.Args
+	opts   Options
 	cmd    *exec.Cmd
 	exited chan struct{}
+}
+
+// Options change how a server starts.
+type Options struct {
+	// Args are more redis-server arguments. Each may contain {dir}, the
+	// server's own directory, and {port2}, a second free port.
+	Args []string
+	// TLS, when set, makes the server listen with TLS only (Args must name
+	// its certificates) and is the configuration of the harness's own
+	// readiness PINGs.
+	TLS *tls.Config
 }
 
 // Start starts a redis-server for t and stops it when t ends. Without
@@ -32,20 +49,18 @@ type Server struct {
 // CI must run every test.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		const msg = "redis-server not found; .ci/run installs it with apt-get"
-		if os.Getenv("CI") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	s := &Server{t: t, bin: bin, dir: t.TempDir()}
+	return StartWith(t, Options{})
+}
+
+// StartWith is Start with options.
+func StartWith(t testing.TB, opts Options) *Server {
+	t.Helper()
+	s := &Server{t: t, bin: lookPath(t, "redis-server"), dir: t.TempDir(), opts: opts}
 	t.Cleanup(s.Kill)
 	// Another process may take the port between probing and binding it;
 	// a few fresh ports make that race harmless.
 	for attempt := 1; ; attempt++ {
-		s.port = FreePort(t)
+		s.port, s.port2 = FreePort(t), FreePort(t)
 		err := s.start()
 		if err == nil {
 			return s
@@ -56,6 +71,24 @@ func Start(t testing.TB) *Server {
 		t.Logf("retrying on another port: %v", err)
 	}
 }
+
+// lookPath finds a Redis program, skipping t without it, or failing it
+// when CI is set, since CI must run every test.
+func lookPath(t testing.TB, name string) string {
+	t.Helper()
+	bin, err := exec.LookPath(name)
+	if err != nil {
+		msg := name + " not found; .ci/run installs it with apt-get (package redis-server)"
+		if os.Getenv("CI") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return bin
+}
+
+// Port is the server's port.
+func (s *Server) Port() int { return s.port }
 
 // Addr is the server's host:port.
 func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
@@ -79,15 +112,28 @@ func (s *Server) Restart() {
 	}
 }
 
+// Running reports whether the server process is running.
+func (s *Server) Running() bool { return s.cmd != nil }
+
 func (s *Server) start() error {
 	logfile := filepath.Join(s.dir, "redis.log")
-	cmd := exec.Command(s.bin,
+	args := []string{
 		"--port", strconv.Itoa(s.port),
 		"--save", "",
 		"--appendonly", "no",
 		"--bind", "127.0.0.1",
 		"--dir", s.dir,
-		"--logfile", logfile)
+		"--logfile", logfile,
+	}
+	if s.opts.TLS != nil {
+		args[1] = "0"
+		args = append(args, "--tls-port", strconv.Itoa(s.port))
+	}
+	r := strings.NewReplacer("{dir}", s.dir, "{port2}", strconv.Itoa(s.port2))
+	for _, a := range s.opts.Args {
+		args = append(args, r.Replace(a))
+	}
+	cmd := exec.Command(s.bin, args...)
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start redis-server: %w", err)
 	}
@@ -99,7 +145,7 @@ func (s *Server) start() error {
 	s.cmd, s.exited = cmd, exited
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		err := ping(s.Addr())
+		err := ping(s.Addr(), s.opts.TLS)
 		if err == nil {
 			return nil
 		}
@@ -118,8 +164,14 @@ func (s *Server) start() error {
 }
 
 // ping sends an inline PING and expects +PONG.
-func ping(addr string) error {
-	conn, err := net.DialTimeout("tcp", addr, time.Second)
+func ping(addr string, tlsConf *tls.Config) error {
+	var conn net.Conn
+	var err error
+	if tlsConf != nil {
+		conn, err = tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", addr, tlsConf)
+	} else {
+		conn, err = net.DialTimeout("tcp", addr, time.Second)
+	}
 	if err != nil {
 		return err
 	}

@@ -35,6 +35,10 @@ func New(ctx context.Context, cfg registry.Config, role registry.Role) (registry
 	if err != nil {
 		return nil, err
 	}
+	tlsConfig, err := opts.TLS.config()
+	if err != nil {
+		return nil, err
+	}
 	c := &connector{
 		opts:     opts,
 		prefixes: prefixes,
@@ -43,10 +47,12 @@ func New(ctx context.Context, cfg registry.Config, role registry.Role) (registry
 		where:    where(opts),
 		client: goredis.NewUniversalClient(&goredis.UniversalOptions{
 			Addrs:                 slices.Clone(opts.Addrs),
+			IsClusterMode:         opts.isCluster(),
 			MasterName:            opts.MasterName,
 			DB:                    opts.DB,
 			Username:              opts.Username,
 			Password:              opts.Password,
+			TLSConfig:             tlsConfig,
 			PoolSize:              opts.PoolSize,
 			DialTimeout:           time.Duration(opts.DialTimeout),
 			ReadTimeout:           time.Duration(opts.ReadTimeout),
@@ -64,16 +70,39 @@ func New(ctx context.Context, cfg registry.Config, role registry.Role) (registry
 	}
 	pingCtx, cancel := context.WithTimeout(ctx, time.Duration(opts.DialTimeout))
 	defer cancel()
-	if err := c.client.Ping(pingCtx).Err(); err != nil {
+	if err := c.check(pingCtx); err != nil {
 		_ = c.client.Close()
 		return nil, fmt.Errorf("%s: %w", c.where, err)
 	}
 	return c, nil
 }
 
+// check asks the server for a PING and, for a single server, whether it is
+// a Redis Cluster node after all: a plain client would then fail on the
+// first save with MOVED or EXECABORT, far from the setting that is wrong.
+func (c *connector) check(ctx context.Context) error {
+	if err := c.client.Ping(ctx).Err(); err != nil {
+		return err
+	}
+	if c.opts.isCluster() || c.opts.MasterName != "" {
+		return nil
+	}
+	info, err := c.client.Info(ctx, "cluster").Result()
+	if err != nil {
+		return fmt.Errorf("INFO cluster: %w", err)
+	}
+	if strings.Contains(info, "cluster_enabled:1") {
+		return errors.New(`the server is a Redis Cluster node: set "cluster": true in kv_connector_extra_config`)
+	}
+	return nil
+}
+
 // where names the server in errors: "redis at 127.0.0.1:6379".
 func where(opts Options) string {
 	s := "redis at " + strings.Join(opts.Addrs, ",")
+	if opts.Cluster && len(opts.Addrs) == 1 {
+		s += " (cluster)"
+	}
 	if opts.MasterName != "" {
 		s += fmt.Sprintf(" (sentinel master %q)", opts.MasterName)
 	}

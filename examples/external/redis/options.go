@@ -3,6 +3,9 @@ package redis
 import (
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -12,10 +15,17 @@ import (
 // Options are the connector's settings, read from kv_connector_extra_config.
 // A key that names no field is an error that names the nearest field.
 type Options struct {
-	// Addrs are the host:port addresses of the server. One address is a
-	// single server; several are the seed nodes of a Redis Cluster, or the
+	// Addrs are the addresses of the server: host:port, redis://host:port,
+	// or rediss://host:port for TLS. One address is a single server unless
+	// Cluster is set; several are the seed nodes of a Redis Cluster, or the
 	// sentinels when MasterName is set.
 	Addrs []string `json:"addrs"`
+	// Cluster makes the connector a Redis Cluster client even with one
+	// seed address (a cluster's configuration endpoint, or any one node).
+	Cluster bool `json:"cluster"`
+	// TLS, when set, encrypts connections and checks the server's
+	// certificate; rediss:// addresses turn it on with its defaults.
+	TLS *TLSOptions `json:"tls"`
 	// MasterName is the name of the Sentinel master; empty means no Sentinel.
 	MasterName string `json:"master_name"`
 	// DB is the database to select (single server and Sentinel only).
@@ -40,6 +50,20 @@ type Options struct {
 	WriteTimeout registry.Duration `json:"write_timeout"`
 }
 
+// TLSOptions are the TLS settings (the "tls" object).
+type TLSOptions struct {
+	// CAFile is a PEM file of the CAs that sign the server's certificate;
+	// empty means the system's roots.
+	CAFile string `json:"ca_file"`
+	// CertFile and KeyFile are a PEM client certificate and its key, for
+	// servers that ask for one (tls-auth-clients); both or neither.
+	CertFile string `json:"cert_file"`
+	KeyFile  string `json:"key_file"`
+	// ServerName is the name the server's certificate must carry; empty
+	// means the host of each address.
+	ServerName string `json:"server_name"`
+}
+
 // DefaultOptions returns the settings that apply where
 // kv_connector_extra_config says nothing.
 func DefaultOptions() Options {
@@ -59,6 +83,16 @@ func decodeOptions(extra map[string]any) (Options, error) {
 	if err := registry.DecodeExtra(extra, &opts); err != nil {
 		return Options{}, err
 	}
+	if t, ok := extra["tls"].(map[string]any); ok {
+		// DecodeExtra checks the top level's keys only; the tls object's
+		// keys are checked the same way, and named by their path.
+		var tlsOpts TLSOptions
+		if err := registry.DecodeExtra(t, &tlsOpts); err != nil {
+			return Options{}, errors.New(strings.ReplaceAll(err.Error(),
+				"kv_connector_extra_config: ", "kv_connector_extra_config: tls: "))
+		}
+		opts.TLS = &tlsOpts
+	}
 	var errs []error
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("kv_connector_extra_config: "+format, args...))
@@ -66,15 +100,41 @@ func decodeOptions(extra map[string]any) (Options, error) {
 	if len(opts.Addrs) == 0 {
 		bad("addrs: want at least one host:port address")
 	}
+	schemes := map[string]bool{}
 	for i, a := range opts.Addrs {
 		if strings.TrimSpace(a) == "" {
 			bad("addrs[%d] is empty", i)
+			continue
 		}
+		addr, scheme, err := parseAddr(a)
+		if err != nil {
+			bad("addrs[%d] %q: %v", i, shorten(a), err)
+			continue
+		}
+		opts.Addrs[i] = addr
+		schemes[scheme] = true
+	}
+	if schemes["redis"] && schemes["rediss"] {
+		bad("addrs: redis:// and rediss:// addresses mixed; use rediss:// (or the tls setting) for all of them")
+	}
+	if schemes["rediss"] && opts.TLS == nil {
+		opts.TLS = &TLSOptions{}
+	}
+	if opts.TLS != nil {
+		if (opts.TLS.CertFile == "") != (opts.TLS.KeyFile == "") {
+			bad("tls: cert_file and key_file go together: set both for a client certificate, or neither")
+		}
+	}
+	if opts.Cluster && opts.MasterName != "" {
+		bad("cluster and master_name: a Sentinel-managed master is not a Redis Cluster; set one of them")
+	}
+	if opts.DB != 0 && opts.Cluster {
+		bad("db %d: a Redis Cluster has only database 0", opts.DB)
 	}
 	if opts.DB < 0 {
 		bad("db %d: want 0 or more", opts.DB)
 	}
-	if opts.DB != 0 && opts.MasterName == "" && len(opts.Addrs) > 1 {
+	if opts.DB != 0 && !opts.Cluster && opts.MasterName == "" && len(opts.Addrs) > 1 {
 		bad("db %d: a Redis Cluster (several addrs without master_name) has only database 0", opts.DB)
 	}
 	if opts.PoolSize < 0 {
@@ -101,4 +161,46 @@ func decodeOptions(extra map[string]any) (Options, error) {
 		return Options{}, err
 	}
 	return opts, nil
+}
+
+// isCluster reports whether opts name a Redis Cluster: explicitly, or by
+// several addresses without a Sentinel master.
+func (o Options) isCluster() bool {
+	return o.Cluster || (o.MasterName == "" && len(o.Addrs) > 1)
+}
+
+// parseAddr checks one entry of addrs and returns its host:port and its
+// scheme ("" for a bare host:port).
+func parseAddr(a string) (addr, scheme string, err error) {
+	addr = a
+	if strings.Contains(a, "://") {
+		u, err := url.Parse(a)
+		if err != nil {
+			return "", "", errors.New("not a URL")
+		}
+		if u.Scheme != "redis" && u.Scheme != "rediss" {
+			return "", "", fmt.Errorf("scheme %q: want redis:// or rediss://", shorten(u.Scheme))
+		}
+		if u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+			return "", "", errors.New("want only scheme, host and port; credentials, database and options go in username, password, db and the other settings")
+		}
+		addr, scheme = u.Host, u.Scheme
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || host == "" {
+		return "", "", errors.New("want host:port")
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return "", "", fmt.Errorf("port %q: want 1 to 65535", shorten(port))
+	}
+	return addr, scheme, nil
+}
+
+// shorten keeps hostile or mistaken long values out of messages whole.
+func shorten(s string) string {
+	const max = 64
+	if len(s) <= max {
+		return s
+	}
+	return s[:max] + "..."
 }

@@ -315,6 +315,19 @@ func TestInvalidSettings(t *testing.T) {
 		{"zero timeout", map[string]any{"read_timeout": 0}, []string{"read_timeout 0s: want a positive duration"}},
 		{"database in a cluster", map[string]any{"addrs": []string{"10.0.0.1:6379", "10.0.0.2:6379"}, "db": 1}, []string{"db 1: a Redis Cluster"}},
 		{"every problem at once", map[string]any{"db": -1, "pool_size": -2}, []string{"db -1", "pool_size -2"}},
+		{"database in an explicit cluster", map[string]any{"cluster": true, "db": 2}, []string{"db 2: a Redis Cluster has only database 0"}},
+		{"cluster and sentinel", map[string]any{"cluster": true, "master_name": "m"}, []string{"cluster and master_name"}},
+		{"cluster of the wrong type", map[string]any{"cluster": "yes"}, []string{"cluster"}},
+		{"address without port", map[string]any{"addrs": []string{"redis-0"}}, []string{`addrs[0] "redis-0": want host:port`}},
+		{"port out of range", map[string]any{"addrs": []string{"redis-0:70000"}}, []string{`port "70000": want 1 to 65535`}},
+		{"other scheme", map[string]any{"addrs": []string{"http://redis-0:6379"}}, []string{`scheme "http": want redis:// or rediss://`}},
+		{"credentials in the address", map[string]any{"addrs": []string{"rediss://u:secret@redis-0:6380"}}, []string{"credentials, database and options go in username, password, db"}},
+		{"database in the address", map[string]any{"addrs": []string{"redis://redis-0:6379/3"}}, []string{"want only scheme, host and port"}},
+		{"mixed schemes", map[string]any{"addrs": []string{"redis://a:1", "rediss://b:2"}}, []string{"redis:// and rediss:// addresses mixed"}},
+		{"unknown tls key", map[string]any{"tls": map[string]any{"ca_fil": "ca.pem"}}, []string{`kv_connector_extra_config: tls: unknown key "ca_fil" (did you mean "ca_file"?)`}},
+		{"tls of the wrong type", map[string]any{"tls": true}, []string{"tls"}},
+		{"client certificate without key", map[string]any{"tls": map[string]any{"cert_file": "c.pem"}}, []string{"tls: cert_file and key_file go together"}},
+		{"missing CA file", map[string]any{"tls": map[string]any{"ca_file": "/nonexistent/ca.pem"}}, []string{"tls: ca_file: open /nonexistent/ca.pem"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := redis.New(t.Context(), config("e", tc.extra), registry.RoleWorker)
