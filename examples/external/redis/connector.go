@@ -174,6 +174,7 @@ func (c *connector) MatchedTokens(ctx context.Context, req *registry.Request, nu
 		return nil
 	})
 	if err != nil {
+		c.failed(err)
 		return 0, fmt.Errorf("%s: look up %d prefixes of request %q: %w", c.where, len(candidates), req.ID, err)
 	}
 	for i := len(cmds) - 1; i >= 0; i-- {
@@ -222,6 +223,16 @@ func (c *connector) prefix(req *registry.Request, layer string, numTokens int) (
 func (c *connector) Finished(_ context.Context, finished []string) (sent, received []string, err error) {
 	c.reader.forget(finished)
 	return slices.Clone(finished), slices.Clone(finished), nil
+}
+
+// failed notes that a call to Redis failed. On a cluster it has go-redis
+// reload the slot map, which it does by itself only on MOVED or once a
+// minute: after a master dies, its slots would go on being sent to it for
+// up to a minute after its replica took over.
+func (c *connector) failed(err error) {
+	if cc, ok := c.client.(*goredis.ClusterClient); ok && err != nil && !errors.Is(err, goredis.Nil) && !isWrongType(err) {
+		cc.ReloadState(context.Background()) // asynchronous, and coalesced
+	}
 }
 
 func (c *connector) log() *slog.Logger {

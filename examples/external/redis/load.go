@@ -192,6 +192,7 @@ func (c *connector) decodeReply(ctx context.Context, req *registry.Request, h re
 	if isWrongType(err) {
 		err = fmt.Errorf("%w: the key holds another type", errForeign)
 	} else if err != nil {
+		c.failed(err)
 		return nil, fmt.Errorf("%s: load layer %q of %d tokens of request %q: %w", c.where, layer, numTokens, req.ID, err)
 	} else {
 		kv, err = decodeValue(r.value, h, layer)

@@ -177,6 +177,7 @@ func (c *connector) write(ctx context.Context, b *saveBatch) error {
 				return nil
 			})
 			if err != nil {
+				c.failed(err)
 				errs[i] = fmt.Errorf("%s: write %d layers of prefix %s: %w", c.where, len(groups[h]), h, err)
 				return
 			}
