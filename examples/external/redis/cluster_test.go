@@ -94,9 +94,15 @@ func (tl *tally) String() string {
 	return fmt.Sprintf("%d loaded, %d misses, %d errors, %d wrong", tl.ok.Load(), tl.miss.Load(), tl.failed.Load(), tl.wrong.Load())
 }
 
-// clusterRequests saves n prefixes, spread over the cluster's slots, and
-// waits until the replicas have them.
-func clusterRequests(t *testing.T, c *redistest.Cluster, w registry.Worker, n int, layers ...string) []*registry.Request {
+// clusterLayers are the layers the cluster tests save and load.
+var clusterLayers = []string{"a", "b"}
+
+// startLoaded starts a cluster, opens a worker on it with keyPrefix, saves
+// n prefixes spread over the slots and waits until the replicas have them.
+func startLoaded(t *testing.T, keyPrefix string, n int) (*redistest.Cluster, registry.Worker, []*registry.Request) {
+	c := redistest.StartCluster(t)
+	layers := clusterLayers
+	w := openWorker(t, config("e", clusterExtra(c, keyPrefix), layers...))
 	reqs := make([]*registry.Request, n)
 	for i := range reqs {
 		reqs[i] = request("r"+strconv.Itoa(i), uint32(i+1), blockSize)
@@ -106,7 +112,19 @@ func clusterRequests(t *testing.T, c *redistest.Cluster, w registry.Worker, n in
 	}
 	require.NoError(t, w.WaitForSave(t.Context()))
 	c.WaitHealthy()
-	return reqs
+	return c, w, reqs
+}
+
+// repeat calls f with 0, 1, 2, ... until stop is closed.
+func repeat(stop <-chan struct{}, f func(i int)) {
+	for i := 0; ; i++ {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		f(i)
+	}
 }
 
 // TestClusterFailover kills a master with SIGKILL while loads run: until
@@ -114,25 +132,18 @@ func clusterRequests(t *testing.T, c *redistest.Cluster, w registry.Worker, n in
 // wrong bytes, and afterwards everything that was replicated loads again.
 func TestClusterFailover(t *testing.T) {
 	t.Parallel()
-	c := redistest.StartCluster(t)
-	layers := []string{"a", "b"}
-	w := openWorker(t, config("e", clusterExtra(c, "failover:"), layers...))
-	reqs := clusterRequests(t, c, w, 60, layers...)
+	c, w, reqs := startLoaded(t, "failover:", 60)
+	layers := clusterLayers
 
 	var during tally
 	stop := make(chan struct{})
 	var bg sync.WaitGroup
 	bg.Go(func() { // more traffic, from another goroutine
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
+		repeat(stop, func(i int) {
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			defer cancel()
 			during.load(ctx, w, reqs[i%len(reqs)], blockSize, layers...)
-			cancel()
-		}
+		})
 	})
 
 	victim := c.Masters()[0]
@@ -175,10 +186,8 @@ func TestClusterFailover(t *testing.T) {
 // saved, nothing still stored turns into a miss, and the keys did move.
 func TestClusterResharding(t *testing.T) {
 	t.Parallel()
-	c := redistest.StartCluster(t)
-	layers := []string{"a", "b"}
-	w := openWorker(t, config("e", clusterExtra(c, "reshard:"), layers...))
-	reqs := clusterRequests(t, c, w, 600, layers...)
+	c, w, reqs := startLoaded(t, "reshard:", 600)
+	layers := clusterLayers
 	masters := c.Masters()
 	from, to := masters[0], masters[1]
 	// New saves go elsewhere, so what leaves the source is the old keys.
@@ -194,34 +203,22 @@ func TestClusterResharding(t *testing.T) {
 		failed atomic.Int64        // saves during the move that reported an error
 	)
 	bg.Go(func() {
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			during.load(t.Context(), w, reqs[i%len(reqs)], blockSize, layers...)
-		}
+		repeat(stop, func(i int) { during.load(t.Context(), w, reqs[i%len(reqs)], blockSize, layers...) })
 	})
 	bg.Go(func() {
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
+		repeat(stop, func(i int) {
 			req := request("new"+strconv.Itoa(i), uint32(100000+i), blockSize)
 			for _, l := range layers {
 				_ = newer.SaveLayer(t.Context(), req, l, blockSize, kvOf(req, l, blockSize))
 			}
 			if newer.WaitForSave(t.Context()) != nil {
 				failed.Add(1)
-				continue
+				return
 			}
 			mu.Lock()
 			saved = append(saved, req)
 			mu.Unlock()
-		}
+		})
 	})
 	start := time.Now()
 	require.NoError(t, c.Reshard(from, to, 1500))

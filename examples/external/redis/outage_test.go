@@ -51,12 +51,7 @@ func TestRedisRestart(t *testing.T) {
 		wrongData atomic.Int64
 	)
 	done.Go(func() {
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
+		repeat(stop, func(i int) {
 			req := request(fmt.Sprint("bg-", i), uint32(100+i%5), blockSize)
 			want := kvOf(req, "a", blockSize)
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -70,7 +65,7 @@ func TestRedisRestart(t *testing.T) {
 			case err == nil, kv != nil:
 				wrongData.Add(1)
 			}
-		}
+		})
 	})
 
 	srv.Kill()
