@@ -1,6 +1,7 @@
 package redis_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -408,4 +409,40 @@ func TestReadAhead(t *testing.T) {
 	require.NoError(t, err)
 	_, err = load("b")
 	require.ErrorIs(t, err, registry.ErrMiss, "a finished request's read ahead is dropped")
+}
+
+// TestLargeLayers saves layers big enough to be written in the
+// background, more of them than may be written at once: WaitForSave
+// returns once all are stored, and reports a write that failed after
+// SaveLayer returned.
+func TestLargeLayers(t *testing.T) {
+	t.Parallel()
+	srv := startRedis(t)
+	layers := []string{"0", "1", "2", "3", "4", "5", "6", "7"}
+	cfg := config("e", map[string]any{"addrs": []string{srv.Addr()}, "read_timeout": "1s", "write_timeout": "1s", "dial_timeout": "1s"}, layers...)
+	w := openWorker(t, cfg)
+	ctx := t.Context()
+	req := request("big", 8, blockSize)
+	big := func(l string) []byte {
+		kv := bytes.Repeat(kvOf(req, l, blockSize), (9<<20)/2048+1)
+		require.Greater(t, len(kv), 9<<20)
+		return kv
+	}
+	for _, l := range layers {
+		kv := big(l)
+		require.NoError(t, w.SaveLayer(ctx, req, l, blockSize, kv))
+		clear(kv) // the connector must have copied it
+	}
+	require.NoError(t, w.WaitForSave(ctx))
+	for _, l := range layers {
+		kv, err := w.LoadLayer(ctx, req, l, blockSize)
+		require.NoError(t, err)
+		assert.True(t, bytes.Equal(big(l), kv), "layer %s loads as saved", l)
+	}
+
+	srv.Kill()
+	require.NoError(t, w.SaveLayer(ctx, request("down", 9, blockSize), "0", blockSize, big("0")), "written in the background")
+	err := w.WaitForSave(ctx)
+	requireOutage(t, err, srv.Addr())
+	require.NoError(t, w.WaitForSave(ctx), "a failure is reported once")
 }

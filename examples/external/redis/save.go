@@ -13,11 +13,16 @@ import (
 	"github.com/kvgen/kvgen/registry"
 )
 
-// flushBytes is how many encoded bytes SaveLayer buffers before it writes
-// them. Below it, a request's layers go to Redis together at WaitForSave,
-// in one round trip instead of one per layer; a layer of this size or more
-// is written by the SaveLayer that saves it, as it would be alone.
+// flushBytes is how many encoded bytes SaveLayer buffers before it starts
+// writing them in the background. Below it, a request's layers go to Redis
+// together at WaitForSave, in one round trip instead of one per layer;
+// above it, encoding the next layers overlaps writing the last ones.
 const flushBytes = 8 << 20
+
+// maxWrites bounds the writes in the background: SaveLayer waits when
+// there are more, so a producer faster than Redis holds at most about
+// maxWrites*flushBytes (plus a layer per write) of encoded KV.
+const maxWrites = 4
 
 // maxFailures bounds the failed writes kept for WaitForSave, should an
 // engine never call it; the first ones say what went wrong.
@@ -41,9 +46,9 @@ type saveBatch struct {
 // saver buffers the connector's saves and writes them in batches.
 type saver struct {
 	mu       sync.Mutex
-	open     *saveBatch              // filling up; nil when empty
-	flushing map[*saveBatch]struct{} // being written
-	failed   []*saveBatch            // failed, not yet reported by WaitForSave
+	open     *saveBatch   // filling up; nil when empty
+	flushing []*saveBatch // being written, oldest first
+	failed   []*saveBatch // failed, not yet reported by WaitForSave
 	// buffers holds encoding buffers between saves: allocating (and
 	// zeroing, and later sweeping) a fresh one per layer cost a third of
 	// a save's time at 64 KiB layers.
@@ -62,10 +67,10 @@ func (s *saver) putBuffer(b []byte) { s.buffers.Put(&b) }
 // SaveLayer stores kv under the layer's key and refreshes the prefix's
 // marker. It encodes (copies) kv at once, so the caller may reuse it, and
 // buffers the value with the other saves since the last write; the buffer
-// is written when it holds flushBytes or at WaitForSave, each prefix's
-// layers and marker in one MULTI, so that the marker never outlives a failed
-// save of its layers. An error from a write that SaveLayer itself makes is
-// returned here and again by WaitForSave.
+// is written in the background once it holds flushBytes, or by
+// WaitForSave, each prefix's layers and marker in one MULTI so that the
+// marker never outlives a failed save of its layers. A failed write is
+// reported by WaitForSave.
 func (c *connector) SaveLayer(ctx context.Context, req *registry.Request, layer string, numTokens int, kv []byte) error {
 	h, err := c.prefix(req, layer, numTokens)
 	if err != nil {
@@ -93,9 +98,20 @@ func (c *connector) SaveLayer(ctx context.Context, req *registry.Request, layer 
 	}
 	s.open = nil
 	s.startLocked(b)
+	var oldest *saveBatch
+	if len(s.flushing) > maxWrites {
+		oldest = s.flushing[0]
+	}
 	s.mu.Unlock()
-	if err := c.write(ctx, b); err != nil {
-		return fmt.Errorf("save layer %q of %d tokens of request %q: %w", layer, numTokens, req.ID, err)
+	// The caller's context may end when SaveLayer returns; the client's
+	// write and read timeouts bound the write instead.
+	go c.write(context.WithoutCancel(ctx), b)
+	if oldest != nil {
+		select {
+		case <-oldest.done:
+		case <-ctx.Done():
+			return fmt.Errorf("%s: save layer %q of %d tokens of request %q: waiting for earlier writes: %w", c.where, layer, numTokens, req.ID, ctx.Err())
+		}
 	}
 	return nil
 }
@@ -111,11 +127,9 @@ func (c *connector) WaitForSave(ctx context.Context) error {
 	if b != nil {
 		s.startLocked(b)
 	}
-	var others []*saveBatch
-	for o := range s.flushing {
-		if o != b {
-			others = append(others, o)
-		}
+	others := slices.Clone(s.flushing)
+	if b != nil {
+		others = others[:len(others)-1] // b, written below
 	}
 	s.mu.Unlock()
 	if b != nil {
@@ -144,12 +158,7 @@ func (c *connector) WaitForSave(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func (s *saver) startLocked(b *saveBatch) {
-	if s.flushing == nil {
-		s.flushing = make(map[*saveBatch]struct{})
-	}
-	s.flushing[b] = struct{}{}
-}
+func (s *saver) startLocked(b *saveBatch) { s.flushing = append(s.flushing, b) }
 
 // write stores the batch: one MULTI per prefix, since a Redis Cluster runs
 // a transaction in one slot only and a prefix's keys share one, all of them
@@ -166,23 +175,28 @@ func (c *connector) write(ctx context.Context, b *saveBatch) error {
 		groups[sv.prefix] = append(groups[sv.prefix], sv)
 	}
 	errs := make([]error, len(order))
+	writeGroup := func(i int, h registry.BlockHash) {
+		_, err := c.client.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+			for _, sv := range groups[h] {
+				p.Set(ctx, c.layerKey(h, sv.layer), sv.value, ttl)
+			}
+			p.Set(ctx, c.prefixKey(h), "", ttl)
+			return nil
+		})
+		if err != nil {
+			c.failed(err)
+			errs[i] = fmt.Errorf("%s: write %d layers of prefix %s: %w", c.where, len(groups[h]), h, err)
+			return
+		}
+		c.reader.saved(h, groups[h])
+	}
 	var wg sync.WaitGroup
 	for i, h := range order {
-		wg.Go(func() {
-			_, err := c.client.TxPipelined(ctx, func(p goredis.Pipeliner) error {
-				for _, sv := range groups[h] {
-					p.Set(ctx, c.layerKey(h, sv.layer), sv.value, ttl)
-				}
-				p.Set(ctx, c.prefixKey(h), "", ttl)
-				return nil
-			})
-			if err != nil {
-				c.failed(err)
-				errs[i] = fmt.Errorf("%s: write %d layers of prefix %s: %w", c.where, len(groups[h]), h, err)
-				return
-			}
-			c.reader.saved(h, groups[h])
-		})
+		if len(order) == 1 {
+			writeGroup(i, h)
+			break
+		}
+		wg.Go(func() { writeGroup(i, h) })
 	}
 	wg.Wait()
 	// go-redis has written the values and keeps no reference to them.
@@ -193,7 +207,7 @@ func (c *connector) write(ctx context.Context, b *saveBatch) error {
 	err := errors.Join(errs...)
 	s := &c.saver
 	s.mu.Lock()
-	delete(s.flushing, b)
+	s.flushing = slices.DeleteFunc(s.flushing, func(o *saveBatch) bool { return o == b })
 	b.err = err
 	if err != nil && len(s.failed) < maxFailures {
 		s.failed = append(s.failed, b)
