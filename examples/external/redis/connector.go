@@ -68,9 +68,11 @@ func New(ctx context.Context, cfg registry.Config, role registry.Role) (registry
 	for _, l := range c.layers {
 		c.layerSet[l] = true
 	}
+	c.startWriter()
 	pingCtx, cancel := context.WithTimeout(ctx, time.Duration(opts.DialTimeout))
 	defer cancel()
 	if err := c.check(pingCtx); err != nil {
+		c.stopWriter()
 		_ = c.client.Close()
 		return nil, fmt.Errorf("%s: %w", c.where, err)
 	}
@@ -141,6 +143,7 @@ func (c *connector) Close() error {
 		c.closed.Store(true)
 		// The client's read and write timeouts bound the last writes.
 		err = c.WaitForSave(context.Background())
+		c.stopWriter()
 		if cerr := c.client.Close(); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("%s: close: %w", c.where, cerr))
 		}

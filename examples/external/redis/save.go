@@ -13,16 +13,16 @@ import (
 	"github.com/kvgen/kvgen/registry"
 )
 
-// flushBytes is how many encoded bytes SaveLayer buffers before it starts
-// writing them in the background. Below it, a request's layers go to Redis
-// together at WaitForSave, in one round trip instead of one per layer;
-// above it, encoding the next layers overlaps writing the last ones.
+// flushBytes is how many encoded bytes SaveLayer buffers before it queues
+// them for writing. Below it, a request's layers go to Redis together at
+// WaitForSave, in one round trip instead of one per layer; above it,
+// encoding the next layers overlaps writing the last ones.
 const flushBytes = 8 << 20
 
-// maxWrites bounds the writes in the background: SaveLayer waits when
+// maxQueued bounds the batches queued for writing: SaveLayer waits when
 // there are more, so a producer faster than Redis holds at most about
-// maxWrites*flushBytes (plus a layer per write) of encoded KV.
-const maxWrites = 4
+// maxQueued*flushBytes (plus a layer per batch) of encoded KV.
+const maxQueued = 2
 
 // maxFailures bounds the failed writes kept for WaitForSave, should an
 // engine never call it; the first ones say what went wrong.
@@ -43,12 +43,20 @@ type saveBatch struct {
 	err   error         // set before done is closed
 }
 
-// saver buffers the connector's saves and writes them in batches.
+// saver buffers the connector's saves and hands them in batches to one
+// writer goroutine. One writer keeps the batches in order, so a layer
+// saved twice ends up with the later value, and sends each batch while
+// the next fills up, which is as fast as a single-threaded server takes
+// them: concurrent writes only interleaved there, and under load each
+// waited past its read timeout for the others.
 type saver struct {
-	mu       sync.Mutex
-	open     *saveBatch   // filling up; nil when empty
-	flushing []*saveBatch // being written, oldest first
-	failed   []*saveBatch // failed, not yet reported by WaitForSave
+	mu     sync.Mutex
+	open   *saveBatch   // filling up; nil when empty
+	queue  []*saveBatch // waiting for or being written, oldest first
+	failed []*saveBatch // failed, not yet reported by WaitForSave
+	wake   chan struct{}
+	stop   chan struct{}
+	exited chan struct{}
 	// buffers holds encoding buffers between saves: allocating (and
 	// zeroing, and later sweeping) a fresh one per layer cost a third of
 	// a save's time at 64 KiB layers.
@@ -64,13 +72,56 @@ func (s *saver) getBuffer() []byte {
 
 func (s *saver) putBuffer(b []byte) { s.buffers.Put(&b) }
 
+// startWriter starts the writer goroutine; stopWriter ends it.
+func (c *connector) startWriter() {
+	s := &c.saver
+	s.wake = make(chan struct{}, 1)
+	s.stop = make(chan struct{})
+	s.exited = make(chan struct{})
+	go func() {
+		defer close(s.exited)
+		for {
+			select {
+			case <-s.stop:
+				return
+			case <-s.wake:
+			}
+			for {
+				s.mu.Lock()
+				if len(s.queue) == 0 {
+					s.mu.Unlock()
+					break
+				}
+				b := s.queue[0]
+				s.mu.Unlock()
+				// No caller's context: the client's write and read
+				// timeouts bound the write.
+				c.write(context.Background(), b)
+			}
+		}
+	}()
+}
+
+func (c *connector) stopWriter() {
+	close(c.saver.stop)
+	<-c.saver.exited
+}
+
+// queueLocked queues b for the writer.
+func (s *saver) queueLocked(b *saveBatch) {
+	s.queue = append(s.queue, b)
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
 // SaveLayer stores kv under the layer's key and refreshes the prefix's
 // marker. It encodes (copies) kv at once, so the caller may reuse it, and
 // buffers the value with the other saves since the last write; the buffer
-// is written in the background once it holds flushBytes, or by
-// WaitForSave, each prefix's layers and marker in one MULTI so that the
-// marker never outlives a failed save of its layers. A failed write is
-// reported by WaitForSave.
+// is written once it holds flushBytes, or at WaitForSave, each prefix's
+// layers and marker in one MULTI so that the marker never outlives a failed
+// save of its layers. A failed write is reported by WaitForSave.
 func (c *connector) SaveLayer(ctx context.Context, req *registry.Request, layer string, numTokens int, kv []byte) error {
 	h, err := c.prefix(req, layer, numTokens)
 	if err != nil {
@@ -97,15 +148,12 @@ func (c *connector) SaveLayer(ctx context.Context, req *registry.Request, layer 
 		return nil
 	}
 	s.open = nil
-	s.startLocked(b)
+	s.queueLocked(b)
 	var oldest *saveBatch
-	if len(s.flushing) > maxWrites {
-		oldest = s.flushing[0]
+	if len(s.queue) > maxQueued {
+		oldest = s.queue[0]
 	}
 	s.mu.Unlock()
-	// The caller's context may end when SaveLayer returns; the client's
-	// write and read timeouts bound the write instead.
-	go c.write(context.WithoutCancel(ctx), b)
 	if oldest != nil {
 		select {
 		case <-oldest.done:
@@ -116,55 +164,47 @@ func (c *connector) SaveLayer(ctx context.Context, req *registry.Request, layer 
 	return nil
 }
 
-// WaitForSave writes what SaveLayer buffered and waits for the writes
-// other calls started. It reports the failures of the writes it waited for
-// and of any other write that failed since a WaitForSave last reported.
+// WaitForSave has what SaveLayer buffered written and waits until every
+// batch queued so far is. It reports the failures of the batches it waited
+// for and of any other that failed since a WaitForSave last reported.
 func (c *connector) WaitForSave(ctx context.Context) error {
 	s := &c.saver
 	s.mu.Lock()
-	b := s.open
-	s.open = nil
-	if b != nil {
-		s.startLocked(b)
+	if s.open != nil {
+		s.queueLocked(s.open)
+		s.open = nil
 	}
-	others := slices.Clone(s.flushing)
-	if b != nil {
-		others = others[:len(others)-1] // b, written below
-	}
+	waited := slices.Clone(s.queue)
 	s.mu.Unlock()
-	if b != nil {
-		_ = c.write(ctx, b)
-		others = append(others, b)
-	}
-	for _, o := range others {
+	for _, b := range waited {
 		select {
-		case <-o.done:
+		case <-b.done:
 		case <-ctx.Done():
 			return fmt.Errorf("%s: wait for saves: %w", c.where, ctx.Err())
+		case <-s.exited: // a save raced with Close
+			return fmt.Errorf("%s: wait for saves: %w", c.where, goredis.ErrClosed)
 		}
 	}
 	s.mu.Lock()
 	for _, f := range s.failed {
-		if !slices.Contains(others, f) {
-			others = append(others, f)
+		if !slices.Contains(waited, f) {
+			waited = append(waited, f)
 		}
 	}
 	s.failed = nil
 	s.mu.Unlock()
 	var errs []error
-	for _, o := range others {
-		errs = append(errs, o.err)
+	for _, b := range waited {
+		errs = append(errs, b.err)
 	}
 	return errors.Join(errs...)
 }
 
-func (s *saver) startLocked(b *saveBatch) { s.flushing = append(s.flushing, b) }
-
-// write stores the batch: one MULTI per prefix, since a Redis Cluster runs
-// a transaction in one slot only and a prefix's keys share one, all of them
-// pipelined together on a single server and sent to their nodes at once
-// on a cluster.
-func (c *connector) write(ctx context.Context, b *saveBatch) error {
+// write stores the batch and takes it off the queue. On a single server
+// it is one MULTI. A Redis Cluster runs a transaction within one slot
+// only, and a prefix's keys share one, so there it is a MULTI per prefix,
+// sent to their nodes at once.
+func (c *connector) write(ctx context.Context, b *saveBatch) {
 	ttl := time.Duration(c.opts.TTL)
 	groups := map[registry.BlockHash][]pendingSave{}
 	var order []registry.BlockHash
@@ -174,45 +214,49 @@ func (c *connector) write(ctx context.Context, b *saveBatch) error {
 		}
 		groups[sv.prefix] = append(groups[sv.prefix], sv)
 	}
-	errs := make([]error, len(order))
-	writeGroup := func(i int, h registry.BlockHash) {
+	tx := func(prefixes []registry.BlockHash) error {
 		_, err := c.client.TxPipelined(ctx, func(p goredis.Pipeliner) error {
-			for _, sv := range groups[h] {
-				p.Set(ctx, c.layerKey(h, sv.layer), sv.value, ttl)
+			for _, h := range prefixes {
+				for _, sv := range groups[h] {
+					p.Set(ctx, c.layerKey(h, sv.layer), sv.value, ttl)
+				}
+				p.Set(ctx, c.prefixKey(h), "", ttl)
 			}
-			p.Set(ctx, c.prefixKey(h), "", ttl)
 			return nil
 		})
 		if err != nil {
 			c.failed(err)
-			errs[i] = fmt.Errorf("%s: write %d layers of prefix %s: %w", c.where, len(groups[h]), h, err)
-			return
+			return fmt.Errorf("%s: write %d layers of %d prefixes: %w", c.where, len(b.saves), len(prefixes), err)
 		}
-		c.reader.saved(h, groups[h])
-	}
-	var wg sync.WaitGroup
-	for i, h := range order {
-		if len(order) == 1 {
-			writeGroup(i, h)
-			break
+		for _, h := range prefixes {
+			c.reader.saved(h, groups[h])
 		}
-		wg.Go(func() { writeGroup(i, h) })
+		return nil
 	}
-	wg.Wait()
+	var err error
+	if _, cluster := c.client.(*goredis.ClusterClient); !cluster || len(order) == 1 {
+		err = tx(order)
+	} else {
+		errs := make([]error, len(order))
+		var wg sync.WaitGroup
+		for i, h := range order {
+			wg.Go(func() { errs[i] = tx([]registry.BlockHash{h}) })
+		}
+		wg.Wait()
+		err = errors.Join(errs...)
+	}
 	// go-redis has written the values and keeps no reference to them.
 	for _, sv := range b.saves {
 		c.saver.putBuffer(sv.value)
 	}
 	b.saves = nil
-	err := errors.Join(errs...)
 	s := &c.saver
 	s.mu.Lock()
-	s.flushing = slices.DeleteFunc(s.flushing, func(o *saveBatch) bool { return o == b })
+	s.queue = slices.DeleteFunc(s.queue, func(o *saveBatch) bool { return o == b })
 	b.err = err
 	if err != nil && len(s.failed) < maxFailures {
 		s.failed = append(s.failed, b)
 	}
 	s.mu.Unlock()
 	close(b.done)
-	return err
 }
