@@ -51,9 +51,12 @@ func benchSaveLoad(b *testing.B, addr string, size, par int) {
 			kvs[i][j] = byte(i + j)
 		}
 	}
-	cfg := config("bench", map[string]any{"addrs": []string{addr}}, layers...)
+	// Eight requests of 32 16 MiB layers keep a single-threaded server
+	// busy for tens of seconds, a write waiting its turn behind the others
+	// for longer than the default 3s timeouts; both get the same.
+	cfg := config("bench", map[string]any{"addrs": []string{addr}, "read_timeout": "60s", "write_timeout": "60s"}, layers...)
 	w := openWorker(b, cfg)
-	floor := goredis.NewClient(&goredis.Options{Addr: addr})
+	floor := goredis.NewClient(&goredis.Options{Addr: addr, ReadTimeout: time.Minute, WriteTimeout: time.Minute})
 	b.Cleanup(func() { _ = floor.Close() })
 	ctx := b.Context()
 	reqs := make([]*registry.Request, par)

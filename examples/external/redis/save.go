@@ -19,9 +19,9 @@ import (
 // encoding the next layers overlaps writing the last ones.
 const flushBytes = 8 << 20
 
-// maxQueued bounds the batches queued for writing: SaveLayer waits when
-// there are more, so a producer faster than Redis holds at most about
-// maxQueued*flushBytes (plus a layer per batch) of encoded KV.
+// maxQueued bounds the batches queued for writing in a lane: SaveLayer
+// waits when there are more, so a producer faster than Redis holds at most
+// about lanes*maxQueued*flushBytes (plus a layer per batch) of encoded KV.
 const maxQueued = 2
 
 // maxFailures bounds the failed writes kept for WaitForSave, should an
@@ -43,20 +43,30 @@ type saveBatch struct {
 	err   error         // set before done is closed
 }
 
-// saver buffers the connector's saves and hands them in batches to one
-// writer goroutine. One writer keeps the batches in order, so a layer
-// saved twice ends up with the later value, and sends each batch while
-// the next fills up, which is as fast as a single-threaded server takes
-// them: concurrent writes only interleaved there, and under load each
-// waited past its read timeout for the others.
+// lanes is the number of writer goroutines. A prefix always goes to the
+// same one, which writes its batches in order, so a layer saved twice ends
+// up with the later value; requests of different prefixes are written in
+// parallel, as their own pipelines would be. One request's batches are
+// never written at once: on a single-threaded server they would only
+// interleave, and under load each waited past its read timeout for the
+// others.
+const lanes = 4
+
+// lane is one writer's share of the saves.
+type lane struct {
+	open  *saveBatch   // filling up; nil when empty
+	queue []*saveBatch // waiting for or being written, oldest first
+	wake  chan struct{}
+}
+
+// saver buffers the connector's saves and hands them in batches to the
+// writer goroutines.
 type saver struct {
 	mu     sync.Mutex
-	open   *saveBatch   // filling up; nil when empty
-	queue  []*saveBatch // waiting for or being written, oldest first
+	lanes  [lanes]lane
 	failed []*saveBatch // failed, not yet reported by WaitForSave
-	wake   chan struct{}
 	stop   chan struct{}
-	exited chan struct{}
+	exited chan struct{} // closed once every writer has stopped
 	// buffers holds encoding buffers between saves: allocating (and
 	// zeroing, and later sweeping) a fresh one per layer cost a third of
 	// a save's time at 64 KiB layers.
@@ -72,33 +82,40 @@ func (s *saver) getBuffer() []byte {
 
 func (s *saver) putBuffer(b []byte) { s.buffers.Put(&b) }
 
-// startWriter starts the writer goroutine; stopWriter ends it.
+// startWriter starts the writer goroutines; stopWriter ends them.
 func (c *connector) startWriter() {
 	s := &c.saver
-	s.wake = make(chan struct{}, 1)
 	s.stop = make(chan struct{})
 	s.exited = make(chan struct{})
-	go func() {
-		defer close(s.exited)
-		for {
-			select {
-			case <-s.stop:
-				return
-			case <-s.wake:
-			}
+	var wg sync.WaitGroup
+	for i := range s.lanes {
+		l := &s.lanes[i]
+		l.wake = make(chan struct{}, 1)
+		wg.Go(func() {
 			for {
-				s.mu.Lock()
-				if len(s.queue) == 0 {
-					s.mu.Unlock()
-					break
+				select {
+				case <-s.stop:
+					return
+				case <-l.wake:
 				}
-				b := s.queue[0]
-				s.mu.Unlock()
-				// No caller's context: the client's write and read
-				// timeouts bound the write.
-				c.write(context.Background(), b)
+				for {
+					s.mu.Lock()
+					if len(l.queue) == 0 {
+						s.mu.Unlock()
+						break
+					}
+					b := l.queue[0]
+					s.mu.Unlock()
+					// No caller's context: the client's write and read
+					// timeouts bound the write.
+					c.write(context.Background(), l, b)
+				}
 			}
-		}
+		})
+	}
+	go func() {
+		wg.Wait()
+		close(s.exited)
 	}()
 }
 
@@ -107,11 +124,12 @@ func (c *connector) stopWriter() {
 	<-c.saver.exited
 }
 
-// queueLocked queues b for the writer.
-func (s *saver) queueLocked(b *saveBatch) {
-	s.queue = append(s.queue, b)
+// queueLocked queues l's open batch for its writer.
+func (l *lane) queueLocked() {
+	l.queue = append(l.queue, l.open)
+	l.open = nil
 	select {
-	case s.wake <- struct{}{}:
+	case l.wake <- struct{}{}:
 	default:
 	}
 }
@@ -136,22 +154,22 @@ func (c *connector) SaveLayer(ctx context.Context, req *registry.Request, layer 
 	}
 	value := encodeValue(c.saver.getBuffer(), h, layer, kv)
 	s := &c.saver
+	l := &s.lanes[int(h[0])%lanes]
 	s.mu.Lock()
-	if s.open == nil {
-		s.open = &saveBatch{done: make(chan struct{})}
+	if l.open == nil {
+		l.open = &saveBatch{done: make(chan struct{})}
 	}
-	b := s.open
+	b := l.open
 	b.saves = append(b.saves, pendingSave{prefix: h, layer: layer, value: value})
 	b.bytes += len(value)
 	if b.bytes < flushBytes {
 		s.mu.Unlock()
 		return nil
 	}
-	s.open = nil
-	s.queueLocked(b)
+	l.queueLocked()
 	var oldest *saveBatch
-	if len(s.queue) > maxQueued {
-		oldest = s.queue[0]
+	if len(l.queue) > maxQueued {
+		oldest = l.queue[0]
 	}
 	s.mu.Unlock()
 	if oldest != nil {
@@ -170,11 +188,14 @@ func (c *connector) SaveLayer(ctx context.Context, req *registry.Request, layer 
 func (c *connector) WaitForSave(ctx context.Context) error {
 	s := &c.saver
 	s.mu.Lock()
-	if s.open != nil {
-		s.queueLocked(s.open)
-		s.open = nil
+	var waited []*saveBatch
+	for i := range s.lanes {
+		l := &s.lanes[i]
+		if l.open != nil {
+			l.queueLocked()
+		}
+		waited = append(waited, l.queue...)
 	}
-	waited := slices.Clone(s.queue)
 	s.mu.Unlock()
 	for _, b := range waited {
 		select {
@@ -200,11 +221,11 @@ func (c *connector) WaitForSave(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// write stores the batch and takes it off the queue. On a single server
+// write stores the batch and takes it off l's queue. On a single server
 // it is one MULTI. A Redis Cluster runs a transaction within one slot
 // only, and a prefix's keys share one, so there it is a MULTI per prefix,
 // sent to their nodes at once.
-func (c *connector) write(ctx context.Context, b *saveBatch) {
+func (c *connector) write(ctx context.Context, l *lane, b *saveBatch) {
 	ttl := time.Duration(c.opts.TTL)
 	groups := map[registry.BlockHash][]pendingSave{}
 	var order []registry.BlockHash
@@ -252,7 +273,7 @@ func (c *connector) write(ctx context.Context, b *saveBatch) {
 	b.saves = nil
 	s := &c.saver
 	s.mu.Lock()
-	s.queue = slices.DeleteFunc(s.queue, func(o *saveBatch) bool { return o == b })
+	l.queue = slices.DeleteFunc(l.queue, func(o *saveBatch) bool { return o == b })
 	b.err = err
 	if err != nil && len(s.failed) < maxFailures {
 		s.failed = append(s.failed, b)
