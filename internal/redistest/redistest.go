@@ -134,6 +134,7 @@ func (s *Server) start() error {
 		args = append(args, r.Replace(a))
 	}
 	cmd := exec.Command(s.bin, args...)
+	dieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start redis-server: %w", err)
 	}
