@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"math"
 	"slices"
@@ -108,6 +109,8 @@ type Config struct {
 	// creator is the registry that is creating the connector, for
 	// composite connectors that build their children through it.
 	creator *Registry
+	// logger is the host's logger as Create hands it to the connector.
+	logger *slog.Logger
 	// depth counts how deeply composite connectors are nested.
 	depth int
 }
@@ -116,6 +119,20 @@ type Config struct {
 // the constructor was called directly. Composite connectors such as
 // [NewMultiConnector] build their children through it.
 func (c Config) Registry() *Registry { return c.creator }
+
+// Logger returns the logger a connector logs to: the host's, set with
+// [Registry.WithLogger], with the connector's name and role attached. It is
+// never nil: without a host's logger, or for a constructor called directly
+// rather than through [Registry.Create], it is slog.Default(). A connector
+// keeps it for its whole life instead of using the slog package's
+// functions, so that no host has to replace slog.Default to see its
+// warnings.
+func (c Config) Logger() *slog.Logger {
+	if c.logger == nil {
+		return slog.Default()
+	}
+	return c.logger
+}
 
 // ParseTransferConfig parses the JSON of vLLM's --kv-transfer-config, so the
 // same JSON a vLLM user writes configures a kvgen binary. It applies vLLM's

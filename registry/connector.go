@@ -9,6 +9,12 @@ import (
 // every constructor named in connectors.yaml against. It may run twice in one
 // process, once per role, and must not rely on package-level state to tell
 // the two apart.
+//
+// ctx bounds the construction only: dialling, a first handshake, creating
+// directories. It may be cancelled as soon as the Factory returns, so a
+// connector must not keep it, nor tie background work to it; every method
+// of the connector gets the context of its own call, and Close ends what
+// outlives the calls. Log through cfg.Logger(), which is the host's logger.
 type Factory func(ctx context.Context, cfg Config, role Role) (Connector, error)
 
 // Connector is what every connector is. The value a Factory returns must also

@@ -173,11 +173,13 @@ type closeOnly struct{ closed bool }
 
 func (c *closeOnly) Close() error { c.closed = true; return nil }
 
-// recorder is a slog.Handler that keeps every record it is given.
+// recorder is a slog.Handler that keeps every record it is given, with
+// the attributes its loggers were given by With.
 type recorder struct {
 	level slog.Level
 	mu    *sync.Mutex
 	recs  *[]slog.Record
+	with  []slog.Attr
 }
 
 func newRecorder(level slog.Level) *recorder {
@@ -189,11 +191,17 @@ func (h *recorder) Enabled(_ context.Context, l slog.Level) bool { return l >= h
 func (h *recorder) Handle(_ context.Context, r slog.Record) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	*h.recs = append(*h.recs, r.Clone())
+	r = r.Clone()
+	r.AddAttrs(h.with...)
+	*h.recs = append(*h.recs, r)
 	return nil
 }
 
-func (h *recorder) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *recorder) WithAttrs(as []slog.Attr) slog.Handler {
+	c := *h
+	c.with = append(slices.Clone(h.with), as...)
+	return &c
+}
 
 func (h *recorder) WithGroup(string) slog.Handler { return h }
 

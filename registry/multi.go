@@ -64,7 +64,7 @@ func NewMultiConnector(ctx context.Context, cfg Config, role Role) (Connector, e
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	m := &multi{logger: r.log()}
+	m := &multi{logger: cfg.Logger()}
 	for i, ccfg := range children {
 		c, err := r.Create(ctx, ccfg, role)
 		if err != nil {
@@ -124,7 +124,7 @@ func (m *multiScheduler) MatchedTokens(ctx context.Context, req *Request, numCom
 	for i, c := range m.children {
 		n, err := c.(Scheduler).MatchedTokens(ctx, req, numComputed)
 		if err != nil {
-			m.logger.WarnContext(ctx, "kv connector lookup failed", "connector", m.names[i], "request", req.ID, "error", err)
+			m.logger.WarnContext(ctx, "kv connector lookup failed", "child", m.names[i], "request", req.ID, "error", err)
 			errs = append(errs, fmt.Errorf("%s: %w", m.names[i], err))
 			continue
 		}

@@ -20,7 +20,7 @@ type multiFixture struct {
 }
 
 func newMultiFixture() *multiFixture {
-	f := &multiFixture{local: newKVStore(), remote: newKVStore(), flaky: newKVStore(), log: newRecorder(slog.LevelInfo)}
+	f := &multiFixture{local: newKVStore(), remote: newKVStore(), flaky: newKVStore(), log: newRecorder(slog.LevelDebug)}
 	lookupOnly := registry.Entry{Name: "lookup", Roles: registry.NewRoleSet(registry.RoleScheduler), Factory: storeFactory(newKVStore())}
 	f.reg = registry.MustNew(
 		registry.Entry{
@@ -97,6 +97,13 @@ func TestMultiConnectorBuildsChildrenThroughRegistry(t *testing.T) {
 		created = append(created, attrs(r)["connector"])
 	}
 	assert.Equal(t, []string{"local", "remote", "MultiConnector"}, created)
+
+	// A child logs to the host's logger under its own name.
+	remote[0].cfg.Logger().Warn("child warning")
+	recs := f.log.records()
+	last := recs[len(recs)-1]
+	assert.Equal(t, "child warning", last.Message)
+	assert.Equal(t, map[string]string{"connector": "remote", "role": "worker"}, attrs(last))
 
 	require.NoError(t, c.Close())
 	assert.Equal(t, 1, f.local.closes())
@@ -220,7 +227,10 @@ func TestMultiConnectorPassesOverFailingChild(t *testing.T) {
 		}
 	}
 	require.Len(t, warned, 2)
-	assert.Equal(t, map[string]string{"connector": "flaky", "request": "r1", "error": "store unreachable"}, warned[1])
+	assert.Equal(t, map[string]string{
+		"connector": "MultiConnector", "role": "scheduler",
+		"child": "flaky", "request": "r1", "error": "store unreachable",
+	}, warned[1])
 }
 
 func TestMultiConnectorFinished(t *testing.T) {

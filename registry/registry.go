@@ -103,8 +103,17 @@ func MustNew(entries ...Entry) *Registry {
 	return r
 }
 
-// WithLogger returns a registry with the same entries that logs each
-// creation to l instead of slog.Default().
+// WithLogger returns a registry with the same entries whose connectors log
+// to l: Create hands it to every constructor through [Config.Logger], and
+// records each creation there at Debug level. The entries are shared, not
+// copied, so a host sets its logger once at start-up on the generated
+// Registry variable:
+//
+//	reg := connectors.Registry.WithLogger(logger)
+//
+// A nil l means slog.Default() at the time of each creation, as for a
+// registry without a logger. The registry WithLogger is called on is left
+// as it was.
 func (r *Registry) WithLogger(l *slog.Logger) *Registry {
 	c := *r
 	c.logger = l
@@ -147,11 +156,38 @@ func (r *Registry) Entries() []Entry {
 // configuration that names itself fails instead of recursing forever.
 const maxDepth = 8
 
+// CreateScheduler creates the scheduler side of the connector that
+// cfg.Connector names. It is Create for [RoleScheduler], with the result
+// typed as the role's interface.
+func (r *Registry) CreateScheduler(ctx context.Context, cfg Config) (Scheduler, error) {
+	c, err := r.Create(ctx, cfg, RoleScheduler)
+	if err != nil {
+		return nil, err
+	}
+	return c.(Scheduler), nil // Create checked it
+}
+
+// CreateWorker creates the worker side of the connector that cfg.Connector
+// names. It is Create for [RoleWorker], with the result typed as the role's
+// interface.
+func (r *Registry) CreateWorker(ctx context.Context, cfg Config) (Worker, error) {
+	c, err := r.Create(ctx, cfg, RoleWorker)
+	if err != nil {
+		return nil, err
+	}
+	return c.(Worker), nil // Create checked it
+}
+
 // Create creates the connector that cfg.Connector names, for role. The
 // result implements [Scheduler] for RoleScheduler and [Worker] for
-// RoleWorker. Errors name the connector; an unknown name is an
+// RoleWorker; [Registry.CreateScheduler] and [Registry.CreateWorker] return
+// it as that interface. Errors name the connector; an unknown name is an
 // [*UnknownConnectorError], a role the entry does not serve wraps
 // [ErrUnsupportedRole].
+//
+// ctx bounds the construction only (see [Factory]). The constructor gets
+// the registry's logger through [Config.Logger], and a successful creation
+// is recorded on it at Debug level.
 func (r *Registry) Create(ctx context.Context, cfg Config, role Role) (Connector, error) {
 	i, ok := r.index[cfg.Connector]
 	if !ok {
@@ -172,6 +208,10 @@ func (r *Registry) Create(ctx context.Context, cfg Config, role Role) (Connector
 	// say so: a connector that names itself fails instead of recursing.
 	cfg.creator = r
 	cfg.depth++
+	logger := r.log()
+	// Records of the connector name it, so a host's log tells connectors
+	// apart; a composite's children get their own.
+	cfg.logger = logger.With(slog.String("connector", e.Name), slog.String("role", role.String()))
 	c, err := e.Factory(ctx, cfg, role)
 	if err != nil {
 		// A constructor returning a concrete pointer type turns its nil
@@ -188,8 +228,9 @@ func (r *Registry) Create(ctx context.Context, cfg Config, role Role) (Connector
 		_ = c.Close()
 		return nil, fmt.Errorf("kv connector %q (%s): %T %w", e.Name, role, c, err)
 	}
-	if logger := r.log(); logger.Enabled(ctx, slog.LevelInfo) {
-		logger.LogAttrs(ctx, slog.LevelInfo, "kv connector created",
+	// Debug: a host prints nothing per connector unless it asks to.
+	if logger.Enabled(ctx, slog.LevelDebug) {
+		logger.LogAttrs(ctx, slog.LevelDebug, "kv connector created",
 			slog.String("connector", e.Name),
 			slog.String("engine_id", cfg.EngineID),
 			slog.String("role", role.String()),
@@ -277,7 +318,7 @@ func (e *UnknownConnectorError) Error() string {
 	case n <= 12:
 		fmt.Fprintf(&b, "; linked: %s", strings.Join(e.Linked, ", "))
 	default:
-		fmt.Fprintf(&b, "; %d connectors are linked (see --list-connectors)", n)
+		fmt.Fprintf(&b, "; %d connectors are linked", n)
 	}
 	if e.Hint != "" {
 		b.WriteString("; " + e.Hint)

@@ -137,7 +137,7 @@ func TestCreateUnknownAmongManyCountsThem(t *testing.T) {
 		entries = append(entries, entry(fmt.Sprintf("store%02d", i)))
 	}
 	_, err := registry.MustNew(entries...).Create(t.Context(), registry.Config{Connector: "zzz"}, registry.RoleWorker)
-	assert.EqualError(t, err, `unknown kv connector "zzz"; 13 connectors are linked (see --list-connectors); `+
+	assert.EqualError(t, err, `unknown kv connector "zzz"; 13 connectors are linked; `+
 		`to link another, add it to the manifest and regenerate`)
 }
 
@@ -384,8 +384,8 @@ func TestConcurrentCreateAndLookup(t *testing.T) {
 	assert.Equal(t, goroutines*rounds, st.closes())
 }
 
-func TestCreateLogsRecord(t *testing.T) {
-	h := newRecorder(slog.LevelInfo)
+func TestCreateLogsRecordAtDebug(t *testing.T) {
+	h := newRecorder(slog.LevelDebug)
 	r := registry.MustNew(entry("redis", "RedisConnector")).WithLogger(slog.New(h))
 
 	_, err := r.Create(t.Context(), registry.Config{Connector: "RedisConnector", EngineID: "prefill-0"}, registry.RoleWorker)
@@ -393,7 +393,7 @@ func TestCreateLogsRecord(t *testing.T) {
 
 	recs := h.records()
 	require.Len(t, recs, 1)
-	assert.Equal(t, slog.LevelInfo, recs[0].Level)
+	assert.Equal(t, slog.LevelDebug, recs[0].Level)
 	assert.Equal(t, "kv connector created", recs[0].Message)
 	assert.Equal(t, map[string]string{
 		"connector": "redis",
@@ -409,7 +409,8 @@ func TestCreateLogsRecord(t *testing.T) {
 }
 
 func TestCreateSkipsRecordBelowLevel(t *testing.T) {
-	h := newRecorder(slog.LevelWarn)
+	// A host that logs at Info, as most do, prints nothing per connector.
+	h := newRecorder(slog.LevelInfo)
 	r := registry.MustNew(entry("redis")).WithLogger(slog.New(h))
 	_, err := r.Create(t.Context(), registry.Config{Connector: "redis"}, registry.RoleScheduler)
 	require.NoError(t, err)
@@ -417,7 +418,7 @@ func TestCreateSkipsRecordBelowLevel(t *testing.T) {
 }
 
 func TestWithLoggerLeavesOriginal(t *testing.T) {
-	first, second := newRecorder(slog.LevelInfo), newRecorder(slog.LevelInfo)
+	first, second := newRecorder(slog.LevelDebug), newRecorder(slog.LevelDebug)
 	orig := registry.MustNew(entry("memory")).WithLogger(slog.New(first))
 	derived := orig.WithLogger(slog.New(second))
 
@@ -466,7 +467,7 @@ func TestAdaptedConstructor(t *testing.T) {
 }
 
 func TestCreateLogsToDefaultLogger(t *testing.T) {
-	h := newRecorder(slog.LevelInfo)
+	h := newRecorder(slog.LevelDebug)
 	prev := slog.Default()
 	slog.SetDefault(slog.New(h))
 	t.Cleanup(func() { slog.SetDefault(prev) })
@@ -475,4 +476,90 @@ func TestCreateLogsToDefaultLogger(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, h.records(), 1)
 	assert.Equal(t, "memory", attrs(h.records()[0])["connector"])
+}
+
+func TestCreateSchedulerAndWorkerReturnRoleInterfaces(t *testing.T) {
+	st := newKVStore()
+	e := entry("memory")
+	e.Factory = storeFactory(st)
+	r := registry.MustNew(e).WithLogger(quiet)
+	cfg := registry.Config{Connector: "memory", BlockSize: 4}
+	ctx := t.Context()
+
+	w, err := r.CreateWorker(ctx, cfg)
+	require.NoError(t, err)
+	s, err := r.CreateScheduler(ctx, cfg)
+	require.NoError(t, err)
+	require.NoError(t, w.SaveLayer(ctx, prompt, "layer.0", 8, []byte("kv")))
+	n, err := s.MatchedTokens(ctx, prompt, 0)
+	require.NoError(t, err)
+	assert.Equal(t, 8, n, "the scheduler side sees what the worker side saved")
+	roles := []registry.Role{}
+	for _, c := range st.calls() {
+		roles = append(roles, c.role)
+	}
+	assert.Equal(t, []registry.Role{registry.RoleWorker, registry.RoleScheduler}, roles)
+
+	// Create's errors come back unchanged, with a nil interface.
+	lookup := entry("lookup")
+	lookup.Roles = registry.NewRoleSet(registry.RoleScheduler)
+	r = registry.MustNew(lookup).WithLogger(quiet)
+	w, err = r.CreateWorker(ctx, registry.Config{Connector: "lookup", BlockSize: 4})
+	require.ErrorIs(t, err, registry.ErrUnsupportedRole)
+	assert.Nil(t, w)
+	s, err = r.CreateScheduler(ctx, registry.Config{Connector: "lookp"})
+	var unknown *registry.UnknownConnectorError
+	require.ErrorAs(t, err, &unknown)
+	assert.Nil(t, s)
+}
+
+// warnFactory returns a Factory whose constructor logs a warning through
+// the logger its Config carries, as a connector does for a corrupt value.
+func warnFactory(got **slog.Logger) registry.Factory {
+	return func(_ context.Context, cfg registry.Config, role registry.Role) (registry.Connector, error) {
+		*got = cfg.Logger()
+		cfg.Logger().Warn("stored value fails its check", "key", "k1")
+		return &storeConn{st: newKVStore()}, nil
+	}
+}
+
+func TestConfigLoggerIsTheHostsLogger(t *testing.T) {
+	var got *slog.Logger
+	e := entry("redis")
+	e.Factory = warnFactory(&got)
+	host := newRecorder(slog.LevelInfo)
+	r := registry.MustNew(e).WithLogger(slog.New(host))
+
+	_, err := r.CreateWorker(t.Context(), registry.Config{Connector: "redis", BlockSize: 4})
+	require.NoError(t, err)
+	recs := host.records()
+	require.Len(t, recs, 1, "the connector's warning, and no record of the creation at Info")
+	assert.Equal(t, slog.LevelWarn, recs[0].Level)
+	assert.Equal(t, "stored value fails its check", recs[0].Message)
+	assert.Equal(t, map[string]string{"key": "k1", "connector": "redis", "role": "worker"}, attrs(recs[0]))
+}
+
+func TestConfigLoggerDefaultsToSlogDefault(t *testing.T) {
+	h := newRecorder(slog.LevelInfo)
+	prev := slog.Default()
+	slog.SetDefault(slog.New(h))
+	t.Cleanup(func() { slog.SetDefault(prev) })
+
+	// A constructor called directly still has a logger.
+	assert.Same(t, slog.Default(), registry.Config{}.Logger())
+
+	// Through a registry without a logger, records go to slog.Default.
+	var got *slog.Logger
+	e := entry("redis")
+	e.Factory = warnFactory(&got)
+	_, err := registry.MustNew(e).CreateScheduler(t.Context(), registry.Config{Connector: "redis", BlockSize: 4})
+	require.NoError(t, err)
+	require.NotNil(t, got)
+	require.Len(t, h.records(), 1)
+	assert.Equal(t, "scheduler", attrs(h.records()[0])["role"])
+
+	// So does a registry given a nil logger.
+	_, err = registry.MustNew(e).WithLogger(nil).CreateWorker(t.Context(), registry.Config{Connector: "redis", BlockSize: 4})
+	require.NoError(t, err)
+	assert.Len(t, h.records(), 2)
 }

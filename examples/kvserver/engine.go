@@ -25,6 +25,7 @@ var errWrongData = errors.New("loaded KV differs from recomputation")
 // vLLM, it creates the connector once per role and keeps it.
 type engine struct {
 	reg       *registry.Registry
+	log       *slog.Logger
 	cfg       registry.Config
 	scheduler registry.Scheduler
 	worker    registry.Worker
@@ -32,22 +33,22 @@ type engine struct {
 
 func (e *engine) schedulerSide(ctx context.Context) (registry.Scheduler, error) {
 	if e.scheduler == nil {
-		c, err := e.reg.Create(ctx, e.cfg, registry.RoleScheduler)
+		c, err := e.reg.CreateScheduler(ctx, e.cfg)
 		if err != nil {
 			return nil, err
 		}
-		e.scheduler = c.(registry.Scheduler)
+		e.scheduler = c
 	}
 	return e.scheduler, nil
 }
 
 func (e *engine) workerSide(ctx context.Context) (registry.Worker, error) {
 	if e.worker == nil {
-		c, err := e.reg.Create(ctx, e.cfg, registry.RoleWorker)
+		c, err := e.reg.CreateWorker(ctx, e.cfg)
 		if err != nil {
 			return nil, err
 		}
-		e.worker = c.(registry.Worker)
+		e.worker = c
 	}
 	return e.worker, nil
 }
@@ -177,7 +178,7 @@ func (e *engine) loadFailed(what string, err error) error {
 	if e.cfg.LoadFailurePolicy == registry.PolicyFail {
 		return fmt.Errorf("%s: %w (kv_load_failure_policy is fail)", what, err)
 	}
-	slog.Warn("kv load failed; recomputing", "step", what, "error", err)
+	e.log.Warn("kv load failed; recomputing", "step", what, "error", err)
 	return nil
 }
 

@@ -4,7 +4,7 @@
 // tokens and the layer stand in for a model's attention KV.
 //
 //	kvserver -list-connectors [-json]
-//	kvserver -kv-transfer-config JSON [-model NAME] [-prompt TEXT] [-tokens N] [-json] [-v] demo|prefill|decode
+//	kvserver [-kv-transfer-config JSON] [-model NAME] [-prompt TEXT] [-tokens N] [-json] [-v] [demo|prefill|decode]
 //
 // prefill computes the prompt's KV and saves it through the worker side;
 // as in vLLM, the last prompt token is always computed, so prefill saves the
@@ -26,6 +26,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -46,7 +47,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	prompt := fs.String("prompt", "The quick brown fox jumps over the lazy dog", "the prompt")
 	tokens := fs.Int("tokens", 100, "prompt length in tokens; the prompt's tokens repeat to fill it")
 	verbose := fs.Bool("v", false, "log each connector created")
-	if err := fs.Parse(args); err != nil {
+	fs.Usage = func() { usage(fs) }
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		return 0
+	} else if err != nil {
 		return 2
 	}
 	if *list {
@@ -57,8 +61,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	mode := "demo"
-	if fs.NArg() > 0 {
-		mode = fs.Arg(0)
+	switch rest := fs.Args(); {
+	case len(rest) > 1 && strings.HasPrefix(rest[1], "-"):
+		// The flag package stops at the first argument that is not a
+		// flag: anything after the mode would be silently ignored.
+		fmt.Fprintf(stderr, "kvserver: flag %s after the mode %q: flags go before the mode\n", rest[1], rest[0])
+		return 2
+	case len(rest) > 1:
+		fmt.Fprintf(stderr, "kvserver: one mode at most, got %q\n", rest)
+		return 2
+	case len(rest) == 1:
+		mode = rest[0]
+	}
+	if !slices.Contains(modeNames(), mode) {
+		fmt.Fprintf(stderr, "kvserver: unknown mode %q (want %s)\n", mode, strings.Join(modeNames(), ", "))
+		return 2
 	}
 	cfg, err := registry.ParseTransferConfig([]byte(*configJSON))
 	if err != nil {
@@ -73,12 +90,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	level := slog.LevelWarn
 	if *verbose {
-		level = slog.LevelInfo
+		level = slog.LevelDebug // the registry records each creation at Debug
 	}
+	// The connectors log through the registry: slog.Default stays as it is.
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	slog.SetDefault(logger)
 	req := &registry.Request{ID: "req-0", PromptTokens: tokenize(*prompt, *tokens)}
-	e := &engine{reg: Registry.WithLogger(logger), cfg: cfg}
+	e := &engine{reg: Registry.WithLogger(logger), log: logger, cfg: cfg}
 	defer e.Close()
 
 	var report any
@@ -94,9 +111,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			d, err = e.decode(ctx, req)
 			report = &demoReport{p, d}
 		}
-	default:
-		fmt.Fprintf(stderr, "kvserver: unknown mode %q (want demo, prefill or decode)\n", mode)
-		return 2
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "kvserver:", err)
@@ -113,6 +127,32 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	printReport(stdout, report)
 	return 0
+}
+
+// modes are what kvserver does, by the name its command line gives.
+var modes = []struct{ name, summary string }{
+	{"demo", "prefill, then decode, in one process (the default)"},
+	{"prefill", "compute the prompt's KV and save it through the connector"},
+	{"decode", "load what the connector holds for the prompt, verify every byte, recompute the rest"},
+}
+
+func modeNames() []string {
+	names := make([]string, len(modes))
+	for i, m := range modes {
+		names[i] = m.name
+	}
+	return names
+}
+
+func usage(fs *flag.FlagSet) {
+	w := fs.Output()
+	fmt.Fprintf(w, "usage:\n  kvserver [flags] [MODE]\n  kvserver -list-connectors [-json]\n\nmodes:\n")
+	for _, m := range modes {
+		fmt.Fprintf(w, "  %-8s %s\n", m.name, m.summary)
+	}
+	fmt.Fprintf(w, "\nflags (before the mode):\n")
+	fs.PrintDefaults()
+	fmt.Fprintf(w, "\nexample:\n  kvserver -kv-transfer-config '{\"kv_connector\":\"filesystem\",\"kv_connector_extra_config\":{\"shared_storage_path\":\"kv\"}}' prefill\n")
 }
 
 func printReport(w io.Writer, report any) {

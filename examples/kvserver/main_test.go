@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -179,4 +181,47 @@ func TestVLLMNames(t *testing.T) {
 	code, _, stderr = runServer(t, "-kv-transfer-config", `{"kv_connector":"LMCacheConnectorV1","kv_connector_module_path":"lmcache.integration.vllm.lmcache_connector_v1"}`, "demo")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr, `kv_connector_module_path "lmcache.integration.vllm.lmcache_connector_v1": a Go binary cannot load connectors at run time`)
+}
+
+func TestArgumentsAfterTheModeAreRejected(t *testing.T) {
+	dir := t.TempDir()
+	// The flag package stops at the mode: this config would be ignored and
+	// the default connector run, so it is an error instead.
+	code, out, stderr := runServer(t, "demo", "-kv-transfer-config", fsConfig(dir, "e", ""))
+	assert.Equal(t, 2, code)
+	assert.Empty(t, out)
+	assert.Equal(t, "kvserver: flag -kv-transfer-config after the mode \"demo\": flags go before the mode\n", stderr)
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Empty(t, entries, "nothing ran")
+
+	code, _, stderr = runServer(t, "prefill", "decode")
+	assert.Equal(t, 2, code)
+	assert.Equal(t, "kvserver: one mode at most, got [\"prefill\" \"decode\"]\n", stderr)
+}
+
+func TestHelpListsModes(t *testing.T) {
+	code, out, stderr := runServer(t, "-h")
+	assert.Equal(t, 0, code)
+	assert.Empty(t, out)
+	for _, want := range []string{
+		"usage:\n  kvserver [flags] [MODE]\n",
+		"\n  demo     prefill, then decode, in one process (the default)\n",
+		"\n  prefill  ",
+		"\n  decode   ",
+		"\n  -kv-transfer-config string\n",
+		"\nexample:\n  kvserver -kv-transfer-config ",
+	} {
+		assert.Contains(t, stderr, want)
+	}
+}
+
+func TestCreationsAreLoggedOnlyWhenVerbose(t *testing.T) {
+	code, _, stderr := runServer(t, "demo")
+	require.Equal(t, 0, code, stderr)
+	assert.Empty(t, stderr, "a host prints nothing per connector unless asked")
+
+	code, _, stderr = runServer(t, "-v", "demo")
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, 2, strings.Count(stderr, "level=DEBUG msg=\"kv connector created\" connector=memory"), stderr)
 }

@@ -68,7 +68,7 @@ func Run(t *testing.T, factory registry.Factory, opts Options) {
 	})
 	require.NoError(t, err)
 	s := &suite{
-		// The registry logs every creation; the suite creates hundreds.
+		// What connectors log is not under test here, only what they do.
 		reg:  reg.WithLogger(slog.New(slog.DiscardHandler)),
 		opts: opts,
 		// A random salt keeps the prompts of one run apart from those of
@@ -144,7 +144,30 @@ func (s *suite) create(t *testing.T, bs int, extra map[string]any, role registry
 func (s *suite) createFrom(t *testing.T, cfg registry.Config, role registry.Role) registry.Connector {
 	t.Helper()
 	c, err := s.reg.Create(t.Context(), cfg, role)
-	require.NoError(t, err, "Create for the %s role", role)
+	return keep(t, role, c, err)
+}
+
+// scheduler creates the scheduler side from cfg, as a host does, and
+// closes it when t ends.
+func (s *suite) scheduler(t *testing.T, cfg registry.Config) registry.Scheduler {
+	t.Helper()
+	c, err := s.reg.CreateScheduler(t.Context(), cfg)
+	return keep(t, registry.RoleScheduler, c, err)
+}
+
+// worker creates the worker side from cfg, as a host does, and closes it
+// when t ends.
+func (s *suite) worker(t *testing.T, cfg registry.Config) registry.Worker {
+	t.Helper()
+	c, err := s.reg.CreateWorker(t.Context(), cfg)
+	return keep(t, registry.RoleWorker, c, err)
+}
+
+// keep fails t if creating the role's side failed, and closes the side
+// when t ends.
+func keep[C registry.Connector](t *testing.T, role registry.Role, c C, err error) C {
+	t.Helper()
+	require.NoError(t, err, "creating the %s side", role)
 	t.Cleanup(func() { assert.NoError(t, c.Close(), "Close of the %s side", role) })
 	return c
 }
@@ -160,10 +183,10 @@ func (s *suite) openFrom(t *testing.T, cfg registry.Config) pair {
 	t.Helper()
 	var p pair
 	if s.serves(registry.RoleScheduler) {
-		p.sched = s.createFrom(t, cfg, registry.RoleScheduler).(registry.Scheduler)
+		p.sched = s.scheduler(t, cfg)
 	}
 	if s.serves(registry.RoleWorker) {
-		p.worker = s.createFrom(t, cfg, registry.RoleWorker).(registry.Worker)
+		p.worker = s.worker(t, cfg)
 	}
 	return p
 }

@@ -37,8 +37,8 @@ func (s *suite) bothRolesInOneProcess(t *testing.T) {
 	}
 	ctx := t.Context()
 	extra := s.extra(t)
-	w := s.create(t, blockSize, extra, registry.RoleWorker).(registry.Worker)
-	sched := s.create(t, blockSize, extra, registry.RoleScheduler).(registry.Scheduler)
+	w := s.worker(t, s.config(blockSize, extra))
+	sched := s.scheduler(t, s.config(blockSize, extra))
 
 	req := s.request(t, "prompt", 3*blockSize)
 	require.NoError(t, saveLayers(ctx, w, req, 2*blockSize, 64, layerNames))

@@ -113,8 +113,9 @@ const DefaultStaleTempSeconds = 600
 // [registry.Scheduler] and [registry.Worker], and
 // [registry.LayerAppender].
 type Connector struct {
-	// Logger receives a warning for every file that fails its checks. Set
-	// it before the connector is used; nil means slog.Default().
+	// Logger receives a warning for every file that fails its checks. New
+	// sets it to the host's logger, cfg.Logger(); change it only before the
+	// connector is used. nil means slog.Default().
 	Logger *slog.Logger
 
 	dir        string
@@ -173,7 +174,7 @@ func New(ctx context.Context, cfg registry.Config, role registry.Role) (*Connect
 	if err != nil {
 		return nil, fmt.Errorf("shared_storage_path: %w", err)
 	}
-	c := &Connector{dir: opts.SharedStoragePath, root: root, cfg: cfg, prefixes: prefixes, hashes: prefixes.Cache(), durability: opts.Durability, stop: make(chan struct{})}
+	c := &Connector{Logger: cfg.Logger(), dir: opts.SharedStoragePath, root: root, cfg: cfg, prefixes: prefixes, hashes: prefixes.Cache(), durability: opts.Durability, stop: make(chan struct{})}
 	if role == registry.RoleWorker {
 		c.swept = make(chan struct{})
 		go c.sweepStale(time.Duration(opts.StaleTempSeconds) * time.Second)

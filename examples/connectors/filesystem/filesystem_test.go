@@ -326,3 +326,34 @@ func TestDurabilities(t *testing.T) {
 		})
 	}
 }
+
+// TestWarningsReachTheHostsLogger creates the connector as a host does,
+// through a registry given the host's logger: a damaged file's warning goes
+// there, naming the connector, and not to slog.Default.
+func TestWarningsReachTheHostsLogger(t *testing.T) {
+	var host, dflt bytes.Buffer
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&dflt, nil)))
+	t.Cleanup(func() { slog.SetDefault(prev) })
+
+	dir := t.TempDir()
+	reg := registry.MustNew(registry.Entry{Name: "filesystem", Factory: registry.Adapt(New)}).
+		WithLogger(slog.New(slog.NewTextHandler(&host, nil)))
+	w, err := reg.CreateWorker(t.Context(), registry.Config{
+		Connector: "filesystem", BlockSize: bs, LayerNames: layers,
+		Extra: map[string]any{"shared_storage_path": dir},
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, w.Close()) })
+
+	require.NoError(t, w.SaveLayer(t.Context(), req, layers[0], 2*bs, []byte("kv")))
+	path := layerFile(t, dir, layers[0], 2*bs)
+	require.NoError(t, os.WriteFile(path, []byte("not ours"), 0o644))
+	_, err = w.LoadLayer(t.Context(), req, layers[0], 2*bs)
+	require.ErrorIs(t, err, registry.ErrMiss)
+
+	assert.Contains(t, host.String(), "level=WARN")
+	assert.Contains(t, host.String(), "connector=filesystem role=worker")
+	assert.Contains(t, host.String(), "file="+path)
+	assert.Empty(t, dflt.String(), "nothing goes to slog.Default")
+}

@@ -45,6 +45,7 @@ func New(ctx context.Context, cfg registry.Config, role registry.Role) (registry
 		layers:   slices.Clone(cfg.LayerNames),
 		layerSet: make(map[string]bool, len(cfg.LayerNames)),
 		where:    where(opts),
+		logger:   cfg.Logger(),
 		client: goredis.NewUniversalClient(&goredis.UniversalOptions{
 			Addrs:                 slices.Clone(opts.Addrs),
 			IsClusterMode:         opts.isCluster(),
@@ -120,7 +121,7 @@ type connector struct {
 	layers   []string
 	where    string
 	client   goredis.UniversalClient
-	logger   *slog.Logger // nil means slog.Default()
+	logger   *slog.Logger // the host's, from cfg.Logger()
 	layerSet map[string]bool
 	saver    saver
 	reader   reader
@@ -236,11 +237,4 @@ func (c *connector) failed(err error) {
 	if cc, ok := c.client.(*goredis.ClusterClient); ok && err != nil && !errors.Is(err, goredis.Nil) && !isWrongType(err) {
 		cc.ReloadState(context.Background()) // asynchronous, and coalesced
 	}
-}
-
-func (c *connector) log() *slog.Logger {
-	if c.logger != nil {
-		return c.logger
-	}
-	return slog.Default()
 }

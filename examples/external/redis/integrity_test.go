@@ -14,6 +14,20 @@ import (
 	"github.com/kvgen/kvgen/registry"
 )
 
+// openLoggedWorker creates the worker side as a host does, through a
+// registry given the host's logger, and returns what is logged there: the
+// connector's warnings reach it, not slog.Default.
+func openLoggedWorker(t *testing.T, cfg registry.Config) (registry.Worker, *bytes.Buffer) {
+	t.Helper()
+	logs := new(bytes.Buffer)
+	reg := registry.MustNew(registry.Entry{Name: "redis", Factory: redis.New}).
+		WithLogger(slog.New(slog.NewTextHandler(logs, nil)))
+	w, err := reg.CreateWorker(t.Context(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, w.Close()) })
+	return w, logs
+}
+
 // TestTamperedValuesAreMisses overwrites stored values behind the
 // connector's back: whatever it finds, a load is a miss with a warning,
 // never KV other than what was saved under that key.
@@ -21,9 +35,7 @@ func TestTamperedValuesAreMisses(t *testing.T) {
 	t.Parallel()
 	srv := startRedis(t)
 	raw := rawClient(t, srv.Addr())
-	w := openWorker(t, config("e", map[string]any{"addrs": []string{srv.Addr()}, "key_prefix": "kv:"}))
-	var logs bytes.Buffer
-	redis.SetLogger(w, slog.New(slog.NewTextHandler(&logs, nil)))
+	w, logs := openLoggedWorker(t, config("e", map[string]any{"addrs": []string{srv.Addr()}, "key_prefix": "kv:"}))
 	ctx := t.Context()
 	req := request("r", 9, 2*blockSize)
 
@@ -68,6 +80,7 @@ func TestTamperedValuesAreMisses(t *testing.T) {
 			assert.Nil(t, kv)
 			assert.Contains(t, logs.String(), "level=WARN")
 			assert.Contains(t, logs.String(), key(2*blockSize, "a"), "the warning names the key")
+			assert.Contains(t, logs.String(), "connector=redis role=worker", "the warning names the connector")
 		})
 	}
 
@@ -109,9 +122,7 @@ func TestWrongTypeIsAMiss(t *testing.T) {
 	for _, layers := range [][]string{nil, {"a", "b", "c"}} {
 		t.Run(fmt.Sprintf("%d layer names", len(layers)), func(t *testing.T) {
 			require.NoError(t, raw.FlushAll(ctx).Err())
-			w := openWorker(t, config("e", map[string]any{"addrs": []string{srv.Addr()}, "key_prefix": "wt:"}, layers...))
-			var logs bytes.Buffer
-			redis.SetLogger(w, slog.New(slog.NewTextHandler(&logs, nil)))
+			w, logs := openLoggedWorker(t, config("e", map[string]any{"addrs": []string{srv.Addr()}, "key_prefix": "wt:"}, layers...))
 			save(t, w, req, blockSize, "b")
 			require.NoError(t, raw.RPush(ctx, key+"a", "x").Err())
 			require.NoError(t, raw.HSet(ctx, key+"c", "f", "v").Err())

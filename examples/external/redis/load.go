@@ -198,7 +198,7 @@ func (c *connector) decodeReply(ctx context.Context, req *registry.Request, h re
 		kv, err = decodeValue(r.value, h, layer)
 	}
 	if err != nil {
-		c.log().WarnContext(ctx, "redis kv connector: ignoring a stored value that fails its check",
+		c.logger.WarnContext(ctx, "redis kv connector: ignoring a stored value that fails its check",
 			slog.String("key", key), slog.String("request", req.ID), slog.String("reason", err.Error()))
 		return nil, fmt.Errorf("%w: layer %q of %d tokens of request %q: stored value rejected: %w",
 			registry.ErrMiss, layer, numTokens, req.ID, err)
