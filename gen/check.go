@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 
+	"golang.org/x/tools/go/packages"
+
 	"github.com/kvgen/kvgen/gen/diag"
 	"github.com/kvgen/kvgen/gen/manifest"
 	"github.com/kvgen/kvgen/internal/suggest"
@@ -32,8 +34,10 @@ type Entry struct {
 	// the package's //kvgen:constructor marker.
 	Constructor string
 	// Module and ModuleVersion describe the module that holds the package,
-	// as the go command resolved it (the version is empty for the main
-	// module and for directory replacements).
+	// as the go command resolved it. The version reads as a built binary
+	// reports it (registry.ModuleVersion): "(devel)" for the main module,
+	// the replacement's version for a module replaced by another version,
+	// and "v0.1.0 => ../dir" for one replaced by a directory.
 	Module        string
 	ModuleVersion string
 	// Adapt is set when the constructor returns another type than
@@ -41,7 +45,9 @@ type Entry struct {
 	Adapt bool
 	// Decl is where the constructor is declared.
 	Decl token.Position
-	// Doc is the first sentence of the package's documentation.
+	// Doc is the first sentence of the constructor's doc comment, or of
+	// the package's documentation where the constructor has none: a
+	// package may hold more than one connector, or much else besides.
 	Doc string
 
 	files []string // the package's Go files, for markers and docs
@@ -75,10 +81,7 @@ func prepareEntry(errs *diag.List, c manifest.Connector, index int, lp *loadedPa
 		e.Aliases = append(e.Aliases, a.V)
 	}
 	if p.Module != nil {
-		e.Module, e.ModuleVersion = p.Module.Path, p.Module.Version
-		if p.Module.Replace != nil {
-			e.ModuleVersion = p.Module.Replace.Version
-		}
+		e.Module, e.ModuleVersion = p.Module.Path, linkedVersion(p.Module)
 	}
 	if p.Name == "main" {
 		errs.Add(c.Import.Pos, "%s: %s is a main package, which cannot be imported; move the connector into a library package", label, p.PkgPath)
@@ -242,17 +245,45 @@ func findMarked(files []string) ([]string, error) {
 	return names, nil
 }
 
-// packageDoc returns the first sentence of the package documentation.
-func packageDoc(files []string) string {
+// linkedVersion says which version of m a build links, in the words of
+// registry.ModuleVersion, so that a listing before the build reads as the
+// built binary's own.
+func linkedVersion(m *packages.Module) string {
+	switch r := m.Replace; {
+	case m.Main:
+		return "(devel)"
+	case r == nil:
+		return m.Version
+	case r.Version != "":
+		return r.Version
+	default:
+		return m.Version + " => " + r.Path
+	}
+}
+
+// summary returns the first sentence of the doc comment of the function
+// constructor, or else of the package documentation. Directives such as
+// the constructor marker are not part of it.
+func summary(files []string, constructor string) string {
 	fset := token.NewFileSet()
+	pkgDoc := ""
 	for _, name := range files {
-		f, err := parser.ParseFile(fset, name, nil, parser.PackageClauseOnly|parser.ParseComments)
-		if err != nil || f.Doc == nil {
+		f, err := parser.ParseFile(fset, name, nil, parser.ParseComments|parser.SkipObjectResolution)
+		if err != nil {
 			continue
 		}
-		return firstSentence(f.Doc.Text())
+		if pkgDoc == "" && f.Doc != nil {
+			pkgDoc = firstSentence(f.Doc.Text())
+		}
+		for _, d := range f.Decls {
+			if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv == nil && fd.Name.Name == constructor && fd.Doc != nil {
+				if s := firstSentence(fd.Doc.Text()); s != "" {
+					return s
+				}
+			}
+		}
 	}
-	return ""
+	return pkgDoc
 }
 
 func firstSentence(s string) string {

@@ -303,11 +303,11 @@ func checkEntriesCached(errs *diag.List, m *manifest.Manifest, listed *listing, 
 	return slices.DeleteFunc(entries, func(e *Entry) bool { return e == nil }), nil
 }
 
-// Docs fills in each entry's package documentation summary; only listings
-// need it, so Resolve leaves it out.
+// Docs fills in each entry's summary (see [Entry.Doc]); only listings need
+// it, so Resolve leaves it out.
 func (r *Result) Docs() {
 	for _, e := range r.Entries {
-		e.Doc = packageDoc(e.files)
+		e.Doc = summary(e.files, e.Constructor)
 	}
 }
 

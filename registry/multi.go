@@ -18,12 +18,13 @@ type multiOptions struct {
 	Connectors []map[string]any `json:"connectors"`
 }
 
-// NewMultiConnector is the constructor of vLLM's MultiConnector: it composes
-// the connectors listed in the extra setting "connectors", each a transfer
-// config object such as {"kv_connector": NAME, "kv_connector_extra_config":
-// {...}} whose unset keys take the parent's values, built through the same
-// registry. It loads from the first child that has the tokens and saves to
-// all. It must be created through [Registry.Create].
+// NewMultiConnector creates vLLM's MultiConnector, which composes other
+// linked connectors: it loads from the first child that has the tokens and
+// saves to all. The children are listed in the extra setting "connectors",
+// each a transfer config object such as {"kv_connector": NAME,
+// "kv_connector_extra_config": {...}} whose unset keys take the parent's
+// values, and are built through the same registry. It must be created
+// through [Registry.Create].
 func NewMultiConnector(ctx context.Context, cfg Config, role Role) (Connector, error) {
 	r := cfg.Registry()
 	if r == nil {

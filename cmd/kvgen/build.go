@@ -16,14 +16,21 @@ func runBuild(ctx context.Context, e *env, args []string) int {
 	fs.StringVar(&tags, "tags", "", "comma-separated build tags")
 	fs.StringVar(&opts.LDFlags, "ldflags", "", "flags for the linker, as go build takes them")
 	fs.BoolVar(&opts.Verbose, "v", false, "show the go commands and what they print")
-	if code := parse(fs, args); code >= 0 {
+	pkgs, code := parseMixed(fs, args)
+	if code >= 0 {
 		return code
 	}
-	if opts.Manifest == "" || opts.Output == "" || fs.NArg() != 1 {
+	switch {
+	case opts.Manifest == "" || opts.Output == "":
+		e.errorf("build: -manifest and -o are required")
+		fs.Usage()
+		return exitUsage
+	case len(pkgs) != 1:
+		e.errorf("build: want one PACKAGE, got %d: %q", len(pkgs), pkgs)
 		fs.Usage()
 		return exitUsage
 	}
-	opts.Package = fs.Arg(0)
+	opts.Package = pkgs[0]
 	for _, t := range strings.Split(tags, ",") {
 		if t = strings.TrimSpace(t); t != "" {
 			opts.Tags = append(opts.Tags, t)

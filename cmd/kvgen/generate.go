@@ -31,9 +31,10 @@ func (g *genFlags) register(fs interface {
 	fs.StringVar(&g.tags, "tags", "", "comma-separated build tags to load the connectors' packages with")
 }
 
-// command is the kvgen command line that writes what check compared.
-func (g *genFlags) command() string {
-	cmd := "kvgen -manifest " + g.manifest
+// command is the command line that writes what check compared; self is
+// how kvgen was invoked.
+func (g *genFlags) command(self string) string {
+	cmd := self + " -manifest " + g.manifest
 	if g.output != "" {
 		cmd += " -o " + g.output
 	}
@@ -50,7 +51,7 @@ func (g *genFlags) report(e *env, err error) bool {
 	if !errors.As(err, new(*gomod.LacksError)) {
 		return false
 	}
-	e.errorf("go.mod does not satisfy %s; run go generate (or %s) to add what it lacks", g.manifest, g.command())
+	e.errorf("go.mod does not satisfy %s; run go generate (or %s) to add what it lacks", g.manifest, g.command(e.self))
 	return true
 }
 
@@ -165,11 +166,11 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 		e.report(err)
 		return exitUsage
 	case stale && diff == nil:
-		e.errorf("%s is missing; run go generate (or %s)", res.Path, g.command())
+		e.errorf("%s is missing; run go generate (or %s)", res.Path, g.command(e.self))
 		return exitError
 	case stale:
 		e.stdout.Write(diff)
-		e.errorf("%s is stale; run go generate (or %s)", res.Path, g.command())
+		e.errorf("%s is stale; run go generate (or %s)", res.Path, g.command(e.self))
 		return exitError
 	}
 	return exitOK
@@ -246,6 +247,7 @@ func runList(ctx context.Context, e *env, args []string) int {
 	if asJSON {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false) // "v0.1.0 => ../dir" stays readable
 		if err := enc.Encode(items); err != nil {
 			e.report(err)
 			return exitError

@@ -12,9 +12,13 @@
 //	kvgen build      -manifest FILE -o BINARY [-tags TAGS] [-ldflags FLAGS] [-v] PACKAGE
 //	kvgen list       [-manifest connectors.yaml] [-json]
 //	kvgen doc        [-manifest connectors.yaml]
-//	kvgen new        [-module PATH] [-dir DIR] NAME
+//	kvgen new        NAME [-module PATH] [-dir DIR] [-replace DIR]
 //	kvgen schema
 //	kvgen version
+//
+// kvgen -h lists the commands, and each command's -h its flags and an
+// example. Hints name kvgen as it was run: "go tool kvgen" when the go
+// command ran it, "kvgen" when run by that name.
 //
 // generate adds to go.mod and go.sum what the manifest's version: and
 // replace: name and they lack, as go get would, and says what it changed;
@@ -88,15 +92,19 @@ const (
 type command struct {
 	name    string
 	summary string
+	// example ends the command's -h; %[1]s is how kvgen was invoked.
+	example string
 	run     func(ctx context.Context, env *env, args []string) int
 }
 
-// env is what a command may touch: its arguments' streams.
+// env is what a command may touch: its arguments' streams, and how the user
+// ran kvgen, for the commands that hints name.
 type env struct {
 	stdout, stderr io.Writer
 	// ctx is the run's context: once a signal has ended it, errors are its
 	// consequences, and report says only that kvgen stopped.
-	ctx context.Context
+	ctx  context.Context
+	self string // "go tool kvgen", "kvgen", ...
 }
 
 // errorf prints a message prefixed with "kvgen: ".
@@ -125,52 +133,87 @@ func (e *env) report(err error) {
 // the commands refer to usage.
 func commands() []command {
 	return []command{
-		{"generate", "write the registry file for a manifest (the default)", runGenerate},
-		{"check", "exit 1 if the registry file is stale or missing", runCheck},
-		{"build", "build a binary with the connectors of a deployment manifest", runBuild},
-		{"list", "list the manifest's connectors as resolved", runList},
-		{"doc", "print a Markdown table of the manifest's connectors", runDoc},
-		{"new", "scaffold a connector module", runNew},
-		{"schema", "print the JSON Schema of the manifest", runSchema},
-		{"version", "print kvgen's version", runVersion},
+		{"generate", "write the registry file for a manifest (the default)",
+			"%[1]s -manifest connectors.yaml\n  //go:generate go tool kvgen", runGenerate},
+		{"check", "exit 1 if the registry file is stale or missing",
+			"%[1]s check -manifest connectors.yaml", runCheck},
+		{"build", "build a binary with the connectors of a deployment manifest",
+			"%[1]s build -manifest deploy/edge.yaml -o bin/server-edge ./cmd/server", runBuild},
+		{"list", "list the manifest's connectors as resolved",
+			"%[1]s list -json", runList},
+		{"doc", "print a Markdown table of the manifest's connectors",
+			"%[1]s doc > CONNECTORS.md", runDoc},
+		{"new", "scaffold a connector module",
+			"%[1]s new fastkv -module example.com/acme/fastkv", runNew},
+		{"schema", "print the JSON Schema of the manifest",
+			"%[1]s schema > connectors.schema.json", runSchema},
+		{"version", "print kvgen's version",
+			"%[1]s version", runVersion},
 	}
+}
+
+func lookup(name string) (command, bool) {
+	for _, c := range commands() {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return command{}, false
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	e := &env{stdout: stdout, stderr: stderr, ctx: ctx}
+	e := &env{stdout: stdout, stderr: stderr, ctx: ctx, self: invocation(os.Args, parentArgs())}
 	name := "generate"
-	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
-		name, args = args[0], args[1:]
-	}
-	if name == "help" {
-		usage(stdout)
-		return exitOK
-	}
-	for _, c := range commands() {
-		if c.name == name {
-			return c.run(ctx, e, args)
+	if len(args) > 0 {
+		switch args[0] {
+		case "help", "-h", "-help", "--help":
+			// help COMMAND is COMMAND -h.
+			if c, ok := lookup(argAt(args, 1)); ok && args[0] == "help" {
+				return c.run(ctx, e, []string{"-h"})
+			}
+			usage(e, stdout)
+			return exitOK
+		}
+		if args[0] != "" && args[0][0] != '-' {
+			name, args = args[0], args[1:]
 		}
 	}
+	if c, ok := lookup(name); ok {
+		return c.run(ctx, e, args)
+	}
 	e.errorf("unknown command %q", name)
-	usage(stderr)
+	usage(e, stderr)
 	return exitUsage
 }
 
-func usage(w io.Writer) {
-	fmt.Fprintf(w, "usage: kvgen [command] [flags]\n\ncommands:\n")
+func argAt(args []string, i int) string {
+	if i < len(args) {
+		return args[i]
+	}
+	return ""
+}
+
+func usage(e *env, w io.Writer) {
+	fmt.Fprintf(w, "kvgen links KV-cache connectors into a Go binary at compile time.\n\n")
+	fmt.Fprintf(w, "usage: %s [command] [flags]\n\ncommands:\n", e.self)
 	for _, c := range commands() {
 		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintf(w, "\nRun 'kvgen COMMAND -h' for a command's flags.\n")
+	fmt.Fprintf(w, "\nWithout a command, kvgen runs generate, as in\n\n\t//go:generate go tool kvgen\n")
+	fmt.Fprintf(w, "\nRun '%s COMMAND -h' for a command's flags and an example.\n", e.self)
 }
 
-// newFlags returns a flag set that reports errors instead of exiting.
+// newFlags returns a flag set that reports errors instead of exiting, and
+// whose -h ends with the command's example.
 func newFlags(e *env, name, args string) *flag.FlagSet {
 	fs := flag.NewFlagSet("kvgen "+name, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(e.stderr, "usage: kvgen %s %s\n", name, args)
+		fmt.Fprintf(e.stderr, "usage: %s %s %s\n", e.self, name, args)
 		fs.PrintDefaults()
+		if c, ok := lookup(name); ok {
+			fmt.Fprintf(e.stderr, "\nexample:\n  %s\n", fmt.Sprintf(c.example, e.self))
+		}
 	}
 	return fs
 }
@@ -186,4 +229,23 @@ func parse(fs *flag.FlagSet, args []string) int {
 		return exitUsage
 	}
 	return -1
+}
+
+// parseMixed parses flags that come before, between or after the
+// positional arguments, as the go command accepts them, and returns the
+// positional arguments. A "--" ends the flags. code is as parse returns it.
+func parseMixed(fs *flag.FlagSet, args []string) (positional []string, code int) {
+	for {
+		if code := parse(fs, args); code >= 0 {
+			return nil, code
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return positional, -1
+		}
+		if used := args[:len(args)-len(rest)]; len(used) > 0 && used[len(used)-1] == "--" {
+			return append(positional, rest...), -1
+		}
+		positional, args = append(positional, rest[0]), rest[1:]
+	}
 }

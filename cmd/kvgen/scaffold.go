@@ -22,18 +22,21 @@ import (
 var packageName = regexp.MustCompile(`^[a-z][a-z0-9]*$`)
 
 func runNew(ctx context.Context, e *env, args []string) int {
-	fs := newFlags(e, "new", "[-module PATH] [-dir DIR] [-replace DIR] NAME")
+	fs := newFlags(e, "new", "NAME [-module PATH] [-dir DIR] [-replace DIR]")
 	modPath := fs.String("module", "", "module path of the new connector (default example.com/NAME)")
 	dir := fs.String("dir", "", "directory to create (default ./NAME)")
 	replace := fs.String("replace", "", "local kvgen checkout to develop against (adds a replace directive)")
-	if code := parse(fs, args); code >= 0 {
+	// Flags may follow the name: kvgen new acme -module example.com/acme.
+	positional, code := parseMixed(fs, args)
+	if code >= 0 {
 		return code
 	}
-	if fs.NArg() != 1 {
+	if len(positional) != 1 {
+		e.errorf("new: want one NAME, got %d: %q", len(positional), positional)
 		fs.Usage()
 		return exitUsage
 	}
-	name := fs.Arg(0)
+	name := positional[0]
 	if !packageName.MatchString(name) {
 		e.errorf("connector name %q: want a lower-case Go package name such as %q", name, strings.ToLower(nonAlnum.ReplaceAllString(name, "")))
 		return exitUsage

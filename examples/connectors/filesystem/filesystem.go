@@ -143,10 +143,11 @@ var (
 	errNotPlain = errors.New("not a plain directory or regular file: links and special files in the storage directory are never followed")
 )
 
-// New creates a filesystem connector storing KV under the directory the
-// setting shared_storage_path names, creating the directory if it is
-// missing. A worker-side connector sweeps stale temporary files in the
-// background until it is closed.
+// New creates a connector that stores KV in checksummed files under the
+// directory the setting shared_storage_path names, with the semantics of
+// vLLM's ExampleConnector. It creates the directory if it is missing. A
+// worker-side connector sweeps stale temporary files in the background
+// until it is closed.
 func New(ctx context.Context, cfg registry.Config, role registry.Role) (*Connector, error) {
 	prefixes, err := cfg.Prefixes()
 	if err != nil {

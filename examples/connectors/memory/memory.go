@@ -50,8 +50,10 @@ type Options struct {
 // errClosed is returned by calls on a closed connector.
 var errClosed = errors.New("memory connector is closed")
 
-// New creates a memory connector, which serves both roles. Connectors whose
-// settings name the same store share it, and must agree on its capacity.
+// New creates a connector that keeps KV in the memory of the process, in a
+// store bounded by bytes that evicts the least recently used layer first.
+// It serves both roles. Connectors whose settings name the same store share
+// it, and must agree on its capacity.
 //
 //kvgen:constructor
 func New(ctx context.Context, cfg registry.Config, role registry.Role) (registry.Connector, error) {
