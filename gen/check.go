@@ -129,7 +129,7 @@ func checkTypes(errs *diag.List, e *Entry, index int, namePos token.Position, lp
 		return false, token.Position{}
 	}
 	decl := lp.fset.Position(obj.Pos())
-	e.Decl = position(decl, p.PkgPath, rel)
+	e.Decl = position(decl, p.PkgPath, p.GoFiles, rel)
 	fn, ok := obj.(*types.Func)
 	if !ok {
 		errs.Add(namePos, "%s: %s.%s is a %s, not a function (declared at %s); kvgen calls a function declared with func",
@@ -324,10 +324,18 @@ func quoteJoin(names []string) string {
 	return strings.Join(q, " or ")
 }
 
-// position shows p, a position in package pkgPath. A file below the
-// current directory is shown relative to it, any other by its import path,
-// so that messages hold no machine paths.
-func position(p token.Position, pkgPath string, rel func(string) string) token.Position {
+// position shows p, a position in package pkgPath, whose Go files are
+// files. A file below the current directory is shown relative to it, any
+// other by its import path, so that messages hold no machine paths.
+func position(p token.Position, pkgPath string, files []string, rel func(string) string) token.Position {
+	if p.Filename != "" && !filepath.IsAbs(p.Filename) {
+		// Export data compiled with -trimpath names the file by its
+		// module path; the package's file of that name is on disk.
+		base := filepath.Base(p.Filename)
+		if i := slices.IndexFunc(files, func(f string) bool { return filepath.Base(f) == base }); i >= 0 {
+			p.Filename = files[i]
+		}
+	}
 	if p.Filename != "" {
 		if r := rel(p.Filename); r != p.Filename {
 			p.Filename = r

@@ -47,6 +47,10 @@ type Options struct {
 	// keyed by the content of the packages checked, so that packages that
 	// have not changed are not read again; "" turns the cache off.
 	CacheDir string
+	// TrimPath loads the packages as `go build -trimpath` compiles them,
+	// so that a build with that flag after generating finds them compiled
+	// in the build cache instead of compiling everything a second time.
+	TrimPath bool
 
 	loaderAbove int // see loadConfig
 }
@@ -158,7 +162,7 @@ func resolve(ctx context.Context, opts Options, forWrite bool) (*Result, *checkC
 			errs.Append(outputPos(m), err)
 		}
 	}
-	lc := loadConfig{dir: absDir, tags: opts.Tags, modFile: opts.ModFile, modMod: opts.ModFile != "", goMod: opts.ModFile, loaderAbove: opts.loaderAbove}
+	lc := loadConfig{dir: absDir, tags: opts.Tags, modFile: opts.ModFile, modMod: opts.ModFile != "", goMod: opts.ModFile, loaderAbove: opts.loaderAbove, trimPath: opts.TrimPath}
 	// What the go command leaves when a signal stops it goes with tmp.
 	if lc.tmp, err = gocmd.TempDir(); err != nil {
 		return nil, nil, err
@@ -280,7 +284,7 @@ func checkEntriesCached(errs *diag.List, m *manifest.Manifest, listed *listing, 
 		key := cache.key(regExport, lp.pkg.ExportFile, e.ImportPath, e.Constructor, e.Roles)
 		if r, ok := cache.get(key); ok {
 			e.Adapt = r.Adapt
-			e.Decl = position(token.Position{Filename: r.DeclFile, Line: r.DeclLine}, e.ImportPath, rel)
+			e.Decl = position(token.Position{Filename: r.DeclFile, Line: r.DeclLine}, e.ImportPath, lp.pkg.GoFiles, rel)
 			entries[i] = e
 			continue
 		}
@@ -340,6 +344,8 @@ type loadConfig struct {
 	// lets the go command complete it while loading.
 	modFile string
 	modMod  bool
+	// trimPath loads as go build -trimpath compiles (Options.TrimPath).
+	trimPath bool
 	// tmp is the go command's GOTMPDIR: a go command stopped by a signal
 	// leaves its work directory there, and kvgen removes tmp.
 	tmp string
@@ -360,6 +366,9 @@ func (lc loadConfig) env() []string {
 // buildFlags are the go command flags that loading needs.
 func (lc loadConfig) buildFlags() []string {
 	var flags []string
+	if lc.trimPath {
+		flags = append(flags, "-trimpath")
+	}
 	if len(lc.tags) > 0 {
 		flags = append(flags, "-tags="+strings.Join(lc.tags, ","))
 	}

@@ -35,6 +35,7 @@ func TestScripts(t *testing.T) {
 	goEnv := goEnvVars(t, "GOCACHE", "GOMODCACHE", "GOPATH", "GOROOT", "GOPROXY")
 	proxy := goproxytest.NewTestServer(t, "testdata/mod", "")
 	published := goproxytest.NewTestServer(t, publish(t, root), "")
+	warmBuildCache(t, root, goEnv)
 	testscript.Run(t, testscript.Params{
 		Dir:           "testdata/script",
 		UpdateScripts: *update,
@@ -112,6 +113,24 @@ func publish(t *testing.T, root string) string {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// warmBuildCache compiles, once, what the scripts' go commands compile
+// again and again: kvgen's runtime packages, the example connectors, the
+// conformance suite, kvgen itself and their dependencies, without -race,
+// into the build cache the scripts share. The scripts run in parallel, so
+// on a cold cache each would compile all of it at the same time as the
+// others. The environment is the scripts': no GOFLAGS, no go env file.
+func warmBuildCache(t *testing.T, root string, goEnv map[string]string) {
+	cmd := exec.Command("go", "build", "./registry/...", "./examples/connectors/...", "./cmd/kvgen")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "GOFLAGS=", "GOENV=off")
+	for k, v := range goEnv {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
 }
 
 // exitCode runs `exitcode N command args...` and fails unless the command

@@ -138,6 +138,9 @@ func (b *builder) generate(ctx context.Context) error {
 		ModFile:  b.modFile,
 		Dir:      b.modRoot,
 		CacheDir: b.opts.CacheDir,
+		// The compile step builds with -trimpath: loaded the same way,
+		// the connectors and the standard library are compiled once.
+		TrimPath: true,
 	})
 	if err != nil {
 		return err
