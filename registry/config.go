@@ -109,8 +109,11 @@ type Config struct {
 	// creator is the registry that is creating the connector, for
 	// composite connectors that build their children through it.
 	creator *Registry
-	// logger is the host's logger as Create hands it to the connector.
+	// logger is the registry's logger, nil for slog.Default; entry and
+	// role, set by Create, name the connector in what it logs.
 	logger *slog.Logger
+	entry  string
+	role   Role
 	// depth counts how deeply composite connectors are nested.
 	depth int
 }
@@ -124,14 +127,19 @@ func (c Config) Registry() *Registry { return c.creator }
 // [Registry.WithLogger], with the connector's name and role attached. It is
 // never nil: without a host's logger, or for a constructor called directly
 // rather than through [Registry.Create], it is slog.Default(). A connector
-// keeps it for its whole life instead of using the slog package's
-// functions, so that no host has to replace slog.Default to see its
-// warnings.
+// calls it once, in its constructor, and keeps it for its whole life
+// instead of using the slog package's functions, so that no host has to
+// replace slog.Default to see its warnings. It is built when asked for, so
+// that Create costs nothing for connectors that log nothing.
 func (c Config) Logger() *slog.Logger {
-	if c.logger == nil {
-		return slog.Default()
+	l := c.logger
+	if l == nil {
+		l = slog.Default()
 	}
-	return c.logger
+	if c.entry == "" {
+		return l
+	}
+	return l.With(slog.String("connector", c.entry), slog.String("role", c.role.String()))
 }
 
 // ParseTransferConfig parses the JSON of vLLM's --kv-transfer-config, so the

@@ -208,10 +208,9 @@ func (r *Registry) Create(ctx context.Context, cfg Config, role Role) (Connector
 	// say so: a connector that names itself fails instead of recursing.
 	cfg.creator = r
 	cfg.depth++
-	logger := r.log()
 	// Records of the connector name it, so a host's log tells connectors
 	// apart; a composite's children get their own.
-	cfg.logger = logger.With(slog.String("connector", e.Name), slog.String("role", role.String()))
+	cfg.logger, cfg.entry, cfg.role = r.logger, e.Name, role
 	c, err := e.Factory(ctx, cfg, role)
 	if err != nil {
 		// A constructor returning a concrete pointer type turns its nil
@@ -229,7 +228,7 @@ func (r *Registry) Create(ctx context.Context, cfg Config, role Role) (Connector
 		return nil, fmt.Errorf("kv connector %q (%s): %T %w", e.Name, role, c, err)
 	}
 	// Debug: a host prints nothing per connector unless it asks to.
-	if logger.Enabled(ctx, slog.LevelDebug) {
+	if logger := r.log(); logger.Enabled(ctx, slog.LevelDebug) {
 		logger.LogAttrs(ctx, slog.LevelDebug, "kv connector created",
 			slog.String("connector", e.Name),
 			slog.String("engine_id", cfg.EngineID),
