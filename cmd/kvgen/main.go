@@ -167,8 +167,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 {
 		switch args[0] {
 		case "help", "-h", "-help", "--help":
-			// help COMMAND is COMMAND -h.
-			if c, ok := lookup(argAt(args, 1)); ok && args[0] == "help" {
+			if args[0] == "help" && len(args) > 1 {
+				// help COMMAND is COMMAND -h.
+				c, ok := lookup(args[1])
+				if !ok {
+					e.errorf("unknown command %q", args[1])
+					usage(e, stderr)
+					return exitUsage
+				}
 				return c.run(ctx, e, []string{"-h"})
 			}
 			usage(e, stdout)
@@ -184,13 +190,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	e.errorf("unknown command %q", name)
 	usage(e, stderr)
 	return exitUsage
-}
-
-func argAt(args []string, i int) string {
-	if i < len(args) {
-		return args[i]
-	}
-	return ""
 }
 
 func usage(e *env, w io.Writer) {
