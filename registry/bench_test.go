@@ -181,8 +181,9 @@ func BenchmarkLookup(b *testing.B) {
 }
 
 // BenchmarkCreate compares, interleaved, Registry.Create with a call of the
-// same constructor through a function value (the floor) and with the
-// RWMutex registry. The registry logs through a handler that drops
+// same constructor through a function value (the floor), with a lookup in
+// an unguarded map and a call (the floor of any registry by name) and with
+// the RWMutex registry. The registry logs through a handler that drops
 // creation records by level, as a deployment that logs warnings does.
 func BenchmarkCreate(b *testing.B) {
 	logger := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -205,8 +206,17 @@ func BenchmarkCreate(b *testing.B) {
 					created = c
 				}
 			}
-			interleave(b, []string{"registry", "funcvalue", "rwmutex"}, []func(){
-				create(r.Create), create(viaFuncValue), create(rw.Create),
+			// mapcall looks the factory up in an unguarded map and calls
+			// it: the least any registry by name can do.
+			m := map[string]registry.Factory{}
+			for _, nm := range names {
+				m[nm] = newBenchConnector
+			}
+			mapCall := func(ctx context.Context, cfg registry.Config, role registry.Role) (registry.Connector, error) {
+				return m[cfg.Connector](ctx, cfg, role)
+			}
+			interleave(b, []string{"registry", "funcvalue", "mapcall", "rwmutex"}, []func(){
+				create(r.Create), create(viaFuncValue), create(mapCall), create(rw.Create),
 			})
 		})
 	}
