@@ -122,14 +122,18 @@ func resolve(ctx context.Context, opts Options, forWrite bool) (*Result, *checkC
 	if opts.Manifest == "" {
 		opts.Manifest = "connectors.yaml"
 	}
-	m, err := manifest.Load(opts.Manifest)
-	if err != nil {
-		return nil, nil, err
+	// A manifest whose problems all lie within entries still comes back:
+	// the other entries are checked too, and every problem is reported in
+	// one run.
+	m, merr := manifest.Load(opts.Manifest)
+	if m == nil {
+		return nil, nil, merr
 	}
+	var errs diag.List
+	errs.Append(token.Position{}, merr)
 	res := &Result{Manifest: m}
 	dir := filepath.Dir(opts.Manifest)
 
-	var errs diag.List
 	res.Path = opts.Output
 	if res.Path == "" {
 		res.Path = filepath.Join(dir, m.Output.V)
@@ -143,7 +147,9 @@ func resolve(ctx context.Context, opts Options, forWrite bool) (*Result, *checkC
 
 	paths := make([]string, 0, len(m.Connectors))
 	for _, c := range m.Connectors {
-		paths = append(paths, c.Import.V)
+		if !c.Invalid {
+			paths = append(paths, c.Import.V)
+		}
 	}
 	loadDir := dir
 	if opts.Dir != "" {
@@ -172,6 +178,13 @@ func resolve(ctx context.Context, opts Options, forWrite bool) (*Result, *checkC
 	// what closes an import cycle through a connector that imports the
 	// output package, and kvgen could never write a file without it.
 	overlay := out.overlay(res.Path)
+	// A failure that stops the run comes with the manifest's problems.
+	stop := func(err error) error {
+		if merr == nil {
+			return err
+		}
+		return errors.Join(merr, err)
+	}
 	listed, err := load(ctx, lc, overlay, paths)
 	if opts.ModFile == "" {
 		// Usually go.mod already links what the manifest names, and this
@@ -188,13 +201,13 @@ func resolve(ctx context.Context, opts Options, forWrite bool) (*Result, *checkC
 			var ferr error
 			if main, ferr = gomod.FindMain(ctx, absDir); ferr != nil {
 				if errors.Is(ferr, gomod.ErrNoModule) || err == nil {
-					return nil, nil, ferr
+					return nil, nil, stop(ferr)
 				}
-				return nil, nil, err
+				return nil, nil, stop(err)
 			}
 		}
 		if main == nil {
-			return nil, nil, err
+			return nil, nil, stop(err)
 		}
 		lc.goMod = main.GoMod
 		plan, perr := gomod.NewPlan(m, main)
@@ -204,7 +217,7 @@ func resolve(ctx context.Context, opts Options, forWrite bool) (*Result, *checkC
 		}
 		if len(plan.Lacks) > 0 {
 			if opts.ReadOnlyModules {
-				return nil, nil, plan.Err()
+				return nil, nil, stop(plan.Err())
 			}
 			scratch, err := os.MkdirTemp("", "kvgen-mod-")
 			if err != nil {
@@ -222,7 +235,7 @@ func resolve(ctx context.Context, opts Options, forWrite bool) (*Result, *checkC
 		}
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, stop(err)
 	}
 	listed.explainMissing(ctx, lc)
 	cwd, err := os.Getwd()
@@ -272,6 +285,9 @@ func checkEntriesCached(errs *diag.List, m *manifest.Manifest, listed *listing, 
 	}
 	entries := make([]*Entry, len(m.Connectors))
 	for i, c := range m.Connectors {
+		if c.Invalid {
+			continue // its problems are reported already
+		}
 		if out != nil && out.path != "" && c.Import.V == out.path {
 			errs.Add(c.Import.Pos, "%s: %s is the package the registry is generated into, and a package cannot import itself; move the connector to its own package, or generate the registry elsewhere with output:", c.Label(i), c.Import.V)
 			continue

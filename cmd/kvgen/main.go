@@ -120,6 +120,20 @@ func (e *env) report(err error) {
 		e.errorf("%v", stopped)
 		return
 	}
+	e.print(err)
+}
+
+// print prints err as report does; the parts of a joined error each on
+// their own.
+func (e *env) print(err error) {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		if _, isList := err.(diag.List); !isList {
+			for _, err := range j.Unwrap() {
+				e.print(err)
+			}
+			return
+		}
+	}
 	var d *diag.Error
 	var l diag.List
 	if errors.As(err, &l) || errors.As(err, &d) && d.Pos.Filename != "" {

@@ -187,7 +187,7 @@ func NewPlan(m *manifest.Manifest, main *Main) (*Plan, error) {
 	}
 	manifestDir := filepath.Dir(m.File)
 	for i, c := range m.Connectors {
-		if !c.Replace.Set && !c.Version.Set {
+		if c.Invalid || !c.Replace.Set && !c.Version.Set {
 			continue
 		}
 		if !c.Replace.Set {

@@ -41,6 +41,7 @@ type connectorV1 struct {
 	Aliases     []Value[string]        `yaml:"aliases" unique:"true" pattern:"^[A-Za-z][A-Za-z0-9_.-]*$" maxLength:"128" example:"[RedisConnector]" doc:"Further registry keys for the connector, such as the names vLLM knows it by."`
 	Version     Value[string]          `yaml:"version" example:"v1.4.0" doc:"Version of the connector's module to require: kvgen generate adds it to go.mod (kvgen build to a temporary copy)."`
 	Replace     Value[string]          `yaml:"replace" example:"../kvredis" doc:"Local directory of the connector's module, relative to the manifest: kvgen generate adds a replace line for it to go.mod (kvgen build to a temporary copy)."`
+	Invalid     bool                   `yaml:"-"`
 }
 
 // label names the entry in errors; see Connector.Label.

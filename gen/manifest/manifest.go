@@ -62,6 +62,9 @@ type Connector struct {
 	// Replace is the module's local directory, relative to the manifest,
 	// for a replace line in go.mod (build: in a temporary copy).
 	Replace Value[string]
+	// Invalid is set when Parse reported a problem in the entry; gen
+	// leaves such an entry out and still checks the others.
+	Invalid bool
 }
 
 // RoleSet returns the roles the connector serves; the zero set, when no
@@ -92,20 +95,26 @@ const MaxSize = 1 << 20
 // Parse parses and validates a manifest. On failure the error is a
 // diag.List holding every problem found, sorted by position; messages name
 // the entry they concern, say what is wrong and what to do.
+//
+// When every problem lies within connector entries, Parse returns the
+// manifest along with the error, those entries marked Invalid, so that the
+// other entries can still be checked in the same run. Otherwise the
+// manifest is nil.
 func Parse(filename string, data []byte) (*Manifest, error) {
 	if len(data) > MaxSize {
 		return nil, tooLarge(filename, int64(len(data)))
 	}
 	p := newParser(filename, data)
 	m := p.parse()
-	if err := p.errs.Err(); err != nil {
+	err := p.errs.Err()
+	if err != nil && (m == nil || len(p.errs) > p.entryErrs) {
 		return nil, err
 	}
-	return m, nil
+	return m, err
 }
 
-// Load reads and parses the manifest at path; positions use path as given.
-// It reads no more than MaxSize bytes and only from a regular file.
+// Load reads and parses the manifest at path, as Parse does; positions use
+// path as given. It reads no more than MaxSize bytes and only from a regular file.
 func Load(path string) (*Manifest, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {

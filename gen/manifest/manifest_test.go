@@ -532,10 +532,27 @@ func TestParseErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			m, err := Parse(file, []byte(tt.src))
 			require.Error(t, err)
-			assert.Nil(t, m)
 			var list diag.List
 			require.ErrorAs(t, err, &list, "the error is a diag.List")
 			assert.Equal(t, tt.want, strings.Split(err.Error(), "\n"))
+			// The manifest comes back exactly when every problem is
+			// within an entry, and those entries are marked.
+			inEntries := true
+			for _, e := range list {
+				inEntries = inEntries && strings.HasPrefix(e.Msg, "connector ")
+			}
+			if !inEntries {
+				assert.Nil(t, m, "a problem outside the entries")
+				return
+			}
+			require.NotNil(t, m, "every problem is within an entry")
+			var invalid int
+			for _, c := range m.Connectors {
+				if c.Invalid {
+					invalid++
+				}
+			}
+			assert.Positive(t, invalid, "an entry with a problem is marked Invalid")
 		})
 	}
 }
@@ -593,4 +610,39 @@ func FuzzParse(f *testing.F) {
 			require.NotEmpty(t, e.Msg)
 		}
 	})
+}
+
+func TestParseMarksInvalidEntries(t *testing.T) {
+	src := `version: 1
+connectors:
+  - name: "bad name"
+    import: example.com/a
+  - name: good
+    import: example.com/b
+  - name: later
+    import: example.com/c
+    aliases: [good]
+  - name: nokey
+  - name: fine
+    import: example.com/d
+    roles: [worker]
+`
+	m, err := Parse(file, []byte(src))
+	require.Error(t, err)
+	require.NotNil(t, m, "the problems are all within entries")
+	var invalid []bool
+	for _, c := range m.Connectors {
+		invalid = append(invalid, c.Invalid)
+	}
+	assert.Equal(t, []bool{true, false, true, true, false}, invalid)
+	assert.Equal(t, "example.com/d", m.Connectors[4].Import.V)
+	assert.Len(t, strings.Split(err.Error(), "\n"), 3)
+
+	// A problem outside the entries leaves no manifest to go on with.
+	m, err = Parse(file, []byte("version: 1\npackage: _\n"+src[len("version: 1\n"):]))
+	require.Error(t, err)
+	assert.Nil(t, m)
+	m, err = Parse(file, []byte("version: 2\nconnectors:\n  - name: a\n    import: example.com/a\n"))
+	require.Error(t, err)
+	assert.Nil(t, m)
 }

@@ -50,6 +50,10 @@ type parser struct {
 	// newlines holds the offset of every \n, which is where Go's lines end.
 	newlines []int
 	errs     diag.List
+	// entryErrs counts the errors in errs that lie within a connector
+	// entry, which is then marked Invalid; badEntries are their indices.
+	entryErrs  int
+	badEntries []int
 }
 
 func newParser(file string, data []byte) *parser {
@@ -148,6 +152,9 @@ func (p *parser) parse() *Manifest {
 	}
 	for _, c := range f.Connectors {
 		m.Connectors = append(m.Connectors, Connector(c))
+	}
+	for _, i := range p.badEntries {
+		m.Connectors[i].Invalid = true
 	}
 	p.validate(m)
 	return m
@@ -399,6 +406,11 @@ func (p *parser) decodeList(n *yaml.Node, dst reflect.Value, f field, errs *diag
 			label := ev.Interface().(labeler).label(i)
 			for _, e := range itemErrs {
 				errs.Add(e.Pos, "%s: %s", label, e.Msg)
+			}
+			// The only list of mappings is the connectors list.
+			if len(itemErrs) > 0 {
+				p.entryErrs += len(itemErrs)
+				p.badEntries = append(p.badEntries, i)
 			}
 			list = reflect.Append(list, ev)
 			continue

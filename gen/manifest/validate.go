@@ -39,7 +39,9 @@ func (p *parser) validate(m *Manifest) {
 		}
 	}
 	for i, c := range m.Connectors {
+		n := len(p.errs)
 		p.validateConnector(c, c.Label(i))
+		p.markInvalid(m.Connectors, i, len(p.errs)-n)
 	}
 	p.checkUnique(m.Connectors)
 }
@@ -241,5 +243,14 @@ func (p *parser) checkUnique(cs []Connector) {
 		}
 		p.errs.Add(c.pos, "%s: %s %q is already %s of %s at %s; rename one of them",
 			cs[c.conn].Label(c.conn), kind, c.key, what, cs[first.conn].Label(first.conn), first.pos)
+		p.markInvalid(cs, c.conn, 1)
+	}
+}
+
+// markInvalid records that n of the errors found lie within entry i.
+func (p *parser) markInvalid(cs []Connector, i, n int) {
+	if n > 0 {
+		p.entryErrs += n
+		cs[i].Invalid = true
 	}
 }
