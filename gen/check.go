@@ -133,7 +133,7 @@ func checkTypes(errs *diag.List, e *Entry, index int, namePos token.Position, lp
 	fn, ok := obj.(*types.Func)
 	if !ok {
 		errs.Add(namePos, "%s: %s.%s is a %s, not a function (declared at %s); kvgen calls a function declared with func",
-			label, p.Name, name, objectKind(obj), e.Decl)
+			label, p.Name, name, objectKind(obj), diag.At(e.Decl, "declared here"))
 		return false, token.Position{}
 	}
 	if !fn.Exported() {
@@ -142,7 +142,7 @@ func checkTypes(errs *diag.List, e *Entry, index int, namePos token.Position, lp
 	}
 	sig := fn.Type().(*types.Signature)
 	if problem := checkSignature(sig, lp.contract, e); problem != "" {
-		errs.Add(namePos, "%s: %s.%s (declared at %s) %s", label, p.Name, name, e.Decl, problem)
+		errs.Add(namePos, "%s: %s.%s (declared at %s) %s", label, p.Name, name, diag.At(e.Decl, "declared here"), problem)
 		return false, token.Position{}
 	}
 	return true, decl

@@ -8,7 +8,7 @@ import (
 )
 
 func runBuild(ctx context.Context, e *env, args []string) int {
-	fs := newFlags(e, "build", "-manifest FILE -o BINARY [-tags TAGS] [-ldflags FLAGS] [-v] PACKAGE")
+	fs := newFlags(e, "build", "-manifest FILE -o BINARY [-tags TAGS] [-ldflags FLAGS] [-v] [-json] PACKAGE")
 	var opts deploy.Options
 	var tags string
 	fs.StringVar(&opts.Manifest, "manifest", "", "the deployment manifest (required)")
@@ -16,6 +16,7 @@ func runBuild(ctx context.Context, e *env, args []string) int {
 	fs.StringVar(&tags, "tags", "", "comma-separated build tags")
 	fs.StringVar(&opts.LDFlags, "ldflags", "", "flags for the linker, as go build takes them")
 	fs.BoolVar(&opts.Verbose, "v", false, "show the go commands and what they print")
+	e.jsonFlag(fs)
 	pkgs, code := parseMixed(fs, args)
 	if code >= 0 {
 		return code

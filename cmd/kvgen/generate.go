@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"go/token"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -51,7 +52,7 @@ func (g *genFlags) report(e *env, err error) bool {
 	if !errors.As(err, new(*gomod.LacksError)) {
 		return false
 	}
-	e.errorf("go.mod does not satisfy %s; run go generate (or %s) to add what it lacks", g.manifest, g.command(e.self))
+	e.fail(token.Position{Filename: g.manifest}, "go.mod does not satisfy %s; run go generate (or %s) to add what it lacks", g.manifest, g.command(e.self))
 	return true
 }
 
@@ -84,8 +85,9 @@ func cacheDir() string {
 
 func runGenerate(ctx context.Context, e *env, args []string) int {
 	var g genFlags
-	fs := newFlags(e, "generate", "[-manifest FILE] [-o FILE] [-tags TAGS] [-mod mod|readonly]")
+	fs := newFlags(e, "generate", "[-manifest FILE] [-o FILE] [-tags TAGS] [-mod mod|readonly] [-json]")
 	g.register(fs, true)
+	e.jsonFlag(fs)
 	mod := fs.String("mod", "mod", "mod: add to go.mod and go.sum what the manifest names and they lack; readonly: report it and change nothing")
 	if code := parse(fs, args); code >= 0 {
 		return code
@@ -142,8 +144,9 @@ func writeModules(e *env, u *gomod.Update) error {
 
 func runCheck(ctx context.Context, e *env, args []string) int {
 	var g genFlags
-	fs := newFlags(e, "check", "[-manifest FILE] [-o FILE] [-tags TAGS]")
+	fs := newFlags(e, "check", "[-manifest FILE] [-o FILE] [-tags TAGS] [-json]")
 	g.register(fs, true)
+	e.jsonFlag(fs)
 	if code := parse(fs, args); code >= 0 {
 		return code
 	}
@@ -166,11 +169,13 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 		e.report(err)
 		return exitUsage
 	case stale && diff == nil:
-		e.errorf("%s is missing; run go generate (or %s)", res.Path, g.command(e.self))
+		e.fail(token.Position{Filename: res.Path}, "%s is missing; run go generate (or %s)", res.Path, g.command(e.self))
 		return exitError
 	case stale:
-		e.stdout.Write(diff)
-		e.errorf("%s is stale; run go generate (or %s)", res.Path, g.command(e.self))
+		if !e.asJSON {
+			e.stdout.Write(diff)
+		}
+		e.fail(token.Position{Filename: res.Path}, "%s is stale; run go generate (or %s)", res.Path, g.command(e.self))
 		return exitError
 	}
 	return exitOK

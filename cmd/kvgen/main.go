@@ -7,9 +7,9 @@
 //
 // Usage:
 //
-//	kvgen [generate] [-manifest connectors.yaml] [-o FILE] [-tags TAGS] [-mod mod|readonly]
-//	kvgen check      [-manifest connectors.yaml] [-o FILE] [-tags TAGS]
-//	kvgen build      -manifest FILE -o BINARY [-tags TAGS] [-ldflags FLAGS] [-v] PACKAGE
+//	kvgen [generate] [-manifest connectors.yaml] [-o FILE] [-tags TAGS] [-mod mod|readonly] [-json]
+//	kvgen check      [-manifest connectors.yaml] [-o FILE] [-tags TAGS] [-json]
+//	kvgen build      -manifest FILE -o BINARY [-tags TAGS] [-ldflags FLAGS] [-v] [-json] PACKAGE
 //	kvgen list       [-manifest connectors.yaml] [-json]
 //	kvgen doc        [-manifest connectors.yaml]
 //	kvgen new        NAME [-module PATH] [-dir DIR] [-replace DIR]
@@ -26,14 +26,17 @@
 // generated file is up to date, 1 when it is stale or missing (printing a
 // diff) or go.mod lacks what the manifest names, and 2 on any other
 // trouble. Other commands exit 1 on errors in their input and 2 on usage
-// errors.
+// errors. With -json, generate, check and build print their problems on
+// stdout as a JSON list, with the same exit status.
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"go/token"
 	"io"
 	"os"
 	"os/signal"
@@ -105,6 +108,39 @@ type env struct {
 	// consequences, and report says only that kvgen stopped.
 	ctx  context.Context
 	self string // "go tool kvgen", "kvgen", ...
+	// asJSON collects the problems report and fail are given into diags,
+	// which run prints on stdout as JSON, instead of printing them.
+	asJSON bool
+	diags  []*diag.Error
+}
+
+// jsonFlag registers -json, for the commands that report problems in
+// the manifest and in the connectors' code.
+func (e *env) jsonFlag(fs *flag.FlagSet) {
+	fs.BoolVar(&e.asJSON, "json", false, "print problems on stdout as a JSON list of {file, line, column, message, related} objects, for editors and CI")
+}
+
+// fail reports a problem with a file, such as a stale registry, that is
+// not an error value: as a "kvgen: " line, or with -json as a diagnostic.
+func (e *env) fail(pos token.Position, format string, args ...any) {
+	if e.asJSON {
+		e.diags = append(e.diags, diag.Errorf(pos, format, args...))
+		return
+	}
+	e.errorf(format, args...)
+}
+
+// printJSON prints the problems collected with -json: a JSON list, empty
+// when there were none.
+func (e *env) printJSON() {
+	enc := json.NewEncoder(e.stdout)
+	enc.SetIndent("", "  ")
+	if e.diags == nil {
+		e.diags = []*diag.Error{}
+	}
+	if err := enc.Encode(e.diags); err != nil {
+		e.errorf("%v", err)
+	}
 }
 
 // errorf prints a message prefixed with "kvgen: ".
@@ -118,6 +154,10 @@ func (e *env) report(err error) {
 	var stopped *stoppedError
 	if errors.As(context.Cause(e.ctx), &stopped) {
 		e.errorf("%v", stopped)
+		return
+	}
+	if e.asJSON {
+		e.diags = append(e.diags, diag.Flatten(err)...)
 		return
 	}
 	e.print(err)
@@ -199,7 +239,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if c, ok := lookup(name); ok {
-		return c.run(ctx, e, args)
+		code := c.run(ctx, e, args)
+		if e.asJSON {
+			e.printJSON()
+		}
+		return code
 	}
 	e.errorf("unknown command %q", name)
 	usage(e, stderr)

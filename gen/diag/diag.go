@@ -1,10 +1,16 @@
 // Package diag holds kvgen's positioned errors: every problem kvgen reports
 // points at a place in a manifest or in Go source, and a run reports all of
 // them, sorted by position.
+//
+// An Error is a value: its position, its message, the error underneath it
+// and the other places it concerns (where a duplicate was first given,
+// where a constructor is declared) are fields, so that tools can read them
+// (see Error.MarshalJSON) while people read the text.
 package diag
 
 import (
 	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"go/token"
@@ -16,12 +22,47 @@ import (
 // named it, so messages read like the compiler's: file:line:col: message.
 type Error struct {
 	Pos token.Position
+	// Msg is the message, without the position.
+	Msg string
+	// Err is the error underneath, if any: what Unwrap returns.
+	Err error
+	// Related are the other places the problem concerns, in the order the
+	// message names them.
+	Related []Related
+}
+
+// Related is another place a problem concerns.
+type Related struct {
+	Pos token.Position
+	// Msg says what is there, e.g. "first given here".
 	Msg string
 }
 
-// Errorf returns an *Error at pos.
+// At returns a related position. Given to Errorf or List.Add as an
+// argument, it prints as its position, and the Error records it in Related.
+func At(pos token.Position, msg string) Related { return Related{Pos: pos, Msg: msg} }
+
+// String returns the position, as messages show it.
+func (r Related) String() string { return r.Pos.String() }
+
+// Errorf returns an *Error at pos. As with fmt.Errorf, a %w verb makes its
+// operand the underlying error; Related arguments are recorded.
 func Errorf(pos token.Position, format string, args ...any) *Error {
-	return &Error{Pos: pos, Msg: fmt.Sprintf(format, args...)}
+	e := &Error{Pos: pos}
+	for _, a := range args {
+		if r, ok := a.(Related); ok {
+			e.Related = append(e.Related, r)
+		}
+	}
+	err := fmt.Errorf(format, args...)
+	e.Msg = err.Error()
+	switch w := err.(type) {
+	case interface{ Unwrap() error }:
+		e.Err = w.Unwrap()
+	case interface{ Unwrap() []error }:
+		e.Err = errors.Join(w.Unwrap()...)
+	}
+	return e
 }
 
 func (e *Error) Error() string {
@@ -31,31 +72,133 @@ func (e *Error) Error() string {
 	return e.Pos.String() + ": " + e.Msg
 }
 
+// Unwrap returns the underlying error.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Prefix returns a copy of e whose message starts with prefix and ": ",
+// such as the label of the entry the problem is in.
+func (e *Error) Prefix(prefix string) *Error {
+	c := *e
+	c.Msg = prefix + ": " + e.Msg
+	return &c
+}
+
+// position is a position as JSON shows it; zero fields are left out.
+type position struct {
+	File   string `json:"file,omitempty"`
+	Line   int    `json:"line,omitempty"`
+	Column int    `json:"column,omitempty"`
+}
+
+func jsonPos(p token.Position) position {
+	return position{File: p.Filename, Line: p.Line, Column: p.Column}
+}
+
+// MarshalJSON encodes e for tools, in the spirit of go vet -json:
+// {"file", "line", "column", "message", "related": [{"file", "line",
+// "column", "message"}]}. The message holds no position of its own.
+func (e *Error) MarshalJSON() ([]byte, error) {
+	type related struct {
+		position
+		Message string `json:"message"`
+	}
+	v := struct {
+		position
+		Message string    `json:"message"`
+		Related []related `json:"related,omitempty"`
+	}{position: jsonPos(e.Pos), Message: e.Msg}
+	for _, r := range e.Related {
+		v.Related = append(v.Related, related{jsonPos(r.Pos), r.Msg})
+	}
+	return json.Marshal(v)
+}
+
 // List collects the errors of a run. The zero List is ready to use.
 type List []*Error
 
-// Add appends an error at pos.
+// Add appends an error at pos, as Errorf makes it.
 func (l *List) Add(pos token.Position, format string, args ...any) {
 	*l = append(*l, Errorf(pos, format, args...))
 }
 
-// Append adds err; a List or an *Error inside err keeps its own positions,
-// anything else is placed at pos.
+// Append adds err. A List or an *Error inside err keeps its own positions,
+// the parts of a joined error (errors.Join) are added each on its own, and
+// anything else is placed at pos; either way errors.Is and errors.As still
+// find err through the list.
 func (l *List) Append(pos token.Position, err error) {
 	if err == nil {
 		return
 	}
-	var list List
-	if errors.As(err, &list) {
-		*l = append(*l, list...)
+	if parts, ok := joined(err); ok {
+		for _, part := range parts {
+			l.Append(pos, part)
+		}
 		return
 	}
-	var e *Error
-	if errors.As(err, &e) {
+	list, e := find(err)
+	switch {
+	case list != nil:
+		_, direct := err.(List)
+		for _, e := range list {
+			if !direct {
+				e = e.within(err)
+			}
+			*l = append(*l, e)
+		}
+	case e != nil:
+		if err != error(e) {
+			e = e.within(err)
+		}
 		*l = append(*l, e)
-		return
+	default:
+		*l = append(*l, &Error{Pos: pos, Msg: err.Error(), Err: err})
 	}
-	*l = append(*l, &Error{Pos: pos, Msg: err.Error()})
+}
+
+// joined returns the parts of an error that errors.Join or fmt.Errorf
+// with several %w made; a List is not one.
+func joined(err error) ([]error, bool) {
+	if _, isList := err.(List); isList {
+		return nil, false
+	}
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return nil, false
+	}
+	return j.Unwrap(), true
+}
+
+// find returns the first List or *Error in err's chain.
+func find(err error) (List, *Error) {
+	for err != nil {
+		switch x := err.(type) {
+		case List:
+			return x, nil
+		case *Error:
+			return nil, x
+		}
+		if parts, ok := joined(err); ok {
+			for _, p := range parts {
+				if l, e := find(p); l != nil || e != nil {
+					return l, e
+				}
+			}
+			return nil, nil
+		}
+		err = errors.Unwrap(err)
+	}
+	return nil, nil
+}
+
+// within returns a copy of e that also unwraps to outer, an error that
+// wraps e.
+func (e *Error) within(outer error) *Error {
+	c := *e
+	c.Err = outer
+	if e.Err != nil {
+		c.Err = errors.Join(e.Err, outer)
+	}
+	return &c
 }
 
 // Sort orders the errors by file, line and column and drops exact repeats.
@@ -88,4 +231,36 @@ func (l List) Error() string {
 		b.WriteString(e.Error())
 	}
 	return b.String()
+}
+
+// Unwrap returns the errors of the list.
+func (l List) Unwrap() []error {
+	errs := make([]error, len(l))
+	for i, e := range l {
+		errs[i] = e
+	}
+	return errs
+}
+
+// Flatten returns the problems err holds, one Error each: the errors of a
+// List, the parts of a joined error (errors.Join) each flattened, an
+// *Error inside a wrapper, or err itself as an Error without a position.
+func Flatten(err error) []*Error {
+	if err == nil {
+		return nil
+	}
+	if parts, ok := joined(err); ok {
+		var out []*Error
+		for _, p := range parts {
+			out = append(out, Flatten(p)...)
+		}
+		return out
+	}
+	switch list, e := find(err); {
+	case list != nil:
+		return slices.Clone(list)
+	case e != nil:
+		return []*Error{e}
+	}
+	return []*Error{{Msg: err.Error(), Err: err}}
 }

@@ -1,6 +1,7 @@
 package diag
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"go/token"
@@ -45,4 +46,83 @@ func TestAppendKeepsInnerPositions(t *testing.T) {
 
 func TestErrorWithoutPosition(t *testing.T) {
 	assert.Equal(t, "no position", (&Error{Msg: "no position"}).Error())
+}
+
+func TestErrorKeepsCauseAndRelatedPositions(t *testing.T) {
+	cause := errors.New("cause")
+	first := pos(4, 11)
+	e := Errorf(pos(7, 11), "name %q is given twice (first at %s): %w", "a", At(first, "first given here"), cause)
+	assert.Equal(t, `connectors.yaml:7:11: name "a" is given twice (first at connectors.yaml:4:11): cause`, e.Error())
+	assert.ErrorIs(t, e, cause)
+	assert.Equal(t, []Related{{Pos: first, Msg: "first given here"}}, e.Related)
+
+	var l List
+	l.Add(pos(1, 1), "declared at %s", At(pos(9, 0), "declared here"))
+	require.Len(t, l[0].Related, 1)
+	assert.Equal(t, "connectors.yaml:1:1: declared at connectors.yaml:9", l[0].Error())
+}
+
+// wrapper stands for an error type that carries a List, such as
+// gomod.LacksError.
+type wrapper struct{ List }
+
+func (w *wrapper) Unwrap() error { return w.List }
+
+func TestAppendKeepsWrapping(t *testing.T) {
+	var inner List
+	inner.Add(pos(7, 9), "inner")
+	w := &wrapper{inner}
+	plain := errors.New("plain")
+	var l List
+	l.Append(pos(1, 1), w)
+	l.Append(pos(2, 2), plain)
+	l.Append(pos(3, 3), fmt.Errorf("context: %w", Errorf(pos(5, 5), "positioned")))
+	err := l.Err()
+	var got *wrapper
+	require.ErrorAs(t, err, &got, "a List inside another error type is still found")
+	assert.Same(t, w, got)
+	assert.ErrorIs(t, err, plain)
+	assert.Equal(t, "connectors.yaml:2:2: plain\nconnectors.yaml:5:5: positioned\nconnectors.yaml:7:9: inner", err.Error())
+
+	// A List unwraps to its errors.
+	var list List
+	require.ErrorAs(t, err, &list)
+	assert.Len(t, list.Unwrap(), 3)
+	var first *Error
+	require.ErrorAs(t, err, &first)
+	assert.Equal(t, "plain", first.Msg)
+}
+
+func TestAppendJoinedAddsEachPart(t *testing.T) {
+	var l List
+	l.Append(pos(1, 1), errors.Join(Errorf(pos(3, 1), "three"), errors.New("loose")))
+	assert.Equal(t, "connectors.yaml:1:1: loose\nconnectors.yaml:3:1: three", l.Err().Error())
+}
+
+func TestFlatten(t *testing.T) {
+	var l List
+	l.Add(pos(2, 1), "two")
+	l.Add(pos(1, 1), "one")
+	loose := errors.New("no position")
+	got := Flatten(errors.Join(l.Err(), fmt.Errorf("wrapped: %w", Errorf(pos(8, 1), "eight")), loose))
+	var msgs []string
+	for _, e := range got {
+		msgs = append(msgs, e.Error())
+	}
+	assert.Equal(t, []string{"connectors.yaml:1:1: one", "connectors.yaml:2:1: two", "connectors.yaml:8:1: eight", "no position"}, msgs)
+	assert.ErrorIs(t, got[3], loose)
+	assert.Nil(t, Flatten(nil))
+}
+
+func TestErrorJSON(t *testing.T) {
+	e := Errorf(pos(7, 11), "alias %q is already the name of connector %q at %s", "a", "b", At(pos(4, 11), "first taken here"))
+	data, err := json.Marshal(e)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"file": "connectors.yaml", "line": 7, "column": 11,
+		"message": "alias \"a\" is already the name of connector \"b\" at connectors.yaml:4:11",
+		"related": [{"file": "connectors.yaml", "line": 4, "column": 11, "message": "first taken here"}]}`, string(data))
+
+	data, err = json.Marshal(&Error{Msg: "no position"})
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"message": "no position"}`, string(data))
 }

@@ -170,10 +170,10 @@ func NewPlan(m *manifest.Manifest, main *Main) (*Plan, error) {
 		case prev == nil:
 			claims[mod] = &c
 		case prev.version != "" && c.version != "" && prev.version != c.version:
-			errs.Add(c.versionPos, "%s: version %s of module %s disagrees with %s, version %s at %s; name one version", c.label, c.version, mod, prev.label, prev.version, prev.versionPos)
+			errs.Add(c.versionPos, "%s: version %s of module %s disagrees with %s, version %s at %s; name one version", c.label, c.version, mod, prev.label, prev.version, diag.At(prev.versionPos, "the other version"))
 			return false
 		case prev.abs != "" && c.abs != "" && prev.abs != c.abs:
-			errs.Add(c.dirPos, "%s: module %s is in %s, but %s replaces it by %s at %s; name one directory", c.label, mod, c.dir, prev.label, prev.dir, prev.dirPos)
+			errs.Add(c.dirPos, "%s: module %s is in %s, but %s replaces it by %s at %s; name one directory", c.label, mod, c.dir, prev.label, prev.dir, diag.At(prev.dirPos, "the other directory"))
 			return false
 		default:
 			if prev.version == "" {

@@ -272,7 +272,7 @@ func (p *parser) decodeMapping(n *yaml.Node, v reflect.Value, errs *diag.List) {
 			continue
 		}
 		if first, dup := seen[k.Value]; dup {
-			errs.Add(p.pos(k), "key %q is given twice (first at %s); remove one", k.Value, p.pos(first))
+			errs.Add(p.pos(k), "key %q is given twice (first at %s); remove one", k.Value, diag.At(p.pos(first), "first given here"))
 			continue
 		}
 		seen[k.Value] = k
@@ -405,7 +405,7 @@ func (p *parser) decodeList(n *yaml.Node, dst reflect.Value, f field, errs *diag
 			p.decodeValue(item, ev, f, &itemErrs)
 			label := ev.Interface().(labeler).label(i)
 			for _, e := range itemErrs {
-				errs.Add(e.Pos, "%s: %s", label, e.Msg)
+				*errs = append(*errs, e.Prefix(label))
 			}
 			// The only list of mappings is the connectors list.
 			if len(itemErrs) > 0 {
@@ -429,7 +429,7 @@ func (p *parser) decodeList(n *yaml.Node, dst reflect.Value, f field, errs *diag
 			key := fmt.Sprint(ev.FieldByName("V").Interface())
 			ipos := p.pos(item)
 			if at, dup := first[key]; dup {
-				errs.Add(ipos, "%s: %s is listed twice (first at %s); remove one", f.key, suggest.Quote(key), at)
+				errs.Add(ipos, "%s: %s is listed twice (first at %s); remove one", f.key, suggest.Quote(key), diag.At(at, "first listed here"))
 				continue
 			}
 			first[key] = ipos

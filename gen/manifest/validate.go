@@ -14,6 +14,7 @@ import (
 	"golang.org/x/mod/module"
 	"golang.org/x/mod/semver"
 
+	"github.com/kvgen/kvgen/gen/diag"
 	"github.com/kvgen/kvgen/internal/suggest"
 )
 
@@ -242,7 +243,7 @@ func (p *parser) checkUnique(cs []Connector) {
 			what = "an alias"
 		}
 		p.errs.Add(c.pos, "%s: %s %q is already %s of %s at %s; rename one of them",
-			cs[c.conn].Label(c.conn), kind, c.key, what, cs[first.conn].Label(first.conn), first.pos)
+			cs[c.conn].Label(c.conn), kind, c.key, what, cs[first.conn].Label(first.conn), diag.At(first.pos, "first taken here"))
 		p.markInvalid(cs, c.conn, 1)
 	}
 }
