@@ -31,17 +31,13 @@ type Options struct {
 	Output string
 	// Tags are build tags used when loading the connectors' packages.
 	Tags []string
-	// ModFile, if set, is a go.mod file to use instead of the main
-	// module's (the go command's -modfile), as `kvgen build` does.
-	ModFile string
 	// Dir is where the go command loads the connectors' packages from;
 	// default the manifest's directory. It decides the main module.
 	Dir string
 	// ReadOnlyModules makes a go.mod that lacks a module, version or
 	// replacement the manifest names an error (a *gomod.LacksError), in
 	// the spirit of the go command's -mod=readonly. Otherwise Resolve
-	// computes the linked go.mod and go.sum into Result.Modules. Neither
-	// applies with ModFile, whose caller has linked it.
+	// computes the linked go.mod and go.sum into Result.Modules.
 	ReadOnlyModules bool
 	// CacheDir holds what earlier runs found when checking constructors,
 	// keyed by the content of the packages checked, so that packages that
@@ -168,7 +164,7 @@ func resolve(ctx context.Context, opts Options, forWrite bool) (*Result, *checkC
 			errs.Append(outputPos(m), err)
 		}
 	}
-	lc := loadConfig{dir: absDir, tags: opts.Tags, modFile: opts.ModFile, modMod: opts.ModFile != "", goMod: opts.ModFile, loaderAbove: opts.loaderAbove, trimPath: opts.TrimPath}
+	lc := loadConfig{dir: absDir, tags: opts.Tags, loaderAbove: opts.loaderAbove, trimPath: opts.TrimPath}
 	// What the go command leaves when a signal stops it goes with tmp.
 	if lc.tmp, err = gocmd.TempDir(); err != nil {
 		return nil, nil, err
@@ -186,53 +182,51 @@ func resolve(ctx context.Context, opts Options, forWrite bool) (*Result, *checkC
 		return errors.Join(merr, err)
 	}
 	listed, err := load(ctx, lc, overlay, paths)
-	if opts.ModFile == "" {
-		// Usually go.mod already links what the manifest names, and this
-		// first load is the only one; the go command's own report of the
-		// main module says which go.mod to compare with the manifest.
-		var main *gomod.Main
-		if err == nil && listed.goMod != "" {
-			main, err = gomod.ReadMain(listed.goMod)
-		} else {
-			// The go command failed as a whole, or named no go.mod: find
-			// the main module as it does, to say so if there is none, and
-			// to see whether linking what the manifest names puts it
-			// right.
-			var ferr error
-			if main, ferr = gomod.FindMain(ctx, absDir); ferr != nil {
-				if errors.Is(ferr, gomod.ErrNoModule) || err == nil {
-					return nil, nil, stop(ferr)
-				}
-				return nil, nil, stop(err)
+	// Usually go.mod already links what the manifest names, and this
+	// first load is the only one; the go command's own report of the
+	// main module says which go.mod to compare with the manifest.
+	var main *gomod.Main
+	if err == nil && listed.goMod != "" {
+		main, err = gomod.ReadMain(listed.goMod)
+	} else {
+		// The go command failed as a whole, or named no go.mod: find
+		// the main module as it does, to say so if there is none, and
+		// to see whether linking what the manifest names puts it
+		// right.
+		var ferr error
+		if main, ferr = gomod.FindMain(ctx, absDir); ferr != nil {
+			if errors.Is(ferr, gomod.ErrNoModule) || err == nil {
+				return nil, nil, stop(ferr)
 			}
-		}
-		if main == nil {
 			return nil, nil, stop(err)
 		}
-		lc.goMod = main.GoMod
-		plan, perr := gomod.NewPlan(m, main)
-		if perr != nil {
-			errs.Append(outputPos(m), perr)
-			return nil, nil, errs.Err()
+	}
+	if main == nil {
+		return nil, nil, stop(err)
+	}
+	lc.goMod = main.GoMod
+	plan, perr := gomod.NewPlan(m, main)
+	if perr != nil {
+		errs.Append(outputPos(m), perr)
+		return nil, nil, errs.Err()
+	}
+	if len(plan.Lacks) > 0 {
+		if opts.ReadOnlyModules {
+			return nil, nil, stop(plan.Err())
 		}
-		if len(plan.Lacks) > 0 {
-			if opts.ReadOnlyModules {
-				return nil, nil, stop(plan.Err())
-			}
-			scratch, err := os.MkdirTemp("", "kvgen-mod-")
-			if err != nil {
-				return nil, nil, err
-			}
-			defer os.RemoveAll(scratch)
-			if res.Modules, err = plan.Link(ctx, scratch); err != nil {
-				return nil, nil, err
-			}
-			// Load again with the linked go.mod as go build will use it:
-			// read only, so that a go.mod still lacking something fails
-			// here.
-			lc.modFile, lc.goMod = res.Modules.ModFile, res.Modules.ModFile
-			listed, err = load(ctx, lc, overlay, paths)
+		scratch, err := os.MkdirTemp("", "kvgen-mod-")
+		if err != nil {
+			return nil, nil, err
 		}
+		defer os.RemoveAll(scratch)
+		if res.Modules, err = plan.Link(ctx, scratch); err != nil {
+			return nil, nil, err
+		}
+		// Load again with the linked go.mod as go build will use it:
+		// read only, so that a go.mod still lacking something fails
+		// here.
+		lc.modFile, lc.goMod = res.Modules.ModFile, res.Modules.ModFile
+		listed, err = load(ctx, lc, overlay, paths)
 	}
 	if err != nil {
 		return nil, nil, stop(err)
@@ -356,10 +350,8 @@ type loadConfig struct {
 	// loaderAbove, when set, replaces maxPatternBytes, so that tests can
 	// load short lists through the loader package.
 	loaderAbove int
-	// modFile is a go.mod to use instead of the main module's; modMod
-	// lets the go command complete it while loading.
+	// modFile is a go.mod to use instead of the main module's.
 	modFile string
-	modMod  bool
 	// trimPath loads as go build -trimpath compiles (Options.TrimPath).
 	trimPath bool
 	// tmp is the go command's GOTMPDIR: a go command stopped by a signal
@@ -380,22 +372,22 @@ func (lc loadConfig) env() []string {
 }
 
 // buildFlags are the go command flags that loading needs.
-func (lc loadConfig) buildFlags() []string {
+func (lc loadConfig) buildFlags() []string { return BuildFlags(lc.tags, lc.modFile, lc.trimPath) }
+
+// BuildFlags are the go command flags that load or build the connectors'
+// packages as generate checked them: -trimpath when trimPath is set (see
+// Options.TrimPath), the build tags, and the linked go.mod (modFile,
+// Result.Modules written somewhere) when there is one.
+func BuildFlags(tags []string, modFile string, trimPath bool) []string {
 	var flags []string
-	if lc.trimPath {
+	if trimPath {
 		flags = append(flags, "-trimpath")
 	}
-	if len(lc.tags) > 0 {
-		flags = append(flags, "-tags="+strings.Join(lc.tags, ","))
+	if len(tags) > 0 {
+		flags = append(flags, "-tags="+strings.Join(tags, ","))
 	}
-	if lc.modFile != "" {
-		flags = append(flags, "-modfile="+lc.modFile)
-	}
-	if lc.modMod {
-		// The temporary go.mod of a deployment build may lack requirements
-		// that the connectors' modules bring; the go command adds them
-		// there, never to the user's go.mod.
-		flags = append(flags, "-mod=mod")
+	if modFile != "" {
+		flags = append(flags, "-modfile="+modFile)
 	}
 	return flags
 }

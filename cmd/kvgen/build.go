@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"strings"
 
 	"github.com/kvgen/kvgen/gen/deploy"
 )
@@ -32,11 +31,7 @@ func runBuild(ctx context.Context, e *env, args []string) int {
 		return exitUsage
 	}
 	opts.Package = pkgs[0]
-	for _, t := range strings.Split(tags, ",") {
-		if t = strings.TrimSpace(t); t != "" {
-			opts.Tags = append(opts.Tags, t)
-		}
-	}
+	opts.Tags = splitTags(tags)
 	opts.Log = e.stderr
 	opts.CacheDir = cacheDir()
 	if err := deploy.Build(ctx, opts); err != nil {

@@ -57,13 +57,18 @@ func (g *genFlags) report(e *env, err error) bool {
 }
 
 func (g *genFlags) options() gen.Options {
-	o := gen.Options{Manifest: g.manifest, Output: g.output, CacheDir: cacheDir()}
-	for _, t := range strings.Split(g.tags, ",") {
+	return gen.Options{Manifest: g.manifest, Output: g.output, Tags: splitTags(g.tags), CacheDir: cacheDir()}
+}
+
+// splitTags splits a -tags value, comma-separated as go build takes it.
+func splitTags(s string) []string {
+	var tags []string
+	for _, t := range strings.Split(s, ",") {
 		if t = strings.TrimSpace(t); t != "" {
-			o.Tags = append(o.Tags, t)
+			tags = append(tags, t)
 		}
 	}
-	return o
+	return tags
 }
 
 // cacheDir is where kvgen keeps what it found checking constructors:

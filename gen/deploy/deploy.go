@@ -23,7 +23,6 @@ import (
 
 	"github.com/kvgen/kvgen/gen"
 	"github.com/kvgen/kvgen/gen/gomod"
-	"github.com/kvgen/kvgen/gen/manifest"
 	"github.com/kvgen/kvgen/internal/gocmd"
 )
 
@@ -46,17 +45,16 @@ type Options struct {
 	CacheDir string
 }
 
-// Build builds opts.Package with the manifest's connectors.
+// Build builds opts.Package with the manifest's connectors. The registry
+// comes from one run of gen's stages, the same as kvgen generate: the
+// manifest is read once, and the go.mod that run linked is the one the
+// build uses.
 func Build(ctx context.Context, opts Options) error {
 	if opts.Log == nil {
 		opts.Log = io.Discard
 	}
 	b := &builder{opts: opts}
-	m, err := manifest.Load(opts.Manifest)
-	if err != nil {
-		return err
-	}
-	b.m = m
+	var err error
 	if b.tmp, err = os.MkdirTemp("", "kvgen-build-"); err != nil {
 		return err
 	}
@@ -67,9 +65,6 @@ func Build(ctx context.Context, opts Options) error {
 	if err := os.Mkdir(b.goTmp, 0o700); err != nil {
 		return err
 	}
-	if err := b.step("resolving modules", b.resolveModules, ctx); err != nil {
-		return err
-	}
 	if err := b.step("generating the registry", b.generate, ctx); err != nil {
 		return err
 	}
@@ -78,13 +73,11 @@ func Build(ctx context.Context, opts Options) error {
 
 type builder struct {
 	opts    Options
-	m       *manifest.Manifest
-	modRoot string         // directory of the main module's go.mod
-	tmp     string         // scratch directory: go.mod, go.sum, overlay
-	goTmp   string         // the go commands' GOTMPDIR, inside tmp
-	modFile string         // the temporary go.mod
-	overlay string         // the overlay JSON file
-	modules map[int]string // entry index -> module path, where known
+	res     *gen.Result // the registry, and the manifest it came from
+	tmp     string      // scratch directory: go.mod, go.sum, overlay
+	goTmp   string      // the go commands' GOTMPDIR, inside tmp
+	modFile string      // the temporary go.mod, if go.mod lacked anything
+	overlay string      // the overlay JSON file
 }
 
 func (b *builder) step(name string, f func(context.Context) error, ctx context.Context) error {
@@ -97,46 +90,21 @@ func (b *builder) step(name string, f func(context.Context) error, ctx context.C
 	return err
 }
 
-// resolveModules writes the temporary go.mod and go.sum: the main
-// module's, linked with the modules the manifest names as generate would
-// link them, but in the scratch directory only.
-func (b *builder) resolveModules(ctx context.Context) error {
-	main, err := gomod.FindMain(ctx, "")
-	if err != nil {
-		return err
-	}
-	b.modRoot = main.Dir
-	plan, err := gomod.NewPlan(b.m, main)
-	if err != nil {
-		return err
-	}
-	b.modules = plan.Modules
-	u, err := plan.Link(ctx, b.tmp)
-	if err != nil {
-		return err
-	}
-	b.modFile = u.ModFile
-	if b.opts.Verbose {
-		for _, c := range u.Changes {
-			fmt.Fprintf(b.opts.Log, "kvgen: temporary go.mod: %s\n", c)
-		}
-	}
-	return nil
-}
-
-// generate renders the registry for the manifest into the overlay, in
-// place of the package's kvgen-generated file.
+// generate runs gen's stages for the manifest, with the package's
+// kvgen-generated file as the output, and puts what they produced in the
+// scratch directory: the registry in an overlay that stands in for that
+// file, and, when go.mod lacks what the manifest names, the linked go.mod
+// and go.sum for -modfile. The working tree is not written.
 func (b *builder) generate(ctx context.Context) error {
 	target, err := b.generatedFile(ctx)
 	if err != nil {
 		return err
 	}
-	res, err := gen.Generate(ctx, gen.Options{
+	b.res, err = gen.Generate(ctx, gen.Options{
 		Manifest: b.opts.Manifest,
 		Output:   target,
 		Tags:     b.opts.Tags,
-		ModFile:  b.modFile,
-		Dir:      b.modRoot,
+		Dir:      ".", // the main module is the one kvgen build runs in
 		CacheDir: b.opts.CacheDir,
 		// The compile step builds with -trimpath: loaded the same way,
 		// the connectors and the standard library are compiled once.
@@ -145,8 +113,24 @@ func (b *builder) generate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if u := b.res.Modules; u != nil {
+		b.modFile = filepath.Join(b.tmp, "go.mod")
+		if err := os.WriteFile(b.modFile, u.GoMod, 0o644); err != nil {
+			return err
+		}
+		if u.GoSum != nil {
+			if err := os.WriteFile(filepath.Join(b.tmp, "go.sum"), u.GoSum, 0o644); err != nil {
+				return err
+			}
+		}
+		if b.opts.Verbose {
+			for _, c := range u.Changes {
+				fmt.Fprintf(b.opts.Log, "kvgen: temporary go.mod: %s\n", c)
+			}
+		}
+	}
 	file := filepath.Join(b.tmp, filepath.Base(target))
-	if err := os.WriteFile(file, res.Content, 0o644); err != nil {
+	if err := os.WriteFile(file, b.res.Content, 0o644); err != nil {
 		return err
 	}
 	overlay, err := json.Marshal(map[string]map[string]string{"Replace": {target: file}})
@@ -192,7 +176,7 @@ func (b *builder) packageFiles(ctx context.Context) ([]string, error) {
 		Context:    ctx,
 		Mode:       packages.NeedName | packages.NeedFiles,
 		BuildFlags: b.buildFlags(),
-		Env:        gocmd.WithTempDir(gomod.Env(), b.goTmp),
+		Env:        b.env(),
 	}
 	pkgs, err := packages.Load(cfg, b.opts.Package)
 	if err != nil {
@@ -228,12 +212,18 @@ func goFilesIn(dir string) ([]string, error) {
 	return files, nil
 }
 
-func (b *builder) buildFlags() []string {
-	flags := []string{"-modfile=" + b.modFile, "-mod=mod"}
-	if len(b.opts.Tags) > 0 {
-		flags = append(flags, "-tags="+strings.Join(b.opts.Tags, ","))
+// buildFlags are the go command's flags, as gen loaded the connectors
+// with them (TrimPath included), so that the compile finds them built.
+func (b *builder) buildFlags() []string { return gen.BuildFlags(b.opts.Tags, b.modFile, true) }
+
+// env is the go commands' environment: outside workspace mode with a
+// temporary go.mod, which the go command refuses in it.
+func (b *builder) env() []string {
+	var env []string
+	if b.modFile != "" {
+		env = gomod.Env()
 	}
-	return flags
+	return gocmd.WithTempDir(env, b.goTmp)
 }
 
 func (b *builder) compile(ctx context.Context) error {
@@ -241,7 +231,7 @@ func (b *builder) compile(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	args := append([]string{"build", "-trimpath", "-overlay=" + b.overlay, "-o", out}, b.buildFlags()...)
+	args := append([]string{"build", "-overlay=" + b.overlay, "-o", out}, b.buildFlags()...)
 	if b.opts.LDFlags != "" {
 		args = append(args, "-ldflags="+b.opts.LDFlags)
 	}
@@ -258,7 +248,7 @@ func (b *builder) compile(ctx context.Context) error {
 func (b *builder) goOutput(ctx context.Context, dir string, args ...string) (string, error) {
 	cmd := gocmd.Command(ctx, args...)
 	cmd.Dir = dir
-	cmd.Env = gocmd.WithTempDir(gomod.Env(), b.goTmp)
+	cmd.Env = b.env()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if b.opts.Verbose {
@@ -277,18 +267,23 @@ func (b *builder) goOutput(ctx context.Context, dir string, args ...string) (str
 // annotate prefixes each line of the go command's output that names an
 // entry's import path or module with the entry's manifest position.
 func (b *builder) annotate(out string) string {
+	modules := map[string]string{} // import path -> module path
+	for _, e := range b.res.Entries {
+		modules[e.ImportPath] = e.Module
+	}
+	m := b.res.Manifest
 	var lines []string
 	for _, line := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
 		best, bestIdx := "", -1
-		for i, c := range b.m.Connectors {
-			for _, p := range []string{c.Import.V, b.modules[i]} {
+		for i, c := range m.Connectors {
+			for _, p := range []string{c.Import.V, modules[c.Import.V]} {
 				if p != "" && len(p) > len(best) && mentions(line, p) {
 					best, bestIdx = p, i
 				}
 			}
 		}
 		if bestIdx >= 0 {
-			c := b.m.Connectors[bestIdx]
+			c := m.Connectors[bestIdx]
 			line = fmt.Sprintf("%s: %s: %s", c.Import.Pos, c.Label(bestIdx), line)
 		}
 		lines = append(lines, line)
