@@ -111,7 +111,7 @@ var _ = store.Conn{}
 		}
 		write("conn/conn.go", connHeader+step.conn+"\n")
 		for _, run := range []string{"first", "second"} {
-			res, err := gen.Generate(context.Background(), gen.Options{Manifest: "connectors.yaml", CacheDir: cache})
+			res, err := gen.Generate(context.Background(), gen.Options{WorkDir: cwd(t), Env: os.Environ(), Manifest: "connectors.yaml", CacheDir: cache})
 			if step.wantErr != "" {
 				require.Error(t, err, "%s, %s run", step.name, run)
 				assert.Contains(t, err.Error(), step.wantErr, "%s, %s run", step.name, run)
@@ -124,7 +124,7 @@ var _ = store.Conn{}
 			assert.Equal(t, step.wantDeclAt, e.Decl.Line, "%s, %s run", step.name, run)
 			assert.Equal(t, filepath.Join("conn", "conn.go"), e.Decl.Filename, "%s, %s run", step.name, run)
 
-			uncached, err := gen.Generate(context.Background(), gen.Options{Manifest: "connectors.yaml"})
+			uncached, err := gen.Generate(context.Background(), gen.Options{WorkDir: cwd(t), Env: os.Environ(), Manifest: "connectors.yaml"})
 			require.NoError(t, err)
 			assert.Equal(t, string(uncached.Content), string(res.Content), "%s, %s run", step.name, run)
 			require.NoError(t, gen.WriteFile(res.Path, res.Content))
@@ -142,7 +142,7 @@ func TestCacheUpToDateFile(t *testing.T) {
 	require.NoError(t, err)
 	dir := caseModule(t, root, filepath.Join(root, "gen", "testdata", "basic"))
 	t.Chdir(dir)
-	opts := gen.Options{Manifest: "connectors.yaml", CacheDir: t.TempDir()}
+	opts := gen.Options{WorkDir: cwd(t), Env: os.Environ(), Manifest: "connectors.yaml", CacheDir: t.TempDir()}
 	res, err := gen.Generate(context.Background(), opts)
 	require.NoError(t, err)
 	require.NoError(t, gen.WriteFile(res.Path, res.Content))

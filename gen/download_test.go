@@ -2,6 +2,7 @@ package gen_test
 
 import (
 	"context"
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -35,13 +36,13 @@ func New(ctx context.Context, cfg registry.Config, role registry.Role) (registry
 		"connectors.yaml": "version: 1\npackage: kvcase\noutput: reg_gen.go\nconnectors:\n  - name: conn\n    import: example.com/conn\n    constructor: New\n",
 	}
 	moduletest.WriteFiles(t, dir, files)
-	goCmd(t, "mod", "edit", "-require=example.com/conn@v0.0.0-00010101000000-000000000000", "-replace=example.com/conn=./conn")
+	goCmd(t, dir, "mod", "edit", "-require=example.com/conn@v0.0.0-00010101000000-000000000000", "-replace=example.com/conn=./conn")
 	// -mod=mod lets the go command try to download, as kvgen build does;
 	// GOPROXY=off makes that fail the same way on any machine.
 	t.Setenv("GOPROXY", "off")
 	t.Setenv("GOFLAGS", "-mod=mod")
 
-	_, err := gen.Generate(context.Background(), gen.Options{Manifest: "connectors.yaml"})
+	_, err := gen.Generate(context.Background(), gen.Options{WorkDir: cwd(t), Env: os.Environ(), Manifest: "connectors.yaml"})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `connectors.yaml:6:13: connector "conn": package example.com/conn: package example.com/conn does not build: `)
 	assert.Contains(t, err.Error(), "example.com/missing: conn/conn.go:6:2: module lookup disabled by GOPROXY=off")

@@ -154,7 +154,8 @@ func fuzzGenerate(t *testing.T, data []byte) {
 
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module example.com/kvcase\n"), 0o644))
-	res := &Result{Manifest: m, Package: out.name, Path: filepath.Join(dir, filepath.FromSlash(m.Output.V)), root: dir}
+	path := filepath.Join(dir, filepath.FromSlash(m.Output.V))
+	res := &Result{Manifest: m, Package: out.name, Path: path, abs: path, root: dir}
 	var errs diag.List
 	res.Entries = checkEntries(&errs, m, pkgs, out, func(s string) string { return s })
 	err = errs.Err()

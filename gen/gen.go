@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"go/token"
 	"os"
 	"path/filepath"
@@ -21,13 +22,22 @@ import (
 	"github.com/kvgen/kvgen/internal/gocmd"
 )
 
-// Options says what to generate.
+// Options says what to generate. gen reads no state of the process it runs
+// in: the working directory and the environment come from here.
 type Options struct {
+	// WorkDir is the absolute directory that the relative paths of
+	// Manifest, Output and Dir are relative to: the command's working
+	// directory.
+	WorkDir string
+	// Env is the environment of the go commands gen runs, as os/exec
+	// takes it; the command passes its own (os.Environ()). It must not be
+	// nil.
+	Env []string
 	// Manifest is the manifest's path as the user wrote it; positions in
 	// errors use it. Default "connectors.yaml".
 	Manifest string
-	// Output overrides the manifest's output file; relative to the current
-	// directory, like a command-line path.
+	// Output overrides the manifest's output file; relative to WorkDir,
+	// like a command-line path.
 	Output string
 	// Tags are build tags used when loading the connectors' packages.
 	Tags []string
@@ -57,8 +67,8 @@ type Result struct {
 	Manifest *manifest.Manifest
 	// Entries are the checked connectors, in manifest order.
 	Entries []*Entry
-	// Path is the file to write, as a path relative to the current
-	// directory when the manifest's path was.
+	// Path is the file to write, as a path relative to Options.WorkDir
+	// when the manifest's path was; messages show it.
 	Path string
 	// Package is the generated file's package name.
 	Package string
@@ -70,6 +80,7 @@ type Result struct {
 	Modules *gomod.Update
 
 	declared map[string]bool // top-level names of the output package's other files
+	abs      string          // Path made absolute
 	target   string          // Path with symbolic links resolved: the file Write replaces
 	flag     string          // the -o value that named Path, if any
 	root     string          // the module's root directory
@@ -89,7 +100,7 @@ func Generate(ctx context.Context, opts Options) (*Result, error) {
 	key := renderKey(cache.salt, res.Manifest.File, res.Package, res.Entries, res.declared)
 	// An existing file that is what these inputs rendered last time is
 	// what they render now: kvgen check on an unchanged tree stops here.
-	if old, err := os.ReadFile(res.Path); err == nil && cache.rendered(key, old) {
+	if old, err := os.ReadFile(res.abs); err == nil && cache.rendered(key, old) {
 		res.Content = old
 		return res, nil
 	}
@@ -118,10 +129,22 @@ func resolve(ctx context.Context, opts Options, forWrite bool) (*Result, *checkC
 	if opts.Manifest == "" {
 		opts.Manifest = "connectors.yaml"
 	}
+	if !filepath.IsAbs(opts.WorkDir) {
+		return nil, nil, fmt.Errorf("gen: Options.WorkDir must be an absolute directory, got %q", opts.WorkDir)
+	}
+	if opts.Env == nil {
+		return nil, nil, errors.New("gen: Options.Env is nil; give the go commands an environment, such as os.Environ()")
+	}
+	abs := func(p string) string {
+		if filepath.IsAbs(p) {
+			return filepath.Clean(p)
+		}
+		return filepath.Join(opts.WorkDir, p)
+	}
 	// A manifest whose problems all lie within entries still comes back:
 	// the other entries are checked too, and every problem is reported in
 	// one run.
-	m, merr := manifest.Load(opts.Manifest)
+	m, merr := manifest.LoadIn(opts.WorkDir, opts.Manifest)
 	if m == nil {
 		return nil, nil, merr
 	}
@@ -134,7 +157,8 @@ func resolve(ctx context.Context, opts Options, forWrite bool) (*Result, *checkC
 	if res.Path == "" {
 		res.Path = filepath.Join(dir, m.Output.V)
 	}
-	out, err := inspectOutput(m, res.Path, opts.Tags)
+	res.abs = abs(res.Path)
+	out, err := inspectOutput(m, res.Path, res.abs, opts.Tags)
 	if err != nil {
 		errs.Append(outputPos(m), err)
 	} else {
@@ -151,10 +175,7 @@ func resolve(ctx context.Context, opts Options, forWrite bool) (*Result, *checkC
 	if opts.Dir != "" {
 		loadDir = opts.Dir
 	}
-	absDir, err := filepath.Abs(loadDir)
-	if err != nil {
-		return nil, nil, err
-	}
+	absDir := abs(loadDir)
 	if forWrite {
 		res.flag, res.root = opts.Output, moduleRoot(absDir)
 		if err := res.checkTarget(); err != nil {
@@ -164,16 +185,16 @@ func resolve(ctx context.Context, opts Options, forWrite bool) (*Result, *checkC
 			errs.Append(outputPos(m), err)
 		}
 	}
-	lc := loadConfig{dir: absDir, tags: opts.Tags, loaderAbove: opts.loaderAbove, trimPath: opts.TrimPath}
+	lc := loadConfig{dir: absDir, workDir: opts.WorkDir, environ: opts.Env, tags: opts.Tags, loaderAbove: opts.loaderAbove, trimPath: opts.TrimPath}
 	// What the go command leaves when a signal stops it goes with tmp.
-	if lc.tmp, err = gocmd.TempDir(); err != nil {
+	if lc.tmp, err = gocmd.TempDir(opts.Env); err != nil {
 		return nil, nil, err
 	}
 	defer os.RemoveAll(lc.tmp)
 	// The existing registry file stands aside while loading: it may be
 	// what closes an import cycle through a connector that imports the
 	// output package, and kvgen could never write a file without it.
-	overlay := out.overlay(res.Path)
+	overlay := out.overlay(res.abs)
 	// A failure that stops the run comes with the manifest's problems.
 	stop := func(err error) error {
 		if merr == nil {
@@ -194,7 +215,7 @@ func resolve(ctx context.Context, opts Options, forWrite bool) (*Result, *checkC
 		// to see whether linking what the manifest names puts it
 		// right.
 		var ferr error
-		if main, ferr = gomod.FindMain(ctx, absDir); ferr != nil {
+		if main, ferr = gomod.FindMain(ctx, absDir, opts.Env); ferr != nil {
 			if errors.Is(ferr, gomod.ErrNoModule) || err == nil {
 				return nil, nil, stop(ferr)
 			}
@@ -205,7 +226,7 @@ func resolve(ctx context.Context, opts Options, forWrite bool) (*Result, *checkC
 		return nil, nil, stop(err)
 	}
 	lc.goMod = main.GoMod
-	plan, perr := gomod.NewPlan(m, main)
+	plan, perr := gomod.NewPlan(m, main, filepath.Dir(abs(opts.Manifest)))
 	if perr != nil {
 		errs.Append(outputPos(m), perr)
 		return nil, nil, errs.Err()
@@ -214,12 +235,11 @@ func resolve(ctx context.Context, opts Options, forWrite bool) (*Result, *checkC
 		if opts.ReadOnlyModules {
 			return nil, nil, stop(plan.Err())
 		}
-		scratch, err := os.MkdirTemp("", "kvgen-mod-")
+		scratch, err := os.MkdirTemp(lc.tmp, "mod-")
 		if err != nil {
 			return nil, nil, err
 		}
-		defer os.RemoveAll(scratch)
-		if res.Modules, err = plan.Link(ctx, scratch); err != nil {
+		if res.Modules, err = plan.Link(ctx, scratch, opts.Env); err != nil {
 			return nil, nil, err
 		}
 		// Load again with the linked go.mod as go build will use it:
@@ -232,16 +252,8 @@ func resolve(ctx context.Context, opts Options, forWrite bool) (*Result, *checkC
 		return nil, nil, stop(err)
 	}
 	listed.explainMissing(ctx, lc)
-	cwd, err := os.Getwd()
-	if err != nil {
-		return nil, nil, err
-	}
-	absManifest, err := filepath.Abs(opts.Manifest)
-	if err != nil {
-		return nil, nil, err
-	}
-	cache := openCache(opts.CacheDir, absManifest, res.Path)
-	res.Entries, err = checkEntriesCached(&errs, m, listed, out, relativeTo(cwd), cache)
+	cache := openCache(opts.CacheDir, abs(opts.Manifest), res.Path)
+	res.Entries, err = checkEntriesCached(&errs, m, listed, out, relativeTo(opts.WorkDir), cache)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -328,7 +340,7 @@ func (r *Result) Docs() {
 // Stale reports whether the file at r.Path differs from r.Content, and
 // returns a unified diff of the difference.
 func (r *Result) Stale() (bool, []byte, error) {
-	old, err := os.ReadFile(r.Path)
+	old, err := os.ReadFile(r.abs)
 	if errors.Is(err, os.ErrNotExist) {
 		return true, nil, nil
 	}
@@ -343,8 +355,12 @@ func (r *Result) Stale() (bool, []byte, error) {
 
 // loadConfig says how the go command loads the connectors' packages.
 type loadConfig struct {
-	dir  string
-	tags []string
+	dir string
+	// workDir is the command's working directory, which messages show
+	// paths relative to; environ is the go command's environment.
+	workDir string
+	environ []string
+	tags    []string
 	// goMod is the go.mod file in effect: the main module's, or modFile.
 	goMod string
 	// loaderAbove, when set, replaces maxPatternBytes, so that tests can
@@ -361,9 +377,9 @@ type loadConfig struct {
 
 // env is the go command's environment for loading.
 func (lc loadConfig) env() []string {
-	var env []string
+	env := lc.environ
 	if lc.modFile != "" {
-		env = gomod.Env()
+		env = gocmd.WithoutWorkspace(env)
 	}
 	if lc.tmp != "" {
 		env = gocmd.WithTempDir(env, lc.tmp)

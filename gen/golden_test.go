@@ -34,28 +34,30 @@ func TestGolden(t *testing.T) {
 		src, _ := filepath.Abs(filepath.Dir(c))
 		name := filepath.Base(src)
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			dir := caseModule(t, root, src)
-			t.Chdir(dir)
-			res, err := gen.Generate(context.Background(), gen.Options{Manifest: "connectors.yaml"})
+			opts := gen.Options{WorkDir: dir, Env: os.Environ(), Manifest: "connectors.yaml"}
+			res, err := gen.Generate(context.Background(), opts)
 			// With a check cache, cold and then warm, every case must
 			// come out the same to the byte, errors included.
 			// So must a load through the loader package, as a list of
 			// patterns too long for one go list run is loaded.
 			cache := t.TempDir()
 			for _, run := range []string{"cold", "warm", "loader"} {
-				opts := gen.Options{Manifest: "connectors.yaml", CacheDir: cache}
+				ropts := opts
+				ropts.CacheDir = cache
 				if run == "loader" {
-					opts = gen.ThroughLoader(gen.Options{Manifest: "connectors.yaml"})
+					ropts = gen.ThroughLoader(opts)
 				}
-				cached, cerr := gen.Generate(context.Background(), opts)
+				cres, cerr := gen.Generate(context.Background(), ropts)
 				if err != nil {
 					require.Error(t, cerr, "%s cache", run)
 					assert.Equal(t, err.Error(), cerr.Error(), "%s cache", run)
 					continue
 				}
 				require.NoError(t, cerr, "%s cache", run)
-				assert.Equal(t, string(res.Content), string(cached.Content), "%s cache", run)
-				assert.Equal(t, res.Entries, cached.Entries, "%s cache", run)
+				assert.Equal(t, string(res.Content), string(cres.Content), "%s cache", run)
+				assert.Equal(t, res.Entries, cres.Entries, "%s cache", run)
 			}
 			wantDir := filepath.Join(src, "want")
 			if wantErrs := filepath.Join(wantDir, "errors.txt"); exists(wantErrs) || (*update && err != nil) {
@@ -66,20 +68,30 @@ func TestGolden(t *testing.T) {
 			require.NoError(t, err)
 			golden(t, filepath.Join(wantDir, filepath.Base(res.Path)), res.Content)
 
-			again, err := gen.Generate(context.Background(), gen.Options{Manifest: "connectors.yaml"})
+			again, err := gen.Generate(context.Background(), opts)
 			require.NoError(t, err)
 			assert.Equal(t, string(res.Content), string(again.Content), "output must be byte-identical on re-run")
 
-			require.NoError(t, gen.WriteFile(res.Path, res.Content))
+			wrote, err := res.Write()
+			require.NoError(t, err)
+			assert.True(t, wrote)
 			pkgDir := "./" + filepath.ToSlash(filepath.Dir(res.Path))
 			if wantOut := filepath.Join(wantDir, "stdout"); exists(wantOut) || (*update && res.Package == "main") {
-				out := goCmd(t, "run", pkgDir)
+				out := goCmd(t, dir, "run", pkgDir)
 				golden(t, wantOut, out)
 				return
 			}
-			goCmd(t, "build", "./...")
+			goCmd(t, dir, "build", "./...")
 		})
 	}
+}
+
+// cwd is the current directory, for tests that run there.
+func cwd(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	require.NoError(t, err)
+	return dir
 }
 
 // caseModule copies a case and the shared packages into a temporary module
@@ -112,9 +124,10 @@ func copyTree(t *testing.T, from, to string) {
 	require.NoError(t, err)
 }
 
-func goCmd(t *testing.T, args ...string) []byte {
+func goCmd(t *testing.T, dir string, args ...string) []byte {
 	t.Helper()
 	cmd := exec.Command("go", args...)
+	cmd.Dir = dir
 	out, err := cmd.Output()
 	var stderr string
 	if ee, ok := err.(*exec.ExitError); ok {

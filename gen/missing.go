@@ -57,10 +57,7 @@ func explainMissing(ctx context.Context, lc loadConfig, missing []*loadedPackage
 		return
 	}
 	dirs := moduleDirs(ctx, lc, byModule)
-	rel := func(p string) string { return p }
-	if cwd, err := os.Getwd(); err == nil {
-		rel = relativeTo(cwd)
-	}
+	rel := relativeTo(lc.workDir)
 	for mod, lps := range byModule {
 		for _, lp := range lps {
 			lp.err = missingInModule(lp.pkg.PkgPath, mod, mod == mainPath, dirs[mod], rel)

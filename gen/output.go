@@ -30,14 +30,12 @@ type outputPackage struct {
 // inspectOutput reads the directory of the file to generate: the package
 // of the Go files already there (those the build tags select), else the
 // manifest's package, else the directory's name.
-func inspectOutput(m *manifest.Manifest, out string, tags []string) (*outputPackage, error) {
-	dir := filepath.Dir(out)
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return nil, err
-	}
+//
+// absOut is the absolute form of out, which messages show.
+func inspectOutput(m *manifest.Manifest, out, absOut string, tags []string) (*outputPackage, error) {
+	dir, abs := filepath.Dir(out), filepath.Dir(absOut)
 	o := &outputPackage{declared: map[string]bool{}}
-	existing, declaredIn, err := readPackage(dir, filepath.Base(out), tags, o.declared)
+	existing, declaredIn, err := readPackage(abs, dir, filepath.Base(out), tags, o.declared)
 	if err != nil {
 		return nil, err
 	}
@@ -65,7 +63,9 @@ func inspectOutput(m *manifest.Manifest, out string, tags []string) (*outputPack
 // readPackage returns the package name of the non-test Go files in dir
 // other than skip that the build tags select, and adds their top-level
 // names to declared; declaredIn says which file declares each.
-func readPackage(dir, skip string, tags []string, declared map[string]bool) (string, map[string]string, error) {
+//
+// Files are read in dir and named in shownDir.
+func readPackage(dir, shownDir, skip string, tags []string, declared map[string]bool) (string, map[string]string, error) {
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return "", nil, nil
@@ -86,8 +86,7 @@ func readPackage(dir, skip string, tags []string, declared map[string]bool) (str
 		if ok, err := bctx.MatchFile(dir, n); err != nil || !ok {
 			continue
 		}
-		file := filepath.Join(dir, n)
-		f, err := parser.ParseFile(fset, file, nil, parser.SkipObjectResolution)
+		f, err := parser.ParseFile(fset, filepath.Join(dir, n), nil, parser.SkipObjectResolution)
 		if err != nil {
 			continue // the compiler will say what is wrong with it
 		}
@@ -97,7 +96,7 @@ func readPackage(dir, skip string, tags []string, declared map[string]bool) (str
 		for _, id := range topLevelNames(f) {
 			declared[id] = true
 			if _, ok := declaredIn[id]; !ok {
-				declaredIn[id] = file
+				declaredIn[id] = filepath.Join(shownDir, n)
 			}
 		}
 	}
@@ -164,12 +163,8 @@ func moduleRoot(dir string) string {
 // packages load. A connector that imports the package the registry goes
 // into would otherwise fail to load through the old file's import of it,
 // and kvgen could never write a file without the cycle.
-func (o *outputPackage) overlay(out string) map[string][]byte {
+func (o *outputPackage) overlay(abs string) map[string][]byte {
 	if o == nil {
-		return nil
-	}
-	abs, err := filepath.Abs(out)
-	if err != nil {
 		return nil
 	}
 	if _, err := os.Stat(abs); err != nil {

@@ -63,8 +63,10 @@ func IsGenerated(path string) (bool, error) {
 // only inside the module whose root is root, after symbolic links: a
 // generated file is repository content, and a link must not carry a write
 // out of the repository.
-func checkTarget(path, root string) (string, error) {
-	resolved, err := resolvePath(path)
+//
+// abs is the absolute form of path, which messages show.
+func checkTarget(path, abs, root string) (string, error) {
+	resolved, err := resolvePath(abs)
 	if err != nil {
 		return "", err
 	}
@@ -72,11 +74,7 @@ func checkTarget(path, root string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return "", err
-	}
-	linked := abs != resolved
+	linked := filepath.Clean(abs) != resolved
 	if rel, err := filepath.Rel(realRoot, resolved); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 		if linked {
 			return "", fmt.Errorf("%s leads outside the module through a symbolic link, to %s; kvgen writes only inside the module at %s", path, resolved, root)
@@ -107,15 +105,12 @@ func checkTarget(path, root string) (string, error) {
 	return resolved, nil
 }
 
-// resolvePath returns the absolute form of path with every symbolic link
-// in it resolved. Trailing names that do not exist yet are kept as they
-// are; a link that points nowhere is an error, since where a write through
-// it would land is not known until it is made.
-func resolvePath(path string) (string, error) {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return "", err
-	}
+// resolvePath returns the absolute path abs with every symbolic link in it
+// resolved. Trailing names that do not exist yet are kept as they are; a
+// link that points nowhere is an error, since where a write through it
+// would land is not known until it is made.
+func resolvePath(abs string) (string, error) {
+	abs = filepath.Clean(abs)
 	var rest []string
 	for cur := abs; ; {
 		real, err := filepath.EvalSymlinks(cur)
@@ -158,7 +153,7 @@ func (r *Result) checkTarget() error {
 	if r.root == "" {
 		return targetError(r.Manifest, r.flag, errors.New("the manifest is not inside a Go module (no go.mod in its directory or above); kvgen generates into a module"))
 	}
-	target, err := checkTarget(r.Path, r.root)
+	target, err := checkTarget(r.Path, r.abs, r.root)
 	if err != nil {
 		return targetError(r.Manifest, r.flag, err)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"os"
 
 	"github.com/kvgen/kvgen/gen/deploy"
 )
@@ -32,6 +33,7 @@ func runBuild(ctx context.Context, e *env, args []string) int {
 	}
 	opts.Package = pkgs[0]
 	opts.Tags = splitTags(tags)
+	opts.WorkDir, opts.Env = workDir(), os.Environ()
 	opts.Log = e.stderr
 	opts.CacheDir = cacheDir()
 	if err := deploy.Build(ctx, opts); err != nil {

@@ -57,7 +57,14 @@ func (g *genFlags) report(e *env, err error) bool {
 }
 
 func (g *genFlags) options() gen.Options {
-	return gen.Options{Manifest: g.manifest, Output: g.output, Tags: splitTags(g.tags), CacheDir: cacheDir()}
+	return gen.Options{WorkDir: workDir(), Env: os.Environ(), Manifest: g.manifest, Output: g.output, Tags: splitTags(g.tags), CacheDir: cacheDir()}
+}
+
+// workDir is the working directory that kvgen's paths are relative to; ""
+// if it is gone, which gen and deploy then report.
+func workDir() string {
+	dir, _ := os.Getwd()
+	return dir
 }
 
 // splitTags splits a -tags value, comma-separated as go build takes it.

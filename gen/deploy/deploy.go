@@ -22,12 +22,16 @@ import (
 	"golang.org/x/tools/go/packages"
 
 	"github.com/kvgen/kvgen/gen"
-	"github.com/kvgen/kvgen/gen/gomod"
 	"github.com/kvgen/kvgen/internal/gocmd"
 )
 
 // Options says what to build.
 type Options struct {
+	// WorkDir is the absolute directory that relative paths are relative
+	// to, the command's working directory, and the main module's; Env is
+	// the go commands' environment (os.Environ() for the command's own).
+	WorkDir string
+	Env     []string
 	// Manifest is the deployment manifest.
 	Manifest string
 	// Output is the binary to write.
@@ -53,9 +57,12 @@ func Build(ctx context.Context, opts Options) error {
 	if opts.Log == nil {
 		opts.Log = io.Discard
 	}
+	if !filepath.IsAbs(opts.WorkDir) {
+		return fmt.Errorf("deploy: Options.WorkDir must be an absolute directory, got %q", opts.WorkDir)
+	}
 	b := &builder{opts: opts}
 	var err error
-	if b.tmp, err = os.MkdirTemp("", "kvgen-build-"); err != nil {
+	if b.tmp, err = gocmd.TempDir(opts.Env); err != nil {
 		return err
 	}
 	defer os.RemoveAll(b.tmp)
@@ -101,6 +108,8 @@ func (b *builder) generate(ctx context.Context) error {
 		return err
 	}
 	b.res, err = gen.Generate(ctx, gen.Options{
+		WorkDir:  b.opts.WorkDir,
+		Env:      b.opts.Env,
 		Manifest: b.opts.Manifest,
 		Output:   target,
 		Tags:     b.opts.Tags,
@@ -169,11 +178,12 @@ func (b *builder) generatedFile(ctx context.Context) (string, error) {
 func (b *builder) packageFiles(ctx context.Context) ([]string, error) {
 	if p := b.opts.Package; build.IsLocalImport(p) || filepath.IsAbs(p) {
 		if !strings.Contains(p, "...") {
-			return goFilesIn(p)
+			return goFilesIn(b.abs(p))
 		}
 	}
 	cfg := &packages.Config{
 		Context:    ctx,
+		Dir:        b.opts.WorkDir,
 		Mode:       packages.NeedName | packages.NeedFiles,
 		BuildFlags: b.buildFlags(),
 		Env:        b.env(),
@@ -192,7 +202,15 @@ func (b *builder) packageFiles(ctx context.Context) ([]string, error) {
 	return append(p.GoFiles, p.IgnoredFiles...), nil
 }
 
-// goFilesIn lists the non-test Go files in dir.
+// abs returns path made absolute against the working directory.
+func (b *builder) abs(path string) string {
+	if filepath.IsAbs(path) {
+		return filepath.Clean(path)
+	}
+	return filepath.Join(b.opts.WorkDir, path)
+}
+
+// goFilesIn lists the non-test Go files in dir, an absolute directory.
 func goFilesIn(dir string) ([]string, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -202,11 +220,7 @@ func goFilesIn(dir string) ([]string, error) {
 	for _, e := range ents {
 		n := e.Name()
 		if !e.IsDir() && strings.HasSuffix(n, ".go") && !strings.HasSuffix(n, "_test.go") {
-			abs, err := filepath.Abs(filepath.Join(dir, n))
-			if err != nil {
-				return nil, err
-			}
-			files = append(files, abs)
+			files = append(files, filepath.Join(dir, n))
 		}
 	}
 	return files, nil
@@ -219,18 +233,15 @@ func (b *builder) buildFlags() []string { return gen.BuildFlags(b.opts.Tags, b.m
 // env is the go commands' environment: outside workspace mode with a
 // temporary go.mod, which the go command refuses in it.
 func (b *builder) env() []string {
-	var env []string
+	env := b.opts.Env
 	if b.modFile != "" {
-		env = gomod.Env()
+		env = gocmd.WithoutWorkspace(env)
 	}
 	return gocmd.WithTempDir(env, b.goTmp)
 }
 
 func (b *builder) compile(ctx context.Context) error {
-	out, err := filepath.Abs(b.opts.Output)
-	if err != nil {
-		return err
-	}
+	out := b.abs(b.opts.Output)
 	args := append([]string{"build", "-overlay=" + b.overlay, "-o", out}, b.buildFlags()...)
 	if b.opts.LDFlags != "" {
 		args = append(args, "-ldflags="+b.opts.LDFlags)
@@ -238,7 +249,7 @@ func (b *builder) compile(ctx context.Context) error {
 	if b.opts.Verbose {
 		args = append(args, "-v")
 	}
-	_, err = b.goOutput(ctx, "", append(args, b.opts.Package)...)
+	_, err := b.goOutput(ctx, b.opts.WorkDir, append(args, b.opts.Package)...)
 	return err
 }
 

@@ -28,13 +28,6 @@ import (
 	"github.com/kvgen/kvgen/internal/gocmd"
 )
 
-// Env is the environment for go commands given a scratch go.mod with
-// -modfile: the process's, outside workspace mode, since the go command
-// refuses -modfile there and go.mod is edited for its module alone.
-func Env() []string {
-	return append(os.Environ(), "GOWORK=off")
-}
-
 // Main is the main module: the module whose go.mod is linked.
 type Main struct {
 	// GoMod is the path of its go.mod; Dir is the directory holding it.
@@ -51,9 +44,9 @@ type Main struct {
 var ErrNoModule = errors.New("no go.mod here or in any parent directory; create the module first: go mod init MODULE-PATH")
 
 // FindMain finds and reads the main module of dir, as the go command sees
-// it.
-func FindMain(ctx context.Context, dir string) (*Main, error) {
-	out, err := goCmd(ctx, dir, "env", "GOMOD")
+// it with the environment env.
+func FindMain(ctx context.Context, dir string, env []string) (*Main, error) {
+	out, err := goCmd(ctx, dir, env, "env", "GOMOD")
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +143,10 @@ type Plan struct {
 // replaced by that directory; an entry with version: needs its module
 // required at that version. Pruning modules no entry names is left to
 // go mod tidy. Errors in entries are a diag.List.
-func NewPlan(m *manifest.Manifest, main *Main) (*Plan, error) {
+//
+// replace: directories are relative to manifestDir, the absolute directory
+// of the manifest.
+func NewPlan(m *manifest.Manifest, main *Main, manifestDir string) (*Plan, error) {
 	p := &Plan{Main: main, Modules: map[int]string{}}
 	required := map[string]string{}
 	for _, r := range main.file.Require {
@@ -185,7 +181,6 @@ func NewPlan(m *manifest.Manifest, main *Main) (*Plan, error) {
 		}
 		return true
 	}
-	manifestDir := filepath.Dir(m.File)
 	for i, c := range m.Connectors {
 		if c.Invalid || !c.Replace.Set && !c.Version.Set {
 			continue
@@ -208,10 +203,7 @@ func NewPlan(m *manifest.Manifest, main *Main) (*Plan, error) {
 			continue
 		}
 
-		dir, err := filepath.Abs(filepath.Join(manifestDir, filepath.FromSlash(c.Replace.V)))
-		if err != nil {
-			return nil, err
-		}
+		dir := filepath.Join(manifestDir, filepath.FromSlash(c.Replace.V))
 		modPath, err := modulePath(dir)
 		if err != nil {
 			errs.Add(c.Replace.Pos, "%s: replace %s: %v", c.Label(i), c.Replace.V, err)
@@ -389,7 +381,8 @@ type Update struct {
 // require and replace lines the plan lacked, then runs go get there
 // (-modfile) for each lacking entry's package, which adds what those
 // modules require and their checksums. Nothing outside dir is written.
-func (p *Plan) Link(ctx context.Context, dir string) (*Update, error) {
+// env is the go command's environment.
+func (p *Plan) Link(ctx context.Context, dir string, env []string) (*Update, error) {
 	main := p.Main
 	f, err := modfile.Parse(main.GoMod, main.data, nil)
 	if err != nil {
@@ -423,7 +416,7 @@ func (p *Plan) Link(ctx context.Context, dir string) (*Update, error) {
 		}
 	}
 	if len(get) > 0 {
-		if _, err := goCmd(ctx, main.Dir, append([]string{"get", "-modfile=" + u.ModFile}, get...)...); err != nil {
+		if _, err := goCmd(ctx, main.Dir, env, append([]string{"get", "-modfile=" + u.ModFile}, get...)...); err != nil {
 			return nil, p.annotate(err)
 		}
 	}
@@ -542,10 +535,10 @@ func changes(before, after *modfile.File) []string {
 
 // goCmd runs the go command in dir, outside workspace mode, and returns
 // its standard output; on failure the error holds what it printed.
-func goCmd(ctx context.Context, dir string, args ...string) (string, error) {
+func goCmd(ctx context.Context, dir string, env []string, args ...string) (string, error) {
 	cmd := gocmd.Command(ctx, args...)
 	cmd.Dir = dir
-	cmd.Env = Env()
+	cmd.Env = gocmd.WithoutWorkspace(env)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

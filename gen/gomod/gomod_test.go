@@ -33,9 +33,9 @@ func plan(t *testing.T, dir, yaml string) (*Plan, error) {
 	require.NoError(t, os.WriteFile(file, []byte(yaml), 0o644))
 	m, err := manifest.Load(file)
 	require.NoError(t, err)
-	main, err := FindMain(context.Background(), filepath.Join(dir, "host"))
+	main, err := FindMain(context.Background(), filepath.Join(dir, "host"), os.Environ())
 	require.NoError(t, err)
-	return NewPlan(m, main)
+	return NewPlan(m, main, filepath.Dir(file))
 }
 
 func TestPlan(t *testing.T) {
@@ -234,7 +234,7 @@ func TestFindMainOutsideModule(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(filepath.Dir(dir), "go.mod")); err == nil {
 		t.Skip("a parent of the temporary directory holds a go.mod")
 	}
-	_, err := FindMain(context.Background(), dir)
+	_, err := FindMain(context.Background(), dir, os.Environ())
 	assert.ErrorIs(t, err, ErrNoModule)
 	assert.ErrorContains(t, err, "go mod init")
 }

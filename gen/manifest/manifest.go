@@ -13,6 +13,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 
 	"github.com/kvgen/kvgen/gen/diag"
 	"github.com/kvgen/kvgen/registry"
@@ -115,8 +116,19 @@ func Parse(filename string, data []byte) (*Manifest, error) {
 
 // Load reads and parses the manifest at path, as Parse does; positions use
 // path as given. It reads no more than MaxSize bytes and only from a regular file.
-func Load(path string) (*Manifest, error) {
-	f, err := os.Open(path)
+func Load(path string) (*Manifest, error) { return LoadIn("", path) }
+
+// LoadIn is Load for a path relative to the directory dir, not to the
+// current directory; positions and messages still name the file by path.
+func LoadIn(dir, path string) (*Manifest, error) {
+	file := path
+	if dir != "" && !filepath.IsAbs(path) {
+		file = filepath.Join(dir, path)
+	}
+	f, err := os.Open(file)
+	if perr, ok := err.(*fs.PathError); ok {
+		perr.Path = path
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%w; run kvgen in the directory that holds the manifest, or name it with -manifest", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -57,19 +58,33 @@ func (c *Cmd) Run() error {
 	return c.Cmd.Run()
 }
 
-// WithTempDir returns env (nil meaning the process's environment) with
-// GOTMPDIR set to dir, an existing directory: the go command then makes its
-// work directory there. A go command stopped by a signal cannot remove its
-// work directory, and `go build` does not even try; removing dir does.
+// WithTempDir returns env with GOTMPDIR set to dir, an existing
+// directory: the go command then makes its work directory there. A go
+// command stopped by a signal cannot remove its work directory, and
+// `go build` does not even try; removing dir does.
 func WithTempDir(env []string, dir string) []string {
-	if env == nil {
-		env = os.Environ()
-	}
 	return append(slices.Clip(env), "GOTMPDIR="+dir)
 }
 
+// WithoutWorkspace returns env outside workspace mode, for go commands
+// given a scratch go.mod with -modfile: the go command refuses -modfile in
+// workspace mode, and the go.mod is edited for its module alone.
+func WithoutWorkspace(env []string) []string {
+	return append(slices.Clip(env), "GOWORK=off")
+}
+
 // TempDir makes a temporary directory for the go commands of one kvgen run,
-// under $GOTMPDIR when that is set, as the go command would.
-func TempDir() (string, error) {
-	return os.MkdirTemp(os.Getenv("GOTMPDIR"), "kvgen-")
+// under the GOTMPDIR of env when that is set, as the go command would.
+func TempDir(env []string) (string, error) {
+	return os.MkdirTemp(lookup(env, "GOTMPDIR"), "kvgen-")
+}
+
+// lookup returns the value of key in env, the last one as os/exec takes it.
+func lookup(env []string, key string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], key+"="); ok {
+			return v
+		}
+	}
+	return ""
 }
