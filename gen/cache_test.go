@@ -127,7 +127,8 @@ var _ = store.Conn{}
 			uncached, err := gen.Generate(context.Background(), gen.Options{WorkDir: cwd(t), Env: os.Environ(), Manifest: "connectors.yaml"})
 			require.NoError(t, err)
 			assert.Equal(t, string(uncached.Content), string(res.Content), "%s, %s run", step.name, run)
-			require.NoError(t, gen.WriteFile(res.Path, res.Content))
+			_, err = res.Write()
+			require.NoError(t, err)
 		}
 	}
 	files, err := filepath.Glob(filepath.Join(cache, "check", "*.json"))
@@ -145,7 +146,8 @@ func TestCacheUpToDateFile(t *testing.T) {
 	opts := gen.Options{WorkDir: cwd(t), Env: os.Environ(), Manifest: "connectors.yaml", CacheDir: t.TempDir()}
 	res, err := gen.Generate(context.Background(), opts)
 	require.NoError(t, err)
-	require.NoError(t, gen.WriteFile(res.Path, res.Content))
+	_, err = res.Write()
+	require.NoError(t, err)
 
 	again, err := gen.Generate(context.Background(), opts)
 	require.NoError(t, err)

@@ -1,8 +1,10 @@
 // Package gen is the kvgen generator: it parses a connectors.yaml manifest,
 // resolves every entry's package with the go command, checks each
 // constructor against the registry contract with go/types, and renders the
-// static registry file. It returns results and errors; only cmd/kvgen
-// touches the disk, the terminal and the exit code.
+// static registry file. It returns results and errors, and reads no state
+// of the process (Options carries the working directory and environment).
+// It writes nothing until the command calls Result.Write; the terminal and
+// the exit code are the command's alone.
 package gen
 
 import (

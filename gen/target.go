@@ -15,6 +15,7 @@ import (
 
 	"github.com/kvgen/kvgen/gen/diag"
 	"github.com/kvgen/kvgen/gen/manifest"
+	"github.com/kvgen/kvgen/internal/atomicfile"
 )
 
 // The first line of every file kvgen generates is "// " headerPrefix, the
@@ -174,11 +175,11 @@ func (r *Result) Write() (bool, error) {
 	old, err := os.ReadFile(r.target)
 	if err == nil && bytes.Equal(old, r.Content) {
 		// Leave the file and its modification time alone, but not what
-		// a killed run left beside it; WriteFile removes that otherwise.
-		return false, removeStaleTemps(r.target)
+		// a killed run left beside it; Write removes that otherwise.
+		return false, atomicfile.RemoveStaleTemps(r.target)
 	}
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return false, err
 	}
-	return true, WriteFile(r.target, r.Content)
+	return true, atomicfile.Write(r.target, r.Content)
 }

@@ -250,18 +250,3 @@ func mustGetwd(t *testing.T) string {
 	require.NoError(t, err)
 	return wd
 }
-
-// Every atomic write removes what an earlier one of the same file, killed
-// before its rename, left behind: go.mod's and go.sum's too.
-func TestWriteFileRemovesItsStaleTemporaries(t *testing.T) {
-	dir := t.TempDir()
-	gomod := filepath.Join(dir, "go.mod")
-	stale := filepath.Join(dir, ".go.mod.4242.tmp")
-	other := filepath.Join(dir, ".go.sum.4242.tmp")
-	require.NoError(t, os.WriteFile(stale, []byte("x"), 0o644))
-	require.NoError(t, os.WriteFile(other, []byte("x"), 0o644))
-	require.NoError(t, gen.WriteFile(gomod, []byte("module example.com/m\n")))
-	assertContent(t, gomod, "module example.com/m\n")
-	assert.NoFileExists(t, stale)
-	assert.FileExists(t, other, "another file's temporary is left for that file's next write")
-}

@@ -15,6 +15,7 @@ import (
 	"github.com/kvgen/kvgen/gen"
 	"github.com/kvgen/kvgen/gen/gomod"
 	"github.com/kvgen/kvgen/gen/manifest"
+	"github.com/kvgen/kvgen/internal/atomicfile"
 )
 
 // genFlags are the flags generate, check and list share.
@@ -141,11 +142,11 @@ func writeModules(e *env, u *gomod.Update) error {
 		return nil
 	}
 	if u.GoSum != nil {
-		if err := gen.WriteFile(u.GoSumPath, u.GoSum); err != nil {
+		if err := atomicfile.Write(u.GoSumPath, u.GoSum); err != nil {
 			return err
 		}
 	}
-	if err := gen.WriteFile(u.GoModPath, u.GoMod); err != nil {
+	if err := atomicfile.Write(u.GoModPath, u.GoMod); err != nil {
 		return err
 	}
 	for _, c := range u.Changes {

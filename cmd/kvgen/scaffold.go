@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/mod/module"
 
-	"github.com/kvgen/kvgen/gen"
+	"github.com/kvgen/kvgen/internal/atomicfile"
 	"github.com/kvgen/kvgen/templates"
 )
 
@@ -87,7 +87,7 @@ func runNew(ctx context.Context, e *env, args []string) int {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		if err := gen.WriteFile(filepath.Join(*dir, n), files[n]); err != nil {
+		if err := atomicfile.Write(filepath.Join(*dir, n), files[n]); err != nil {
 			e.report(err)
 			return exitError
 		}

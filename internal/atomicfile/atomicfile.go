@@ -1,4 +1,6 @@
-package gen
+// Package atomicfile writes files so that a failed or killed write leaves
+// the old file intact: every file kvgen writes goes through Write.
+package atomicfile
 
 import (
 	"errors"
@@ -6,22 +8,20 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-
-	"github.com/rogpeppe/go-internal/diff"
 )
 
-// WriteFile writes data to path atomically: it writes a temporary file in
+// Write writes data to path atomically: it writes a temporary file in
 // the same directory and renames it over path, so a failed or killed run
 // leaves the old file intact. An existing file keeps its permissions, and
 // a symbolic link keeps pointing at the file, which is replaced. The
-// temporary files that an earlier WriteFile of path, killed before its
+// temporary files that an earlier Write of path, killed before its
 // rename, left behind are removed first.
-func WriteFile(path string, data []byte) (err error) {
+func Write(path string, data []byte) (err error) {
 	// Write through a symbolic link, not over it.
 	if resolved, err := filepath.EvalSymlinks(path); err == nil {
 		path = resolved
 	}
-	if err := removeStaleTemps(path); err != nil {
+	if err := RemoveStaleTemps(path); err != nil {
 		return err
 	}
 	perm := fs.FileMode(0o644)
@@ -59,16 +59,16 @@ func WriteFile(path string, data []byte) (err error) {
 	return os.Rename(tmp.Name(), path)
 }
 
-// tempPattern is the os.CreateTemp pattern of WriteFile's temporary files
+// tempPattern is the os.CreateTemp pattern of Write's temporary files
 // for a file named base: hidden, so that go build ignores them.
 func tempPattern(base string) string { return "." + base + ".*.tmp" }
 
-// removeStaleTemps removes the temporary files that WriteFile, killed
+// RemoveStaleTemps removes the temporary files that Write, killed
 // between creating and renaming one, left beside path. It removes only
-// regular files named exactly as WriteFile names them for path, where
+// regular files named exactly as Write names them for path, where
 // os.CreateTemp puts a decimal number in place of the "*"; anything else
 // stays.
-func removeStaleTemps(path string) error {
+func RemoveStaleTemps(path string) error {
 	dir, base := filepath.Split(path)
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -88,15 +88,11 @@ func removeStaleTemps(path string) error {
 			continue
 		}
 		if !e.Type().IsRegular() {
-			continue // a link or a directory is not WriteFile's
+			continue // a link or a directory is not Write's
 		}
 		if err := os.Remove(filepath.Join(dir, n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
 	}
 	return nil
-}
-
-func unifiedDiff(path string, old, new []byte) []byte {
-	return diff.Diff(path+" (committed)", old, path+" (generated)", new)
 }
