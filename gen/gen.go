@@ -160,7 +160,7 @@ func resolve(ctx context.Context, opts Options, forWrite bool) (*Result, *checkC
 		res.Path = filepath.Join(dir, m.Output.V)
 	}
 	res.abs = abs(res.Path)
-	out, err := inspectOutput(m, res.Path, res.abs, opts.Tags)
+	out, err := inspectOutput(m, res.Path, res.abs, buildContext(opts.Env, opts.Tags))
 	if err != nil {
 		errs.Append(outputPos(m), err)
 	} else {

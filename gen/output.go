@@ -15,6 +15,7 @@ import (
 	"golang.org/x/mod/modfile"
 
 	"github.com/kvgen/kvgen/gen/manifest"
+	"github.com/kvgen/kvgen/internal/gocmd"
 )
 
 // outputPackage is the package the registry file is generated into.
@@ -32,10 +33,10 @@ type outputPackage struct {
 // manifest's package, else the directory's name.
 //
 // absOut is the absolute form of out, which messages show.
-func inspectOutput(m *manifest.Manifest, out, absOut string, tags []string) (*outputPackage, error) {
+func inspectOutput(m *manifest.Manifest, out, absOut string, bctx build.Context) (*outputPackage, error) {
 	dir, abs := filepath.Dir(out), filepath.Dir(absOut)
 	o := &outputPackage{declared: map[string]bool{}}
-	existing, declaredIn, err := readPackage(abs, dir, filepath.Base(out), tags, o.declared)
+	existing, declaredIn, err := readPackage(abs, dir, filepath.Base(out), bctx, o.declared)
 	if err != nil {
 		return nil, err
 	}
@@ -60,12 +61,30 @@ func inspectOutput(m *manifest.Manifest, out, absOut string, tags []string) (*ou
 	return o, nil
 }
 
+// buildContext is the go/build context that selects files as the go
+// command with the environment env and the build tags would: go/build's
+// default takes GOOS, GOARCH and CGO_ENABLED from the process instead.
+func buildContext(env, tags []string) build.Context {
+	bctx := build.Default
+	bctx.BuildTags = tags
+	if v := gocmd.Lookup(env, "GOOS"); v != "" {
+		bctx.GOOS = v
+	}
+	if v := gocmd.Lookup(env, "GOARCH"); v != "" {
+		bctx.GOARCH = v
+	}
+	if v := gocmd.Lookup(env, "CGO_ENABLED"); v != "" {
+		bctx.CgoEnabled = v == "1"
+	}
+	return bctx
+}
+
 // readPackage returns the package name of the non-test Go files in dir
 // other than skip that the build tags select, and adds their top-level
 // names to declared; declaredIn says which file declares each.
 //
 // Files are read in dir and named in shownDir.
-func readPackage(dir, shownDir, skip string, tags []string, declared map[string]bool) (string, map[string]string, error) {
+func readPackage(dir, shownDir, skip string, bctx build.Context, declared map[string]bool) (string, map[string]string, error) {
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return "", nil, nil
@@ -73,8 +92,6 @@ func readPackage(dir, shownDir, skip string, tags []string, declared map[string]
 	if err != nil {
 		return "", nil, err
 	}
-	bctx := build.Default
-	bctx.BuildTags = tags
 	name := ""
 	declaredIn := map[string]string{}
 	fset := token.NewFileSet()

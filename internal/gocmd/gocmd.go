@@ -76,11 +76,11 @@ func WithoutWorkspace(env []string) []string {
 // TempDir makes a temporary directory for the go commands of one kvgen run,
 // under the GOTMPDIR of env when that is set, as the go command would.
 func TempDir(env []string) (string, error) {
-	return os.MkdirTemp(lookup(env, "GOTMPDIR"), "kvgen-")
+	return os.MkdirTemp(Lookup(env, "GOTMPDIR"), "kvgen-")
 }
 
-// lookup returns the value of key in env, the last one as os/exec takes it.
-func lookup(env []string, key string) string {
+// Lookup returns the value of key in env, the last one as os/exec takes it.
+func Lookup(env []string, key string) string {
 	for i := len(env) - 1; i >= 0; i-- {
 		if v, ok := strings.CutPrefix(env[i], key+"="); ok {
 			return v

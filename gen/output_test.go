@@ -1,0 +1,41 @@
+package gen
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvgen/kvgen/gen/manifest"
+)
+
+// The output package's files are selected for the GOOS, GOARCH and build
+// tags of the environment gen is given, not of the process it runs in.
+func TestOutputPackageFollowsTheGivenEnvironment(t *testing.T) {
+	dir := t.TempDir()
+	for name, src := range map[string]string{
+		"srv_linux.go":   "package onlinux\n",
+		"srv_windows.go": "package onwindows\n",
+		"srv_tagged.go":  "//go:build edge\n\npackage tagged\n\nfunc Registry() {}\n",
+	} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644))
+	}
+	m, err := manifest.Parse("connectors.yaml", []byte("version: 1\nconnectors: []\n"))
+	require.NoError(t, err)
+	out := filepath.Join(dir, "connectors_gen.go")
+
+	for goos, want := range map[string]string{"linux": "onlinux", "windows": "onwindows"} {
+		o, err := inspectOutput(m, "srv/connectors_gen.go", out, buildContext([]string{"GOOS=" + goos, "GOARCH=amd64"}, nil))
+		require.NoError(t, err, goos)
+		assert.Equal(t, want, o.name, goos)
+	}
+	// The last value of a key counts, as for os/exec.
+	o, err := inspectOutput(m, "srv/connectors_gen.go", out, buildContext([]string{"GOOS=linux", "GOOS=windows"}, nil))
+	require.NoError(t, err)
+	assert.Equal(t, "onwindows", o.name)
+
+	_, err = inspectOutput(m, "srv/connectors_gen.go", out, buildContext([]string{"GOOS=linux"}, []string{"edge"}))
+	assert.EqualError(t, err, "srv/srv_tagged.go already declares Registry, which the generated file declares; rename it")
+}
