@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/kvgen/kvgen/internal/atomicfile"
 	"github.com/kvgen/kvgen/registry"
 )
 
@@ -142,18 +143,7 @@ func (c *checkCache) save() {
 	if err != nil {
 		return
 	}
-	if err := os.MkdirAll(filepath.Dir(c.path), 0o755); err != nil {
-		return
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(c.path), ".tmp-*")
-	if err != nil {
-		return
-	}
-	_, werr := tmp.Write(data)
-	cerr := tmp.Close()
-	if werr != nil || cerr != nil || os.Rename(tmp.Name(), c.path) != nil {
-		os.Remove(tmp.Name())
-	}
+	_ = atomicfile.Write(c.path, data) // a cache that cannot be written is no cache
 }
 
 // hashFields hashes fields so that no two lists of fields share a hash.

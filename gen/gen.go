@@ -197,12 +197,13 @@ func resolve(ctx context.Context, opts Options, forWrite bool) (*Result, *checkC
 	// what closes an import cycle through a connector that imports the
 	// output package, and kvgen could never write a file without it.
 	overlay := out.overlay(res.abs)
-	// A failure that stops the run comes with the manifest's problems.
+	// A failure that stops the run comes with the problems found so far:
+	// the manifest's and the output file's.
 	stop := func(err error) error {
-		if merr == nil {
-			return err
+		if found := errs.Err(); found != nil {
+			return errors.Join(found, err)
 		}
-		return errors.Join(merr, err)
+		return err
 	}
 	listed, err := load(ctx, lc, overlay, paths)
 	// Usually go.mod already links what the manifest names, and this
@@ -242,13 +243,14 @@ func resolve(ctx context.Context, opts Options, forWrite bool) (*Result, *checkC
 			return nil, nil, err
 		}
 		if res.Modules, err = plan.Link(ctx, scratch, opts.Env); err != nil {
-			return nil, nil, err
+			return nil, nil, stop(err)
 		}
 		// Load again with the linked go.mod as go build will use it:
 		// read only, so that a go.mod still lacking something fails
 		// here.
 		lc.modFile, lc.goMod = res.Modules.ModFile, res.Modules.ModFile
 		listed, err = load(ctx, lc, overlay, paths)
+		res.Modules.ModFile = "" // the scratch go.mod goes with this run
 	}
 	if err != nil {
 		return nil, nil, stop(err)

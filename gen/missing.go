@@ -1,6 +1,7 @@
 package gen
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,7 +9,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"strings"
@@ -16,6 +16,7 @@ import (
 	"golang.org/x/mod/modfile"
 
 	"github.com/kvgen/kvgen/gen/gomod"
+	"github.com/kvgen/kvgen/internal/gocmd"
 	"github.com/kvgen/kvgen/internal/suggest"
 )
 
@@ -74,14 +75,15 @@ func moduleDirs(ctx context.Context, lc loadConfig, mods map[string][]*loadedPac
 	for m := range mods {
 		args = append(args, m)
 	}
-	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd := gocmd.Command(ctx, args...)
 	cmd.Dir, cmd.Env = lc.dir, lc.env()
-	out, err := cmd.Output()
+	var out bytes.Buffer
+	cmd.Stdout = &out
 	dirs := map[string]string{}
-	if err != nil {
+	if err := cmd.Run(); err != nil {
 		return dirs
 	}
-	dec := json.NewDecoder(strings.NewReader(string(out)))
+	dec := json.NewDecoder(&out)
 	for {
 		var m struct{ Path, Dir string }
 		if err := dec.Decode(&m); err != nil {

@@ -80,8 +80,8 @@ func splitTags(s string) []string {
 }
 
 // cacheDir is where kvgen keeps what it found checking constructors:
-// $KVGENCACHE if it names an absolute directory, none if it is "off", else
-// kvgen/ in the user's cache directory (the go command's GOCACHE rule).
+// $KVGENCACHE, an absolute directory (run refuses a relative one), none if
+// it is "off", else kvgen/ in the user's cache directory.
 func cacheDir() string {
 	switch v := os.Getenv("KVGENCACHE"); {
 	case v == "off":

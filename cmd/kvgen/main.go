@@ -40,6 +40,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"syscall"
 
@@ -239,6 +240,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if c, ok := lookup(name); ok {
+		// As the go command does with GOCACHE: a relative cache
+		// directory would depend on where kvgen runs.
+		if v := os.Getenv("KVGENCACHE"); v != "" && v != "off" && !filepath.IsAbs(v) {
+			e.errorf("KVGENCACHE=%q is not an absolute path; set it to an absolute directory, or to off", v)
+			return exitUsage
+		}
 		code := c.run(ctx, e, args)
 		if e.asJSON {
 			e.printJSON()

@@ -65,6 +65,8 @@ func Errorf(pos token.Position, format string, args ...any) *Error {
 	return e
 }
 
+// Error prints the error as the compiler does: file:line:col: message,
+// with the related positions in the message's words.
 func (e *Error) Error() string {
 	if !e.Pos.IsValid() && e.Pos.Filename == "" {
 		return e.Msg

@@ -131,6 +131,7 @@ func (l Lack) String() string {
 
 // Plan is how a manifest's entries meet the main module's go.mod.
 type Plan struct {
+	// Main is the main module the plan is for.
 	Main *Main
 	// Modules maps an entry's index to its module path, where known.
 	Modules map[int]string
@@ -262,9 +263,11 @@ func NewPlan(m *manifest.Manifest, main *Main, manifestDir string) (*Plan, error
 // LacksError is a go.mod that does not satisfy the manifest: one
 // positioned error for each entry it lacks.
 type LacksError struct {
+	// List holds one error for each entry go.mod lacks, at its position.
 	List diag.List
 }
 
+// Error lists what go.mod lacks, one entry a line.
 func (e *LacksError) Error() string { return e.List.Error() }
 
 // Unwrap returns the positioned errors.
@@ -371,7 +374,8 @@ type Update struct {
 	GoMod, GoSum []byte
 	// ModFile is the scratch go.mod that holds GoMod, for the go
 	// command's -modfile, with its go.sum beside it; it lasts as long as
-	// the directory given to Link.
+	// the directory given to Link, and gen's results, whose scratch
+	// directory is gone when they are returned, leave it empty.
 	ModFile string
 	// Changes say what changed, one line each.
 	Changes []string

@@ -4,6 +4,7 @@ package atomicfile
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -17,8 +18,13 @@ import (
 // temporary files that an earlier Write of path, killed before its
 // rename, left behind are removed first.
 func Write(path string, data []byte) (err error) {
-	// Write through a symbolic link, not over it.
-	if resolved, err := filepath.EvalSymlinks(path); err == nil {
+	// Write through a symbolic link, not over it; a link that leads
+	// nowhere is not replaced by a file either.
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		resolved, err := filepath.EvalSymlinks(path)
+		if err != nil {
+			return fmt.Errorf("%s is a symbolic link that cannot be followed: %w", path, err)
+		}
 		path = resolved
 	}
 	if err := RemoveStaleTemps(path); err != nil {

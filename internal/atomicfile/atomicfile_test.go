@@ -47,3 +47,19 @@ func TestWriteKeepsPermissionsAndLinks(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
 }
+
+// A link that leads nowhere is neither replaced by a file nor followed
+// into a file made where it points.
+func TestWriteRefusesADanglingLink(t *testing.T) {
+	dir := t.TempDir()
+	link := filepath.Join(dir, "go.sum")
+	require.NoError(t, os.Symlink(filepath.Join(dir, "missing", "go.sum"), link))
+	err := Write(link, []byte("data\n"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "symbolic link that cannot be followed")
+	fi, err := os.Lstat(link)
+	require.NoError(t, err)
+	assert.NotZero(t, fi.Mode()&os.ModeSymlink, "the link is still a link")
+	_, err = os.Stat(filepath.Join(dir, "missing"))
+	assert.True(t, os.IsNotExist(err))
+}

@@ -74,9 +74,14 @@ func WithoutWorkspace(env []string) []string {
 }
 
 // TempDir makes a temporary directory for the go commands of one kvgen run,
-// under the GOTMPDIR of env when that is set, as the go command would.
+// under the GOTMPDIR of env when that is set, as the go command would,
+// else under its TMPDIR, else the system's temporary directory.
 func TempDir(env []string) (string, error) {
-	return os.MkdirTemp(Lookup(env, "GOTMPDIR"), "kvgen-")
+	dir := Lookup(env, "GOTMPDIR")
+	if dir == "" {
+		dir = Lookup(env, "TMPDIR")
+	}
+	return os.MkdirTemp(dir, "kvgen-")
 }
 
 // Lookup returns the value of key in env, the last one as os/exec takes it.

@@ -12,8 +12,9 @@ import (
 // Cluster is a Redis Cluster of six redis-server processes on loopback:
 // three masters with a replica each, made by redis-cli --cluster create.
 type Cluster struct {
-	t     testing.TB
-	cli   string
+	t   testing.TB
+	cli string
+	// Nodes are the six servers, in the order they were started.
 	Nodes []*Server
 }
 
@@ -69,8 +70,12 @@ func (c *Cluster) CLI(n *Server, args ...string) (string, error) {
 
 // Node is one line of CLUSTER NODES.
 type Node struct {
-	ID     string
-	Addr   string // host:port
+	// ID is the node's cluster id.
+	ID string
+	// Addr is where it listens, host:port.
+	Addr string
+	// Master reports whether it serves slots; Failed whether the
+	// cluster marks it failed.
 	Master bool
 	Failed bool
 }
