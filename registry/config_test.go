@@ -293,7 +293,7 @@ func TestDecodeExtraErrors(t *testing.T) {
 		},
 		{
 			name:  "every bad value at once",
-			extra: map[string]any{"ttl": "soon", "capacity": "big", "dir": "/tmp/kv"},
+			extra: map[string]any{"ttl": "soon", "capacity": "big", "dir": "kv"},
 			want: "kv_connector_extra_config: capacity: got JSON string, want an integer\n" +
 				`kv_connector_extra_config: ttl: duration "soon": want a Go duration such as "500ms" or "2s", or a number of seconds`,
 		},

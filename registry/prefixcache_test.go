@@ -73,13 +73,18 @@ func TestPrefixCacheConcurrent(t *testing.T) {
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Go(func() {
+			// assert, not require: FailNow must not run off the test's
+			// goroutine.
 			tokens := []uint32{uint32(g), 1, 2, 3, 4, 5, 6, 7}
 			want, err := p.Hash(tokens, 8)
-			require.NoError(t, err)
+			if !assert.NoError(t, err) {
+				return
+			}
 			for range 100 {
 				got, err := c.Hash(tokens, 8)
-				require.NoError(t, err)
-				require.Equal(t, want, got)
+				if !assert.NoError(t, err) || !assert.Equal(t, want, got) {
+					return
+				}
 			}
 		})
 	}

@@ -27,7 +27,8 @@ func (h BlockHash) String() string { return hex.EncodeToString(h[:]) }
 
 // Prefixes names the block-aligned prefixes of prompts for one model and
 // block size: the keys connectors store KV under. A prefix's hash covers the
-// model, so two models never share a key, even in one shared store. Get one
+// model, so two named models never share a key, even in one shared store;
+// an empty model name is one unnamed model. Get one
 // from [Config.Prefixes] when the connector is created.
 type Prefixes struct {
 	blockSize int

@@ -79,6 +79,8 @@ type ModulePathError struct {
 	ModulePath string
 }
 
+// Error explains that Go links connectors at build time and shows the
+// manifest entry that would link this one.
 func (e *ModulePathError) Error() string {
 	name := e.Connector
 	if name == "" {

@@ -12,10 +12,14 @@
 //   - stale_temp_seconds: how old a temporary file must be before a worker
 //     removes it as left by a writer that died; 600 (ten minutes) by
 //     default.
+//   - max_layer_bytes: the largest layer it saves or loads; a larger file
+//     is a miss, refused before anything is allocated for it. 2 GiB by
+//     default.
 //
 // KV is keyed by the model (Config.Model) as well as the prompt, so engines
 // of several models can share one directory without ever seeing each
-// other's KV.
+// other's KV, as long as each names its model: engines that leave Model
+// empty share one unnamed model's keys.
 //
 // Each saved prefix of a prompt gets a directory named by its chained block
 // hash, which covers the model, and each layer a file in it named by the
@@ -97,6 +101,11 @@ type Options struct {
 	// StaleTempSeconds is the age after which a temporary file is taken
 	// for one a dead writer left.
 	StaleTempSeconds int `json:"stale_temp_seconds"`
+	// MaxLayerBytes bounds one layer's KV: larger saves are errors, and a
+	// larger file is a miss, refused before anything is allocated for it
+	// (the storage directory may be shared, and its files are not
+	// trusted).
+	MaxLayerBytes int64 `json:"max_layer_bytes"`
 }
 
 // Durability settings.
@@ -108,6 +117,11 @@ const (
 
 // DefaultStaleTempSeconds is the default of stale_temp_seconds.
 const DefaultStaleTempSeconds = 600
+
+// DefaultMaxLayerBytes is the default of max_layer_bytes: 2 GiB, four times
+// a layer of 128k tokens of a model with 8 KV heads of 128 dimensions in
+// 16 bits.
+const DefaultMaxLayerBytes = 2 << 30
 
 // Connector stores KV in files. It serves both roles: it implements
 // [registry.Scheduler] and [registry.Worker], and
@@ -124,6 +138,7 @@ type Connector struct {
 	prefixes   registry.Prefixes     // keys of this model's prompts
 	hashes     *registry.PrefixCache // prefixes, remembering a request's
 	durability string
+	maxLayer   int64 // max_layer_bytes
 	closed     atomic.Bool
 	closeOnce  sync.Once
 	stop       chan struct{} // closed by Close
@@ -153,7 +168,7 @@ func New(ctx context.Context, cfg registry.Config, role registry.Role) (*Connect
 	if err != nil {
 		return nil, err
 	}
-	opts := Options{Durability: DurabilityFile, StaleTempSeconds: DefaultStaleTempSeconds}
+	opts := Options{Durability: DurabilityFile, StaleTempSeconds: DefaultStaleTempSeconds, MaxLayerBytes: DefaultMaxLayerBytes}
 	if err := registry.DecodeExtra(cfg.Extra, &opts); err != nil {
 		return nil, err
 	}
@@ -168,6 +183,9 @@ func New(ctx context.Context, cfg registry.Config, role registry.Role) (*Connect
 	if opts.StaleTempSeconds <= 0 {
 		return nil, fmt.Errorf("kv_connector_extra_config: stale_temp_seconds %d: want a positive number of seconds", opts.StaleTempSeconds)
 	}
+	if opts.MaxLayerBytes <= 0 {
+		return nil, fmt.Errorf("kv_connector_extra_config: max_layer_bytes %d: want a positive number of bytes", opts.MaxLayerBytes)
+	}
 	if err := os.MkdirAll(opts.SharedStoragePath, 0o755); err != nil {
 		return nil, fmt.Errorf("shared_storage_path: %w", err)
 	}
@@ -175,7 +193,7 @@ func New(ctx context.Context, cfg registry.Config, role registry.Role) (*Connect
 	if err != nil {
 		return nil, fmt.Errorf("shared_storage_path: %w", err)
 	}
-	c := &Connector{Logger: cfg.Logger(), dir: opts.SharedStoragePath, root: root, cfg: cfg, prefixes: prefixes, hashes: prefixes.Cache(), durability: opts.Durability, stop: make(chan struct{})}
+	c := &Connector{Logger: cfg.Logger(), dir: opts.SharedStoragePath, root: root, cfg: cfg, prefixes: prefixes, hashes: prefixes.Cache(), durability: opts.Durability, maxLayer: opts.MaxLayerBytes, stop: make(chan struct{})}
 	if role == registry.RoleWorker {
 		c.swept = make(chan struct{})
 		go c.sweepStale(time.Duration(opts.StaleTempSeconds) * time.Second)
@@ -253,6 +271,9 @@ func (c *Connector) SaveLayer(ctx context.Context, req *registry.Request, layer 
 	}
 	if layer == "" {
 		return errors.New("save: empty layer name")
+	}
+	if int64(len(kv)) > c.maxLayer {
+		return fmt.Errorf("save layer %q: %d bytes of KV, more than max_layer_bytes (%d)", layer, len(kv), c.maxLayer)
 	}
 	h, err := c.hashes.Hash(req.PromptTokens, numTokens)
 	if err != nil {
@@ -333,6 +354,9 @@ func (c *Connector) readFile(h registry.BlockHash, layer, name string, dst []byt
 	sum, err := checkHeader(hdr[:], fi.Size(), h, layer)
 	if err != nil {
 		return dst, err
+	}
+	if size := fi.Size() - headerLen; size > c.maxLayer {
+		return dst, fmt.Errorf("%d bytes of KV, more than max_layer_bytes (%d)", size, c.maxLayer)
 	}
 	n := int(fi.Size() - headerLen)
 	out := slices.Grow(dst, n)[:len(dst)+n]

@@ -94,6 +94,36 @@ func TestOldFormatIsAMiss(t *testing.T) {
 	assert.Equal(t, []string{path}, rec.warnings())
 }
 
+// A file whose header claims a huge layer, with the file as large (sparse),
+// is a miss refused before anything is allocated for it: an engine that
+// loads from a shared directory cannot be made to run out of memory.
+func TestHugeLayerFileIsAMiss(t *testing.T) {
+	ctx := t.Context()
+	c, rec, path := savedLayer(t)
+	const huge = 1 << 40
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	require.NoError(t, err)
+	var n [8]byte
+	binary.LittleEndian.PutUint64(n[:], huge)
+	_, err = f.WriteAt(n[:], 12)
+	require.NoError(t, err)
+	require.NoError(t, f.Truncate(headerLen+huge))
+	require.NoError(t, f.Close())
+
+	_, err = c.LoadLayer(ctx, req, layers[0], bs)
+	require.ErrorIs(t, err, registry.ErrMiss)
+	assert.ErrorContains(t, err, "more than max_layer_bytes")
+	assert.Equal(t, []string{path}, rec.warnings())
+
+	big := make([]byte, 1<<10)
+	small, err := New(ctx, registry.Config{BlockSize: bs, Extra: map[string]any{
+		"shared_storage_path": t.TempDir(), "max_layer_bytes": len(big) - 1,
+	}}, registry.RoleWorker)
+	require.NoError(t, err)
+	defer small.Close()
+	assert.ErrorContains(t, small.SaveLayer(ctx, req, layers[0], bs, big), "more than max_layer_bytes")
+}
+
 // A worker removes its own temporary files once they are older than the
 // grace period, and nothing else.
 func TestStaleTemporaryFilesSwept(t *testing.T) {

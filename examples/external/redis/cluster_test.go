@@ -161,7 +161,9 @@ func TestClusterFailover(t *testing.T) {
 			recovered = time.Since(killed)
 			break
 		}
-		require.Less(t, time.Since(killed), time.Minute, "loads still fail a minute after the kill: %v", &during)
+		// A guard against a takeover that never comes, not a measure of
+		// its speed (logged below): far beyond the node timeout.
+		require.Less(t, time.Since(killed), 2*time.Minute, "loads still fail two minutes after the kill: %v", &during)
 		time.Sleep(50 * time.Millisecond)
 	}
 	close(stop)

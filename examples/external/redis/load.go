@@ -79,15 +79,17 @@ func (c *connector) takeAhead(ctx context.Context, k aheadKey, layer string) (re
 	}
 	rd := &c.reader
 	rd.mu.Lock()
+	// Every load drops what was read ahead too long ago, for requests
+	// that were never reported finished.
+	now := time.Now()
+	for ok, o := range rd.ahead {
+		if now.Sub(o.born) > readAheadTTL {
+			delete(rd.ahead, ok)
+		}
+	}
 	ra := rd.ahead[k]
 	fetch := ra == nil
 	if fetch {
-		now := time.Now()
-		for ok, o := range rd.ahead {
-			if now.Sub(o.born) > readAheadTTL {
-				delete(rd.ahead, ok)
-			}
-		}
 		ra = &readAhead{born: now, done: make(chan struct{})}
 		if rd.ahead == nil {
 			rd.ahead = make(map[aheadKey]*readAhead)

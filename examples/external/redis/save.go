@@ -161,7 +161,7 @@ func (c *connector) SaveLayer(ctx context.Context, req *registry.Request, layer 
 	}
 	b := l.open
 	b.saves = append(b.saves, pendingSave{prefix: h, layer: layer, value: value})
-	b.bytes += len(value)
+	b.bytes += cap(value) // what the batch holds in memory, reused buffers included
 	if b.bytes < flushBytes {
 		s.mu.Unlock()
 		return nil
@@ -177,6 +177,8 @@ func (c *connector) SaveLayer(ctx context.Context, req *registry.Request, layer 
 		case <-oldest.done:
 		case <-ctx.Done():
 			return fmt.Errorf("%s: save layer %q of %d tokens of request %q: waiting for earlier writes: %w", c.where, layer, numTokens, req.ID, ctx.Err())
+		case <-s.exited: // the save raced with Close: no writer is left to wait for
+			return fmt.Errorf("%s: save layer %q of %d tokens of request %q: %w", c.where, layer, numTokens, req.ID, goredis.ErrClosed)
 		}
 	}
 	return nil

@@ -29,7 +29,9 @@ const (
 
 // Size is a layer size to benchmark.
 type Size struct {
-	Name  string
+	// Name labels the size in benchmark names, e.g. "1MiB".
+	Name string
+	// Bytes is a layer's size.
 	Bytes int
 }
 
@@ -74,6 +76,7 @@ func Payload(size int) []byte {
 // drop the work that produced it.
 var Sink struct {
 	sync.Mutex
+	// Bytes adds up the bytes of every layer used.
 	Bytes int
 }
 
@@ -117,6 +120,7 @@ func Cases() []Case {
 
 // Side is one way of doing the workload: the floor, or a connector.
 type Side struct {
+	// Name labels the side in reported metrics.
 	Name string
 	// Start prepares a round, outside the timing. It returns what request
 	// i of the round does, and what ends the round (also untimed).
