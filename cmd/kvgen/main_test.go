@@ -36,11 +36,15 @@ func TestScripts(t *testing.T) {
 	proxy := goproxytest.NewTestServer(t, "testdata/mod", "")
 	published := goproxytest.NewTestServer(t, publish(t, root), "")
 	warmBuildCache(t, root, goEnv)
+	// The scripts share one check cache of their own: HOME is /no-home in
+	// a script, and the user's cache directory is not the tests' to write.
+	checkCache := t.TempDir()
 	testscript.Run(t, testscript.Params{
 		Dir:           "testdata/script",
 		UpdateScripts: *update,
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("ROOT", root)
+			env.Setenv("KVGENCACHE", checkCache)
 			for k, v := range goEnv {
 				env.Setenv(k, v)
 			}

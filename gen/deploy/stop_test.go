@@ -92,7 +92,7 @@ func runAndStop(t *testing.T, dir, hold, tool, mark string, sig syscall.Signal, 
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(),
-		"TMPDIR="+tmp, "GOTMPDIR=",
+		"TMPDIR="+tmp, "GOTMPDIR=", "KVGENCACHE=off",
 		"GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -buildvcs=false -toolexec="+hold),
 		"HOLD_TOOL="+tool, "HOLD_MARK="+mark, "HOLD_PIDS="+pids)
 	cmd.WaitDelay = 5 * time.Second
