@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/kvgen/kvgen/internal/atomicfile"
+	"github.com/kvgen/kvgen/internal/readfile"
 	"github.com/kvgen/kvgen/registry"
 )
 
@@ -75,7 +76,7 @@ func openCache(dir, manifestAbs, output string) *checkCache {
 	}
 	sum := sha256.Sum256([]byte(cacheFormat + "\x00" + manifestAbs + "\x00" + output))
 	c.path = filepath.Join(dir, "check", hex.EncodeToString(sum[:16])+".json")
-	if data, err := os.ReadFile(c.path); err == nil {
+	if data, err := readfile.Read(c.path, readfile.Max); err == nil {
 		if json.Unmarshal(data, &c.data) != nil {
 			c.data = cacheFile{}
 		}

@@ -37,12 +37,16 @@ func New(ctx context.Context, cfg registry.Config, role registry.Role) (registry
 	}
 	moduletest.WriteFiles(t, dir, files)
 	goCmd(t, dir, "mod", "edit", "-require=example.com/conn@v0.0.0-00010101000000-000000000000", "-replace=example.com/conn=./conn")
-	// -mod=mod lets the go command try to download, as kvgen build does;
-	// GOPROXY=off makes that fail the same way on any machine.
+	// With go.sum naming the dependency, the go command tries to
+	// download it; GOPROXY=off makes that fail the same way on any
+	// machine.
+	sum, err := os.ReadFile("go.sum")
+	require.NoError(t, err)
+	sum = append(sum, "example.com/missing v1.0.0 h1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\nexample.com/missing v1.0.0/go.mod h1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n"...)
+	require.NoError(t, os.WriteFile("go.sum", sum, 0o644))
 	t.Setenv("GOPROXY", "off")
-	t.Setenv("GOFLAGS", "-mod=mod")
 
-	_, err := gen.Generate(context.Background(), gen.Options{WorkDir: cwd(t), Env: os.Environ(), Manifest: "connectors.yaml"})
+	_, err = gen.Generate(context.Background(), gen.Options{WorkDir: cwd(t), Env: os.Environ(), Manifest: "connectors.yaml"})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `connectors.yaml:6:13: connector "conn": package example.com/conn: package example.com/conn does not build: `)
 	assert.Contains(t, err.Error(), "example.com/missing: conn/conn.go:6:2: module lookup disabled by GOPROXY=off")

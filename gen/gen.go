@@ -22,6 +22,7 @@ import (
 	"github.com/kvgen/kvgen/gen/gomod"
 	"github.com/kvgen/kvgen/gen/manifest"
 	"github.com/kvgen/kvgen/internal/gocmd"
+	"github.com/kvgen/kvgen/internal/readfile"
 )
 
 // Options says what to generate. gen reads no state of the process it runs
@@ -102,7 +103,7 @@ func Generate(ctx context.Context, opts Options) (*Result, error) {
 	key := renderKey(cache.salt, res.Manifest.File, res.Package, res.Entries, res.declared)
 	// An existing file that is what these inputs rendered last time is
 	// what they render now: kvgen check on an unchanged tree stops here.
-	if old, err := os.ReadFile(res.abs); err == nil && cache.rendered(key, old) {
+	if old, err := readfile.Read(res.abs, readfile.Max); err == nil && cache.rendered(key, old) {
 		res.Content = old
 		return res, nil
 	}
@@ -137,6 +138,13 @@ func resolve(ctx context.Context, opts Options, forWrite bool) (*Result, *checkC
 	if opts.Env == nil {
 		return nil, nil, errors.New("gen: Options.Env is nil; give the go commands an environment, such as os.Environ()")
 	}
+	// Whatever GOFLAGS says, loading never writes go.mod or go.sum: the
+	// go.mod that generate links is written by Update.Write alone.
+	env, err := gocmd.ReadOnlyModules(ctx, opts.WorkDir, opts.Env)
+	if err != nil {
+		return nil, nil, err
+	}
+	opts.Env = env
 	abs := func(p string) string {
 		if filepath.IsAbs(p) {
 			return filepath.Clean(p)
@@ -238,9 +246,9 @@ func resolve(ctx context.Context, opts Options, forWrite bool) (*Result, *checkC
 		if opts.ReadOnlyModules {
 			return nil, nil, stop(plan.Err())
 		}
-		scratch, err := os.MkdirTemp(lc.tmp, "mod-")
-		if err != nil {
-			return nil, nil, err
+		scratch, merr := os.MkdirTemp(lc.tmp, "mod-")
+		if merr != nil {
+			return nil, nil, merr
 		}
 		if res.Modules, err = plan.Link(ctx, scratch, opts.Env); err != nil {
 			return nil, nil, stop(err)
@@ -344,7 +352,7 @@ func (r *Result) Docs() {
 // Stale reports whether the file at r.Path differs from r.Content, and
 // returns a unified diff of the difference.
 func (r *Result) Stale() (bool, []byte, error) {
-	old, err := os.ReadFile(r.abs)
+	old, err := readfile.Read(r.abs, readfile.Max)
 	if errors.Is(err, os.ErrNotExist) {
 		return true, nil, nil
 	}

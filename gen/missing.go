@@ -17,6 +17,7 @@ import (
 
 	"github.com/kvgen/kvgen/gen/gomod"
 	"github.com/kvgen/kvgen/internal/gocmd"
+	"github.com/kvgen/kvgen/internal/readfile"
 	"github.com/kvgen/kvgen/internal/suggest"
 )
 
@@ -32,7 +33,7 @@ var errNoModule = errors.New("no module in go.mod provides it; give the entry ve
 func explainMissing(ctx context.Context, lc loadConfig, missing []*loadedPackage) {
 	var mainPath string
 	var mods []string
-	if data, err := os.ReadFile(lc.goMod); err == nil {
+	if data, err := readfile.Read(lc.goMod, readfile.Max); err == nil {
 		if f, err := modfile.ParseLax(lc.goMod, data, nil); err == nil && f.Module != nil {
 			mainPath = f.Module.Mod.Path
 			mods = append(mods, mainPath)

@@ -7,6 +7,7 @@ import (
 	"go/build"
 	"go/parser"
 	"go/token"
+	"io"
 	"os"
 	"path"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/kvgen/kvgen/gen/manifest"
 	"github.com/kvgen/kvgen/internal/gocmd"
+	"github.com/kvgen/kvgen/internal/readfile"
 )
 
 // outputPackage is the package the registry file is generated into.
@@ -76,6 +78,8 @@ func buildContext(env, tags []string) build.Context {
 	if v := gocmd.Lookup(env, "CGO_ENABLED"); v != "" {
 		bctx.CgoEnabled = v == "1"
 	}
+	// A FIFO or a device named like a Go file is passed over, not read.
+	bctx.OpenFile = func(path string) (io.ReadCloser, error) { return readfile.Open(path) }
 	return bctx
 }
 
@@ -103,7 +107,11 @@ func readPackage(dir, shownDir, skip string, bctx build.Context, declared map[st
 		if ok, err := bctx.MatchFile(dir, n); err != nil || !ok {
 			continue
 		}
-		f, err := parser.ParseFile(fset, filepath.Join(dir, n), nil, parser.SkipObjectResolution)
+		src, err := readfile.Read(filepath.Join(dir, n), readfile.Max)
+		if err != nil {
+			continue
+		}
+		f, err := parser.ParseFile(fset, filepath.Join(dir, n), src, parser.SkipObjectResolution)
 		if err != nil {
 			continue // the compiler will say what is wrong with it
 		}
@@ -151,7 +159,7 @@ func importPath(dir string) string {
 	if root == "" {
 		return ""
 	}
-	data, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	data, err := readfile.Read(filepath.Join(root, "go.mod"), readfile.Max)
 	if err != nil {
 		return ""
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/kvgen/kvgen/gen"
 	"github.com/kvgen/kvgen/gen/gomod"
 	"github.com/kvgen/kvgen/gen/manifest"
-	"github.com/kvgen/kvgen/internal/atomicfile"
 )
 
 // genFlags are the flags generate, check and list share.
@@ -118,35 +117,45 @@ func runGenerate(ctx context.Context, e *env, args []string) int {
 		e.errorf("-mod=%s: want mod or readonly", *mod)
 		return exitUsage
 	}
-	res, err := gen.Generate(ctx, opts)
-	if err != nil {
-		g.report(e, err)
-		return exitError
+	for attempt := 1; ; attempt++ {
+		res, err := gen.Generate(ctx, opts)
+		if err != nil {
+			g.report(e, err)
+			return exitError
+		}
+		err = writeModules(ctx, e, res.Modules)
+		if errors.Is(err, gomod.ErrChanged) {
+			if attempt < maxLinkAttempts {
+				continue // link again what go.mod now lacks
+			}
+			err = fmt.Errorf("%w, %d times in a row; nothing was written: run kvgen again once the other runs are done", err, attempt)
+		}
+		if err != nil {
+			e.report(err)
+			return exitError
+		}
+		if _, err := res.Write(); err != nil {
+			e.report(err)
+			return exitError
+		}
+		return exitOK
 	}
-	if err := writeModules(e, res.Modules); err != nil {
-		e.report(err)
-		return exitError
-	}
-	if _, err := res.Write(); err != nil {
-		e.report(err)
-		return exitError
-	}
-	return exitOK
 }
 
-// writeModules writes the linked go.mod and go.sum, each atomically, and
-// says what changed. go.sum goes first: should writing go.mod then fail,
-// go.sum only holds checksums nothing uses yet.
-func writeModules(e *env, u *gomod.Update) error {
+// maxLinkAttempts bounds how often generate links the manifest's modules
+// again because another process changed go.mod in the meantime: each try
+// after the first starts from that process's go.mod, so two runs at once
+// need two tries at most, and only a stream of edits exhausts them.
+const maxLinkAttempts = 10
+
+// writeModules writes the linked go.mod and go.sum, and says what changed.
+// It writes nothing, and returns gomod.ErrChanged, when another process
+// changed either since they were read.
+func writeModules(ctx context.Context, e *env, u *gomod.Update) error {
 	if u == nil {
 		return nil
 	}
-	if u.GoSum != nil {
-		if err := atomicfile.Write(u.GoSumPath, u.GoSum); err != nil {
-			return err
-		}
-	}
-	if err := atomicfile.Write(u.GoModPath, u.GoMod); err != nil {
+	if err := u.Write(ctx); err != nil {
 		return err
 	}
 	for _, c := range u.Changes {

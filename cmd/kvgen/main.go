@@ -63,19 +63,29 @@ type stoppedError struct{ sig os.Signal }
 
 func (e *stoppedError) Error() string { return "stopped by " + e.sig.String() }
 
-// stopOnSignal returns a context that ends when kvgen gets SIGINT or
-// SIGTERM, with a *stoppedError as its cause. The commands then stop the go
-// commands they started, remove their temporary files and exit non-zero. A
-// second signal ends kvgen at once.
+// stopSignals are the signals that stop kvgen the clean way: an
+// interrupt, a termination, a closed terminal (SIGHUP), and a closed pipe
+// on its output (SIGPIPE), each of which would otherwise end kvgen at once
+// and leave the go commands it started running, and its temporary
+// directories behind.
+var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE}
+
+// stopOnSignal returns a context that ends when kvgen gets one of
+// stopSignals, with a *stoppedError as its cause. The commands then stop
+// the go commands they started, remove their temporary files and exit
+// non-zero. A second signal ends kvgen at once.
 func stopOnSignal(parent context.Context) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(parent)
 	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(sigs, stopSignals...)
 	go func() {
 		select {
 		case sig := <-sigs:
 			cancel(&stoppedError{sig})
 			signal.Stop(sigs)
+			// A closed pipe is not a second signal: kvgen goes on
+			// stopping, and what it still writes is lost.
+			signal.Ignore(syscall.SIGPIPE)
 		case <-ctx.Done():
 		}
 	}()

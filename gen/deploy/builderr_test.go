@@ -29,7 +29,7 @@ connectors:
     replace: nomod
 `,
 			dirs: []string{"nomod"},
-			want: `:6:14: connector "redis": replace nomod: no go.mod there`,
+			want: `:6:14: connector "redis": replace "nomod": no go.mod in `,
 		},
 		{
 			name: "import of a package that does not exist",

@@ -60,8 +60,14 @@ func Build(ctx context.Context, opts Options) error {
 	if !filepath.IsAbs(opts.WorkDir) {
 		return fmt.Errorf("deploy: Options.WorkDir must be an absolute directory, got %q", opts.WorkDir)
 	}
+	// A deployment build never changes go.mod or go.sum, whatever GOFLAGS
+	// says: what it links goes into a temporary copy.
+	env, err := gocmd.ReadOnlyModules(ctx, opts.WorkDir, opts.Env)
+	if err != nil {
+		return err
+	}
+	opts.Env = env
 	b := &builder{opts: opts}
-	var err error
 	if b.tmp, err = gocmd.TempDir(opts.Env); err != nil {
 		return err
 	}

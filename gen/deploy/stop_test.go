@@ -52,7 +52,9 @@ func TestStop(t *testing.T) {
 	hold := filepath.Join(t.TempDir(), "hold")
 	require.NoError(t, os.WriteFile(hold, []byte(holdTool), 0o755))
 
-	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+	// SIGHUP is what a closed terminal sends.
+	signals := []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP}
+	for _, sig := range signals {
 		t.Run("build/"+sig.String(), func(t *testing.T) {
 			bin := filepath.Join(t.TempDir(), "kvserver")
 			before := snapshotRepo(t, root)
@@ -65,7 +67,7 @@ func TestStop(t *testing.T) {
 		})
 	}
 
-	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+	for _, sig := range signals {
 		t.Run("generate/"+sig.String(), func(t *testing.T) {
 			dir := stopModule(t, root)
 			// A package no build has compiled before: go list -export
@@ -78,6 +80,54 @@ func TestStop(t *testing.T) {
 			assert.Len(t, ents, 1, "nothing but main.go in srv")
 		})
 	}
+
+	// Stopped while it loads the connectors a second time, with the go.mod
+	// it linked: that stop once ended in a panic.
+	for _, sig := range signals {
+		t.Run("generate-linking/"+sig.String(), func(t *testing.T) {
+			dir := stopLinkModule(t, root)
+			gomod, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+			require.NoError(t, err)
+			stopped := runAndStop(t, dir, hold, "/compile", "example.com/stoplink", sig, kvgen)
+			assert.NotContains(t, stopped.stderr, "panic")
+			assert.NoFileExists(t, filepath.Join(dir, "srv", "connectors_gen.go"))
+			after, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+			require.NoError(t, err)
+			assert.Equal(t, string(gomod), string(after), "go.mod changed")
+		})
+	}
+}
+
+// stopLinkModule is stopModule with the connector in a module of its own
+// beside it, which the manifest names with replace: and go.mod lacks.
+func stopLinkModule(t *testing.T, root string) string {
+	t.Helper()
+	dir := moduletest.New(t, root, "example.com/stop", map[string]string{
+		"connectors.yaml": "version: 1\noutput: srv/connectors_gen.go\nconnectors:\n  - name: conn\n    import: example.com/stoplink\n    constructor: New\n    replace: ../stoplink\n",
+		"srv/main.go":     "package main\n\nfunc main() { _ = Registry }\n",
+	})
+	conn := moduletest.New(t, root, "example.com/stoplink", map[string]string{"conn.go": freshConnector(t, "stoplink")})
+	require.NoError(t, os.Rename(conn, filepath.Join(filepath.Dir(dir), "stoplink")))
+	return dir
+}
+
+// freshConnector is the source of a connector package that no build has
+// compiled before.
+func freshConnector(t *testing.T, pkg string) string {
+	return "package " + pkg + `
+
+import (
+	"context"
+
+	"github.com/kvgen/kvgen/registry"
+)
+
+const built = ` + strconv.Quote(t.Name()+time.Now().String()) + `
+
+func New(ctx context.Context, cfg registry.Config, role registry.Role) (registry.Connector, error) {
+	return nil, nil
+}
+`
 }
 
 // runAndStop runs a command in dir with the go command's tools passed
@@ -173,20 +223,7 @@ func stopModule(t *testing.T, root string) string {
 	return moduletest.New(t, root, "example.com/stop", map[string]string{
 		"connectors.yaml": "version: 1\noutput: srv/connectors_gen.go\nconnectors:\n  - name: conn\n    import: example.com/stop/conn\n    constructor: New\n",
 		// A fresh constant: this package is in no build cache.
-		"conn/conn.go": `package conn
-
-import (
-	"context"
-
-	"github.com/kvgen/kvgen/registry"
-)
-
-const built = ` + strconv.Quote(t.Name()+time.Now().String()) + `
-
-func New(ctx context.Context, cfg registry.Config, role registry.Role) (registry.Connector, error) {
-	return nil, nil
-}
-`,
-		"srv/main.go": "package main\n\nfunc main() { _ = Registry }\n",
+		"conn/conn.go": freshConnector(t, "conn"),
+		"srv/main.go":  "package main\n\nfunc main() { _ = Registry }\n",
 	})
 }

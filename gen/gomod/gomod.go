@@ -14,18 +14,22 @@ import (
 	"errors"
 	"fmt"
 	"go/token"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 
+	"github.com/rogpeppe/go-internal/lockedfile"
 	"golang.org/x/mod/modfile"
 	"golang.org/x/mod/module"
 	"golang.org/x/mod/semver"
 
 	"github.com/kvgen/kvgen/gen/diag"
 	"github.com/kvgen/kvgen/gen/manifest"
+	"github.com/kvgen/kvgen/internal/atomicfile"
 	"github.com/kvgen/kvgen/internal/gocmd"
+	"github.com/kvgen/kvgen/internal/readfile"
 )
 
 // Main is the main module: the module whose go.mod is linked.
@@ -62,7 +66,7 @@ func FindMain(ctx context.Context, dir string, env []string) (*Main, error) {
 func ReadMain(gomod string) (*Main, error) {
 	m := &Main{GoMod: gomod, Dir: filepath.Dir(gomod)}
 	var err error
-	if m.data, err = os.ReadFile(gomod); err != nil {
+	if m.data, err = readfile.Read(gomod, readfile.Max); err != nil {
 		return nil, err
 	}
 	if m.file, err = modfile.Parse(gomod, m.data, nil); err != nil {
@@ -72,8 +76,7 @@ func ReadMain(gomod string) (*Main, error) {
 		return nil, fmt.Errorf("%s has no module line", gomod)
 	}
 	m.Path = m.file.Module.Mod.Path
-	m.sum, err = os.ReadFile(m.GoSum())
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+	if m.sum, err = readfile.ReadIfExists(m.GoSum(), readfile.Max); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -207,11 +210,11 @@ func NewPlan(m *manifest.Manifest, main *Main, manifestDir string) (*Plan, error
 		dir := filepath.Join(manifestDir, filepath.FromSlash(c.Replace.V))
 		modPath, err := modulePath(dir)
 		if err != nil {
-			errs.Add(c.Replace.Pos, "%s: replace %s: %v", c.Label(i), c.Replace.V, err)
+			errs.Add(c.Replace.Pos, "%s: replace %q: %v", c.Label(i), c.Replace.V, err)
 			continue
 		}
 		if modPath == main.Path {
-			errs.Add(c.Replace.Pos, "%s: replace %s: that is the main module itself; drop replace:", c.Label(i), c.Replace.V)
+			errs.Add(c.Replace.Pos, "%s: replace %q: that is the main module itself; drop replace:", c.Label(i), c.Replace.V)
 			continue
 		}
 		if !InModule(c.Import.V, modPath) {
@@ -323,10 +326,10 @@ func replacedBy(main *Main, modPath, version, dir string) bool {
 
 // modulePath reads the module path from the go.mod in dir.
 func modulePath(dir string) (string, error) {
-	data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+	data, err := readfile.Read(filepath.Join(dir, "go.mod"), readfile.Max)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return "", errors.New("no go.mod there; replace names the directory of the connector's module")
+			return "", fmt.Errorf("no go.mod in %s; replace names the directory of the connector's module, relative to the manifest", dir)
 		}
 		return "", err
 	}
@@ -379,6 +382,108 @@ type Update struct {
 	ModFile string
 	// Changes say what changed, one line each.
 	Changes []string
+
+	base *Main // go.mod and go.sum as the plan read them
+}
+
+// ErrChanged is what Update.Write returns when go.mod or go.sum is no
+// longer what the plan was made from.
+var ErrChanged = errors.New("go.mod or go.sum changed while kvgen was linking the manifest's modules")
+
+// Write writes go.sum, then go.mod, each atomically, while it holds the
+// lock the go command takes on go.mod to edit it, and only when neither
+// changed since the plan read them. When one did (another kvgen run or a
+// go get wrote it meanwhile), Write writes nothing and returns ErrChanged:
+// writing would lose that edit, and the caller starts again from go.mod as
+// it now is. Both files must lie inside the main module, after symbolic
+// links.
+func (u *Update) Write(ctx context.Context) error {
+	main := u.base
+	f, err := lockGoMod(ctx, main.GoMod)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	mod, err := io.ReadAll(io.LimitReader(f, readfile.Max+1))
+	if err != nil {
+		return err
+	}
+	sum, err := readfile.ReadIfExists(main.GoSum(), readfile.Max)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(mod, main.data) || (sum == nil) != (main.sum == nil) || !bytes.Equal(sum, main.sum) {
+		return ErrChanged
+	}
+	// Both files are checked before either is written.
+	files := []struct {
+		path string
+		data []byte
+	}{{u.GoSumPath, u.GoSum}, {u.GoModPath, u.GoMod}}
+	for i, f := range files {
+		resolved, inside, err := atomicfile.Within(main.Dir, f.path)
+		if err != nil {
+			return err
+		}
+		if !inside {
+			return fmt.Errorf("%s leads outside the module at %s, to %s, through a symbolic link; kvgen writes only inside the module, so make it a file there", f.path, main.Dir, resolved)
+		}
+		files[i].path = resolved
+	}
+	for _, f := range files {
+		if f.data == nil {
+			continue // no go.sum needed
+		}
+		if err := atomicfile.Write(f.path, f.data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// lockGoMod opens go.mod write-locked, as the go command does to edit it,
+// waiting for whoever holds the lock, or for ctx to end. A go.mod renamed
+// over while Write waited is not the one to lock: it locks the new one.
+func lockGoMod(ctx context.Context, path string) (*lockedfile.File, error) {
+	for {
+		type locked struct {
+			f   *lockedfile.File
+			err error
+		}
+		got := make(chan locked, 1)
+		go func() {
+			f, err := lockedfile.OpenFile(path, os.O_RDWR, 0)
+			got <- locked{f, err}
+		}()
+		var l locked
+		select {
+		case l = <-got:
+		case <-ctx.Done():
+			// The lock may still come; it is let go at once.
+			go func() {
+				if l := <-got; l.f != nil {
+					l.f.Close()
+				}
+			}()
+			return nil, context.Cause(ctx)
+		}
+		if l.err != nil {
+			return nil, fmt.Errorf("locking go.mod to update it: %w", l.err)
+		}
+		held, err := l.f.Stat()
+		if err != nil {
+			l.f.Close()
+			return nil, err
+		}
+		if !held.Mode().IsRegular() {
+			l.f.Close()
+			return nil, &readfile.NotRegularError{Path: path, Mode: held.Mode()}
+		}
+		if now, err := os.Stat(path); err == nil && os.SameFile(held, now) {
+			return l.f, nil
+		}
+		l.f.Close()
+	}
 }
 
 // Link writes go.mod and go.sum into the scratch directory dir with the
@@ -409,7 +514,7 @@ func (p *Plan) Link(ctx context.Context, dir string, env []string) (*Update, err
 	if err != nil {
 		return nil, err
 	}
-	u := &Update{GoModPath: main.GoMod, GoSumPath: main.GoSum(), ModFile: filepath.Join(dir, "go.mod")}
+	u := &Update{GoModPath: main.GoMod, GoSumPath: main.GoSum(), ModFile: filepath.Join(dir, "go.mod"), base: main}
 	if err := os.WriteFile(u.ModFile, data, 0o644); err != nil {
 		return nil, err
 	}

@@ -110,7 +110,7 @@ replace example.com/fast => ../fast
 		require.Len(t, list, 3)
 		assert.Contains(t, list[0].Error(), `:5:14: connector "c": example.com/host/kv is in the main module, example.com/host, which has no version of its own; drop version:`)
 		assert.Contains(t, list[1].Error(), `:7:13: connector "d": example.com/elsewhere is not in module example.com/fast, which ../fast holds`)
-		assert.Contains(t, list[2].Error(), `:11:14: connector "e": replace ../none: no go.mod there`)
+		assert.Contains(t, list[2].Error(), `:11:14: connector "e": replace "../none": no go.mod in `)
 	})
 }
 

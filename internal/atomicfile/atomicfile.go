@@ -102,3 +102,46 @@ func RemoveStaleTemps(path string) error {
 	}
 	return nil
 }
+
+// Resolve returns the absolute path abs with every symbolic link in it
+// resolved. Trailing names that do not exist yet are kept as they are; a
+// link that points nowhere is an error, since where a write through it
+// would land is not known until it is made.
+func Resolve(abs string) (string, error) {
+	abs = filepath.Clean(abs)
+	var rest []string
+	for cur := abs; ; {
+		real, err := filepath.EvalSymlinks(cur)
+		if err == nil {
+			return filepath.Join(append([]string{real}, rest...)...), nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return "", err
+		}
+		if fi, err := os.Lstat(cur); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			dest, _ := os.Readlink(cur)
+			return "", fmt.Errorf("%s is a symbolic link to %s, which does not exist; remove the link, or make it point at a file inside the module", cur, dest)
+		}
+		parent := filepath.Dir(cur)
+		if parent == cur {
+			return abs, nil
+		}
+		rest = append([]string{filepath.Base(cur)}, rest...)
+		cur = parent
+	}
+}
+
+// Within reports whether path, resolved as Resolve does, lies in the
+// directory root, itself resolved; it returns the resolved path.
+func Within(root, path string) (resolved string, ok bool, err error) {
+	if resolved, err = Resolve(path); err != nil {
+		return "", false, err
+	}
+	realRoot, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return "", false, err
+	}
+	rel, err := filepath.Rel(realRoot, resolved)
+	ok = err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+	return resolved, ok, nil
+}

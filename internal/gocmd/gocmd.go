@@ -10,7 +10,9 @@
 package gocmd
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"slices"
@@ -92,4 +94,36 @@ func Lookup(env []string, key string) string {
 		}
 	}
 	return ""
+}
+
+// ReadOnlyModules returns env with -mod=mod taken out of the GOFLAGS the
+// go command would use, whether env or the go env file sets them. With
+// -mod=mod, go list and go build add to go.mod and go.sum whatever they
+// find missing (the latest version of a module, not the manifest's); kvgen
+// changes those files only where it says so, and its read-only commands
+// never. Without it the go command's default holds: read-only, or the
+// vendor directory.
+func ReadOnlyModules(ctx context.Context, dir string, env []string) ([]string, error) {
+	cmd := Command(ctx, "env", "GOFLAGS")
+	cmd.Dir, cmd.Env = dir, env
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		return nil, fmt.Errorf("go env GOFLAGS: %v: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	flags := strings.Fields(stdout.String())
+	kept := slices.DeleteFunc(slices.Clone(flags), func(f string) bool {
+		name, value, _ := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(f, "-"), "-"), "=")
+		return name == "mod" && value == "mod"
+	})
+	if len(kept) == len(flags) {
+		return env, nil
+	}
+	// GOFLAGS values hold no spaces, so the fields join back as they were.
+	// An empty GOFLAGS is as good as none, and the go env file's would
+	// apply again: a space sets no flag and is not empty.
+	return append(slices.Clip(env), "GOFLAGS="+cmp.Or(strings.Join(kept, " "), " ")), nil
 }

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvgen/kvgen/internal/moduletest"
+)
+
+// runTimeout bounds one run of kvgen or of the go command in these tests.
+const runTimeout = 3 * time.Minute
+
+// buildKVGen builds this kvgen into a temporary directory.
+func buildKVGen(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "kvgen")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	return bin
+}
+
+// runIn runs name in dir and returns its exit code and output; the check
+// cache is off, as it is the user's.
+func runIn(t *testing.T, dir string, name string, args ...string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "KVGENCACHE=off")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	require.NoError(t, ctx.Err(), "%s did not finish: %s", name, out.String())
+	if err != nil {
+		var exit *exec.ExitError
+		require.ErrorAs(t, err, &exit)
+	}
+	return cmd.ProcessState.ExitCode(), out.String()
+}
+
+// TestConcurrentGenerates runs two kvgen generates at once in one module,
+// each linking a different local connector module into go.mod: both must
+// land, or one must fail saying so. Before go.mod was locked and compared
+// before writing, both exited 0 and go.mod kept only one of the two.
+func TestConcurrentGenerates(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds kvgen and runs the go command")
+	}
+	root, err := filepath.Abs("../..")
+	require.NoError(t, err)
+	kvgen := buildKVGen(t)
+	connector := func(pkg string) string {
+		return "package " + pkg + `
+
+import (
+	"context"
+
+	"github.com/kvgen/kvgen/registry"
+)
+
+func New(ctx context.Context, cfg registry.Config, role registry.Role) (registry.Connector, error) {
+	return nil, nil
+}
+`
+	}
+	manifest := func(name string) string {
+		return "version: 1\noutput: " + name + "/connectors_gen.go\nconnectors:\n  - name: " + name +
+			"\n    import: example.com/" + name + "kv\n    constructor: New\n    replace: ../" + name + "kv\n"
+	}
+	host := moduletest.New(t, root, "example.com/host", map[string]string{
+		"a.yaml":    manifest("a"),
+		"b.yaml":    manifest("b"),
+		"a/main.go": "package main\n\nfunc main() { _ = Registry }\n",
+		"b/main.go": "package main\n\nfunc main() { _ = Registry }\n",
+	})
+	for _, name := range []string{"a", "b"} {
+		dir := filepath.Join(filepath.Dir(host), name+"kv")
+		moduletest.WriteFiles(t, dir, map[string]string{
+			"go.mod": "module example.com/" + name + "kv\n\ngo 1.26.0\n\nrequire github.com/kvgen/kvgen v0.0.0\n\nreplace github.com/kvgen/kvgen => " + root + "\n",
+			"kv.go":  connector(name + "kv"),
+			"go.sum": string(must(os.ReadFile(filepath.Join(root, "go.sum")))),
+		})
+	}
+	gomod := must(os.ReadFile(filepath.Join(host, "go.mod")))
+	gosum := must(os.ReadFile(filepath.Join(host, "go.sum")))
+
+	for round := range 5 {
+		require.NoError(t, os.WriteFile(filepath.Join(host, "go.mod"), gomod, 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(host, "go.sum"), gosum, 0o644))
+		var wg sync.WaitGroup
+		codes, outs := make([]int, 2), make([]string, 2)
+		for i, m := range []string{"a.yaml", "b.yaml"} {
+			wg.Go(func() { codes[i], outs[i] = runIn(t, host, kvgen, "-manifest", m) })
+		}
+		wg.Wait()
+		final := string(must(os.ReadFile(filepath.Join(host, "go.mod"))))
+		for i, name := range []string{"a", "b"} {
+			if codes[i] != 0 {
+				// A run that lost the race may fail, but must say so.
+				assert.Contains(t, outs[i], "go.mod or go.sum changed", "round %d, %s", round, name)
+				continue
+			}
+			assert.Contains(t, outs[i], "kvgen: go.mod: added example.com/"+name+"kv", "round %d", round)
+			assert.Contains(t, final, "example.com/"+name+"kv => ../"+name+"kv", "round %d: %s exited 0, and go.mod lacks its edit:\n%s", round, name, final)
+		}
+		if codes[0] == 0 && codes[1] == 0 {
+			code, out := runIn(t, host, "go", "build", "./...")
+			assert.Equal(t, 0, code, "round %d: go build: %s", round, out)
+		}
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}

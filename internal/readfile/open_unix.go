@@ -1,0 +1,14 @@
+//go:build unix
+
+package readfile
+
+import (
+	"os"
+	"syscall"
+)
+
+// openNonBlocking opens path without waiting for a writer, should it be a
+// FIFO; for a regular file the flag changes nothing.
+func openNonBlocking(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+}
