@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -98,6 +99,74 @@ func TestStop(t *testing.T) {
 	}
 }
 
+// TestStopAtAnyMoment signals kvgen generate at moments spread over a
+// whole run that links a module into go.mod: whenever the signal comes, kvgen
+// either finishes or stops the documented way, never panics, leaves no
+// temporary directory, and leaves go.mod either as it was or fully linked.
+func TestStopAtAnyMoment(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds kvgen and runs the go command")
+	}
+	root := repoRoot(t)
+	kvgen := buildKVGen(t, root)
+	// How long one run takes, caches warm.
+	start := time.Now()
+	res := execute(t, stopLinkModule(t, root), []string{goFlags()}, buildTimeout, kvgen)
+	require.Equal(t, 0, res.code, res.stderr)
+	whole := time.Since(start)
+	const moments = 12
+	stopped := 0
+	for i := range moments {
+		delay := whole * time.Duration(i) / (moments - 2) // the last ones come after the end
+		for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGHUP} {
+			dir := stopLinkModule(t, root)
+			gomod, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+			require.NoError(t, err)
+			tmp := t.TempDir()
+			cmd := exec.Command(kvgen)
+			cmd.Dir = dir
+			cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "GOTMPDIR=", "KVGENCACHE=off", goFlags())
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			require.NoError(t, cmd.Start())
+			// Count from kvgen's first temporary directory: by then it
+			// handles signals. Before, a signal ends it with nothing to
+			// clean up.
+			exited := make(chan error, 1)
+			go func() { exited <- cmd.Wait() }()
+			for started := false; !started; {
+				select {
+				case err = <-exited:
+					t.Fatalf("kvgen ended before it made a temporary directory: %v\n%s", err, stderr.String())
+				case <-time.After(time.Millisecond):
+				}
+				ents, _ := os.ReadDir(tmp)
+				started = len(ents) > 0
+			}
+			time.Sleep(delay)
+			cmd.Process.Signal(sig)
+			err = <-exited
+			code := cmd.ProcessState.ExitCode()
+			at := fmt.Sprintf("%v after %v: %v\n%s", sig, delay, err, stderr.String())
+			assert.NotContains(t, stderr.String(), "panic", at)
+			if code != 0 {
+				stopped++
+				assert.Equal(t, 1, code, at)
+				assert.Contains(t, stderr.String(), "kvgen: stopped by "+sig.String(), at)
+			}
+			after, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+			require.NoError(t, err)
+			if !bytes.Equal(after, gomod) {
+				assert.Contains(t, string(after), "example.com/stoplink => ../stoplink", at)
+			}
+			left, err := os.ReadDir(tmp)
+			require.NoError(t, err)
+			assert.Empty(t, left, "temporary files left behind: %s", at)
+		}
+	}
+	assert.Greater(t, stopped, moments/2, "most signals came while kvgen ran")
+}
+
 // stopLinkModule is stopModule with the connector in a module of its own
 // beside it, which the manifest names with replace: and go.mod lacks.
 func stopLinkModule(t *testing.T, root string) string {
@@ -107,8 +176,11 @@ func stopLinkModule(t *testing.T, root string) string {
 		"srv/main.go":     "package main\n\nfunc main() { _ = Registry }\n",
 	})
 	conn := moduletest.New(t, root, "example.com/stoplink", map[string]string{"conn.go": freshConnector(t, "stoplink")})
-	require.NoError(t, os.Rename(conn, filepath.Join(filepath.Dir(dir), "stoplink")))
-	return dir
+	// Each pair in a directory of its own, side by side.
+	base := t.TempDir()
+	require.NoError(t, os.Rename(dir, filepath.Join(base, "host")))
+	require.NoError(t, os.Rename(conn, filepath.Join(base, "stoplink")))
+	return filepath.Join(base, "host")
 }
 
 // freshConnector is the source of a connector package that no build has
