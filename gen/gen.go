@@ -56,6 +56,10 @@ type Options struct {
 	// keyed by the content of the packages checked, so that packages that
 	// have not changed are not read again; "" turns the cache off.
 	CacheDir string
+	// Only, when not nil, keeps of the manifest's entries those with one of
+	// these names or aliases, as if the manifest listed no others: what a
+	// deployment that runs only some connectors links.
+	Only []string
 	// TrimPath loads the packages as `go build -trimpath` compiles them,
 	// so that a build with that flag after generating finds them compiled
 	// in the build cache instead of compiling everything a second time.
@@ -157,6 +161,11 @@ func resolve(ctx context.Context, opts Options, forWrite bool) (*Result, *checkC
 	m, merr := manifest.LoadIn(opts.WorkDir, opts.Manifest)
 	if m == nil {
 		return nil, nil, merr
+	}
+	if opts.Only != nil {
+		m.Connectors = slices.DeleteFunc(m.Connectors, func(c manifest.Connector) bool {
+			return !slices.ContainsFunc(opts.Only, c.HasName)
+		})
 	}
 	var errs diag.List
 	errs.Append(token.Position{}, merr)

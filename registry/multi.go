@@ -30,29 +30,16 @@ func NewMultiConnector(ctx context.Context, cfg Config, role Role) (Connector, e
 	if r == nil {
 		return nil, errors.New("MultiConnector must be created through Registry.Create")
 	}
-	var opts multiOptions
-	if err := DecodeExtra(cfg.Extra, &opts); err != nil {
-		return nil, err
-	}
-	if len(opts.Connectors) == 0 {
-		return nil, errors.New(`kv_connector_extra_config: "connectors" must list at least one connector`)
-	}
 	// Every child is checked before any is created, so that one run
 	// reports every bad child and no store is opened for nothing.
-	children := make([]Config, len(opts.Connectors))
+	children, childErrs, err := multiChildren(cfg)
+	if err != nil {
+		return nil, err
+	}
 	var errs []error
-	for i, raw := range opts.Connectors {
-		// A child is a transfer config of its own, as in vLLM, whose
-		// unset values are the parent's.
-		what := fmt.Sprintf("kv_connector_extra_config: connectors[%d]", i)
-		data, err := json.Marshal(raw)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", what, err))
-			continue
-		}
-		ccfg, err := parseTransferConfig(what, data, cfg)
-		if err != nil {
-			errs = append(errs, err)
+	for i, ccfg := range children {
+		if childErrs[i] != nil {
+			errs = append(errs, childErrs[i])
 			continue
 		}
 		if e, ok := r.Lookup(ccfg.Connector); !ok {
@@ -60,7 +47,6 @@ func NewMultiConnector(ctx context.Context, cfg Config, role Role) (Connector, e
 		} else if !e.Roles.Has(role) {
 			errs = append(errs, fmt.Errorf("connectors[%d]: kv connector %q: %w %s (it serves %s)", i, e.Name, ErrUnsupportedRole, role, e.Roles))
 		}
-		children[i] = ccfg
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -79,6 +65,47 @@ func NewMultiConnector(ctx context.Context, cfg Config, role Role) (Connector, e
 		return &multiScheduler{m}, nil
 	}
 	return &multiWorker{m}, nil
+}
+
+// MultiChildren returns the configs of the connectors that cfg, a
+// MultiConnector's config, lists in its extra setting "connectors", each
+// parsed as a transfer config whose unset keys take cfg's values, as
+// NewMultiConnector parses them. A child whose config is wrong has an empty
+// Connector in the result, and the error says why; the result is nil when
+// the list itself is missing or wrong.
+func MultiChildren(cfg Config) ([]Config, error) {
+	children, errs, err := multiChildren(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return children, errors.Join(errs...)
+}
+
+// multiChildren is MultiChildren with each child's error at its index.
+func multiChildren(cfg Config) ([]Config, []error, error) {
+	var opts multiOptions
+	if err := DecodeExtra(cfg.Extra, &opts); err != nil {
+		return nil, nil, err
+	}
+	if len(opts.Connectors) == 0 {
+		return nil, nil, errors.New(`kv_connector_extra_config: "connectors" must list at least one connector`)
+	}
+	children := make([]Config, len(opts.Connectors))
+	errs := make([]error, len(opts.Connectors))
+	for i, raw := range opts.Connectors {
+		// A child is a transfer config of its own, as in vLLM, whose
+		// unset values are the parent's.
+		what := fmt.Sprintf("kv_connector_extra_config: connectors[%d]", i)
+		data, err := json.Marshal(raw)
+		if err != nil {
+			errs[i] = fmt.Errorf("%s: %w", what, err)
+			continue
+		}
+		if children[i], err = parseTransferConfig(what, data, cfg); err != nil {
+			children[i], errs[i] = Config{}, err
+		}
+	}
+	return children, errs, nil
 }
 
 type multi struct {

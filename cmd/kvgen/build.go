@@ -3,16 +3,44 @@ package main
 import (
 	"context"
 	"os"
+	"strings"
 
 	"github.com/kvgen/kvgen/gen/deploy"
+	"github.com/kvgen/kvgen/internal/readfile"
 )
 
+// targetsFlag collects -target GOOS/GOARCH, given once per target.
+type targetsFlag []deploy.Target
+
+func (t *targetsFlag) String() string {
+	var s []string
+	for _, x := range *t {
+		s = append(s, x.String())
+	}
+	return strings.Join(s, ",")
+}
+
+func (t *targetsFlag) Set(v string) error {
+	x, err := deploy.ParseTarget(v)
+	if err != nil {
+		return err
+	}
+	*t = append(*t, x)
+	return nil
+}
+
+// maxConfig bounds a -for config file; a real one is a few hundred bytes.
+const maxConfig = 1 << 20
+
 func runBuild(ctx context.Context, e *env, args []string) int {
-	fs := newFlags(e, "build", "-manifest FILE -o BINARY [-tags TAGS] [-ldflags FLAGS] [-v] [-json] PACKAGE")
+	fs := newFlags(e, "build", "-manifest FILE -o BINARY [-target GOOS/GOARCH ...] [-for CONFIG.json] [-tags TAGS] [-ldflags FLAGS] [-v] [-json] PACKAGE")
 	var opts deploy.Options
 	var tags string
+	var targets targetsFlag
 	fs.StringVar(&opts.Manifest, "manifest", "", "the deployment manifest (required)")
-	fs.StringVar(&opts.Output, "o", "", "the binary to write (required)")
+	fs.StringVar(&opts.Output, "o", "", "the binary to write (required); {os}, {arch} and {exe} (.exe on Windows) stand for each target's")
+	fs.Var(&targets, "target", "a GOOS/GOARCH to build for, such as darwin/arm64; repeat it for several binaries (default: GOOS and GOARCH of the environment, else this machine)")
+	fs.StringVar(&opts.ForFile, "for", "", "a --kv-transfer-config JSON file: link only the connectors it creates")
 	fs.StringVar(&tags, "tags", "", "comma-separated build tags")
 	fs.StringVar(&opts.LDFlags, "ldflags", "", "flags for the linker, as go build takes them")
 	fs.BoolVar(&opts.Verbose, "v", false, "show the go commands and what they print")
@@ -31,7 +59,16 @@ func runBuild(ctx context.Context, e *env, args []string) int {
 		fs.Usage()
 		return exitUsage
 	}
+	if opts.ForFile != "" {
+		data, err := readfile.Read(opts.ForFile, maxConfig)
+		if err != nil {
+			e.errorf("-for: %v", err)
+			return exitUsage
+		}
+		opts.ForConfig = data
+	}
 	opts.Package = pkgs[0]
+	opts.Targets = targets
 	opts.Tags = splitTags(tags)
 	opts.WorkDir, opts.Env = workDir(), os.Environ()
 	opts.Log = e.stderr

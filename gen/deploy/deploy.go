@@ -22,6 +22,7 @@ import (
 	"golang.org/x/tools/go/packages"
 
 	"github.com/kvgen/kvgen/gen"
+	"github.com/kvgen/kvgen/gen/manifest"
 	"github.com/kvgen/kvgen/internal/gocmd"
 )
 
@@ -34,8 +35,19 @@ type Options struct {
 	Env     []string
 	// Manifest is the deployment manifest.
 	Manifest string
-	// Output is the binary to write.
+	// Output is the binary to write. {os}, {arch} and {exe} in it stand
+	// for each target's GOOS, GOARCH, and .exe on Windows.
 	Output string
+	// Targets are the platforms to build for, a binary each; none means
+	// the one GOOS and GOARCH in Env name, else the host. Several must
+	// name their binaries apart in Output.
+	Targets []Target
+	// ForConfig, when set, is a --kv-transfer-config: only the connectors
+	// it creates are linked (the one it names and, for a MultiConnector,
+	// its children), and each must be in the manifest. ForFile names it in
+	// messages.
+	ForConfig []byte
+	ForFile   string
 	// Package is the main package to build, as the go command takes it.
 	Package string
 	// Tags and LDFlags are passed to go build.
@@ -67,8 +79,40 @@ func Build(ctx context.Context, opts Options) error {
 		return err
 	}
 	opts.Env = env
-	b := &builder{opts: opts}
-	if b.tmp, err = gocmd.TempDir(opts.Env); err != nil {
+	var only []string
+	if opts.ForConfig != nil {
+		m, err := manifest.LoadIn(opts.WorkDir, opts.Manifest)
+		if m == nil {
+			return err
+		}
+		if only, err = connectorsFor(m, opts.ForFile, opts.ForConfig); err != nil {
+			return err
+		}
+	}
+	targets := opts.Targets
+	if len(targets) == 0 {
+		targets = []Target{{}}
+	}
+	outs, err := outputs(opts.Output, targets)
+	if err != nil {
+		return err
+	}
+	for i, t := range targets {
+		b := &builder{opts: opts, only: only, output: outs[i], env0: t.env(opts.Env)}
+		if t != (Target{}) {
+			b.prefix = t.String() + ": "
+		}
+		if err := b.run(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// run builds one target's binary.
+func (b *builder) run(ctx context.Context) error {
+	var err error
+	if b.tmp, err = gocmd.TempDir(b.env0); err != nil {
 		return err
 	}
 	defer os.RemoveAll(b.tmp)
@@ -81,11 +125,15 @@ func Build(ctx context.Context, opts Options) error {
 	if err := b.step("generating the registry", b.generate, ctx); err != nil {
 		return err
 	}
-	return b.step("compiling "+opts.Package, b.compile, ctx)
+	return b.step("compiling "+b.opts.Package, b.compile, ctx)
 }
 
 type builder struct {
 	opts    Options
+	only    []string    // the entries to link; nil for all
+	output  string      // the binary, for this target
+	env0    []string    // the go commands' environment, for this target
+	prefix  string      // what progress lines start with: the target, if named
 	res     *gen.Result // the registry, and the manifest it came from
 	tmp     string      // scratch directory: go.mod, go.sum, overlay
 	goTmp   string      // the go commands' GOTMPDIR, inside tmp
@@ -95,10 +143,10 @@ type builder struct {
 
 func (b *builder) step(name string, f func(context.Context) error, ctx context.Context) error {
 	start := time.Now()
-	fmt.Fprintf(b.opts.Log, "kvgen: %s\n", name)
+	fmt.Fprintf(b.opts.Log, "kvgen: %s%s\n", b.prefix, name)
 	err := f(ctx)
 	if err == nil {
-		fmt.Fprintf(b.opts.Log, "kvgen: %s: done in %s\n", name, time.Since(start).Round(time.Millisecond))
+		fmt.Fprintf(b.opts.Log, "kvgen: %s%s: done in %s\n", b.prefix, name, time.Since(start).Round(time.Millisecond))
 	}
 	return err
 }
@@ -115,8 +163,9 @@ func (b *builder) generate(ctx context.Context) error {
 	}
 	b.res, err = gen.Generate(ctx, gen.Options{
 		WorkDir:  b.opts.WorkDir,
-		Env:      b.opts.Env,
+		Env:      b.env0,
 		Manifest: b.opts.Manifest,
+		Only:     b.only,
 		Output:   target,
 		Tags:     b.opts.Tags,
 		Dir:      ".", // the main module is the one kvgen build runs in
@@ -140,7 +189,7 @@ func (b *builder) generate(ctx context.Context) error {
 		}
 		if b.opts.Verbose {
 			for _, c := range u.Changes {
-				fmt.Fprintf(b.opts.Log, "kvgen: temporary go.mod: %s\n", c)
+				fmt.Fprintf(b.opts.Log, "kvgen: %stemporary go.mod: %s\n", b.prefix, c)
 			}
 		}
 	}
@@ -239,7 +288,7 @@ func (b *builder) buildFlags() []string { return gen.BuildFlags(b.opts.Tags, b.m
 // env is the go commands' environment: outside workspace mode with a
 // temporary go.mod, which the go command refuses in it.
 func (b *builder) env() []string {
-	env := b.opts.Env
+	env := b.env0
 	if b.modFile != "" {
 		env = gocmd.WithoutWorkspace(env)
 	}
@@ -247,7 +296,7 @@ func (b *builder) env() []string {
 }
 
 func (b *builder) compile(ctx context.Context) error {
-	out := b.abs(b.opts.Output)
+	out := b.abs(b.output)
 	args := append([]string{"build", "-overlay=" + b.overlay, "-o", out}, b.buildFlags()...)
 	if b.opts.LDFlags != "" {
 		args = append(args, "-ldflags="+b.opts.LDFlags)

@@ -68,6 +68,19 @@ type Connector struct {
 	Invalid bool
 }
 
+// HasName reports whether the entry is named name, or has it as an alias.
+func (c Connector) HasName(name string) bool {
+	if c.Name.V == name {
+		return true
+	}
+	for _, a := range c.Aliases {
+		if a.V == name {
+			return true
+		}
+	}
+	return false
+}
+
 // RoleSet returns the roles the connector serves; the zero set, when no
 // roles were listed, means every role.
 func (c Connector) RoleSet() registry.RoleSet {
