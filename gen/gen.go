@@ -246,10 +246,22 @@ func resolve(ctx context.Context, opts Options, forWrite bool) (*Result, *checkC
 		return nil, nil, stop(err)
 	}
 	lc.goMod = main.GoMod
+	// An entry whose version: or replace: is wrong is reported and left
+	// out; the others are still linked and checked.
 	plan, perr := gomod.NewPlan(m, main, filepath.Dir(abs(opts.Manifest)))
-	if perr != nil {
-		errs.Append(outputPos(m), perr)
+	errs.Append(outputPos(m), perr)
+	if plan == nil {
 		return nil, nil, errs.Err()
+	}
+	if len(plan.Bad) > 0 {
+		paths = paths[:0]
+		for i := range m.Connectors {
+			c := &m.Connectors[i]
+			c.Invalid = c.Invalid || plan.Bad[i]
+			if !c.Invalid {
+				paths = append(paths, c.Import.V)
+			}
+		}
 	}
 	if len(plan.Lacks) > 0 {
 		if opts.ReadOnlyModules {

@@ -140,18 +140,23 @@ type Plan struct {
 	Modules map[int]string
 	// Lacks are the entries go.mod does not satisfy, in manifest order.
 	Lacks []Lack
+	// Bad holds the indexes of the entries whose version: or replace:
+	// is wrong; NewPlan's error says why, and the plan leaves them out.
+	Bad map[int]bool
 }
 
 // NewPlan compares the main module's go.mod with what the manifest's
 // entries name: an entry with replace: needs its module required and
 // replaced by that directory; an entry with version: needs its module
 // required at that version. Pruning modules no entry names is left to
-// go mod tidy. Errors in entries are a diag.List.
+// go mod tidy. Errors in entries are a diag.List, returned with a plan for
+// the other entries (see Plan.Bad), so that their problems can be found
+// too.
 //
 // replace: directories are relative to manifestDir, the absolute directory
 // of the manifest.
 func NewPlan(m *manifest.Manifest, main *Main, manifestDir string) (*Plan, error) {
-	p := &Plan{Main: main, Modules: map[int]string{}}
+	p := &Plan{Main: main, Modules: map[int]string{}, Bad: map[int]bool{}}
 	required := map[string]string{}
 	for _, r := range main.file.Require {
 		required[r.Mod.Path] = r.Mod.Version
@@ -189,15 +194,20 @@ func NewPlan(m *manifest.Manifest, main *Main, manifestDir string) (*Plan, error
 		if c.Invalid || !c.Replace.Set && !c.Version.Set {
 			continue
 		}
+		fail := func(pos token.Position, format string, args ...any) {
+			errs.Add(pos, format, args...)
+			p.Bad[i] = true
+		}
 		if !c.Replace.Set {
 			mod := ModuleOf(c.Import.V, main.Requires())
 			if mod == main.Path {
-				errs.Add(c.Version.Pos, "%s: %s is in the main module, %s, which has no version of its own; drop version:", c.Label(i), c.Import.V, main.Path)
+				fail(c.Version.Pos, "%s: %s is in the main module, %s, which has no version of its own; drop version:", c.Label(i), c.Import.V, main.Path)
 				continue
 			}
 			if mod != "" {
 				p.Modules[i] = mod
 				if !agree(mod, claim{label: c.Label(i), version: c.Version.V, versionPos: c.Version.Pos}) {
+					p.Bad[i] = true
 					continue
 				}
 			}
@@ -210,15 +220,15 @@ func NewPlan(m *manifest.Manifest, main *Main, manifestDir string) (*Plan, error
 		dir := filepath.Join(manifestDir, filepath.FromSlash(c.Replace.V))
 		modPath, err := modulePath(dir)
 		if err != nil {
-			errs.Add(c.Replace.Pos, "%s: replace %q: %v", c.Label(i), c.Replace.V, err)
+			fail(c.Replace.Pos, "%s: replace %q: %v", c.Label(i), c.Replace.V, err)
 			continue
 		}
 		if modPath == main.Path {
-			errs.Add(c.Replace.Pos, "%s: replace %q: that is the main module itself; drop replace:", c.Label(i), c.Replace.V)
+			fail(c.Replace.Pos, "%s: replace %q: that is the main module itself; drop replace:", c.Label(i), c.Replace.V)
 			continue
 		}
 		if !InModule(c.Import.V, modPath) {
-			errs.Add(c.Import.Pos, "%s: %s is not in module %s, which %s holds", c.Label(i), c.Import.V, modPath, c.Replace.V)
+			fail(c.Import.Pos, "%s: %s is not in module %s, which %s holds", c.Label(i), c.Import.V, modPath, c.Replace.V)
 			continue
 		}
 		p.Modules[i] = modPath
@@ -227,6 +237,7 @@ func NewPlan(m *manifest.Manifest, main *Main, manifestDir string) (*Plan, error
 			cl.version, cl.versionPos = c.Version.V, c.Version.Pos
 		}
 		if !agree(modPath, cl) {
+			p.Bad[i] = true
 			continue
 		}
 		have := required[modPath]
@@ -257,10 +268,7 @@ func NewPlan(m *manifest.Manifest, main *Main, manifestDir string) (*Plan, error
 		}
 		p.Lacks = append(p.Lacks, Lack{Pos: pos, Label: c.Label(i), Import: c.Import.V, Module: modPath, Version: version, Have: have, Replace: target})
 	}
-	if err := errs.Err(); err != nil {
-		return nil, err
-	}
-	return p, nil
+	return p, errs.Err()
 }
 
 // LacksError is a go.mod that does not satisfy the manifest: one
