@@ -27,7 +27,7 @@ func (g *genFlags) register(fs interface {
 }, withOutput bool) {
 	fs.StringVar(&g.manifest, "manifest", "connectors.yaml", "the manifest to read")
 	if withOutput {
-		fs.StringVar(&g.output, "o", "", "the file to write (default: the manifest's output)")
+		fs.StringVar(&g.output, "o", "", "the registry file (default: the manifest's output)")
 	}
 	fs.StringVar(&g.tags, "tags", "", "comma-separated build tags to load the connectors' packages with")
 }

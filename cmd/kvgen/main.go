@@ -10,8 +10,8 @@
 //	kvgen [generate] [-manifest connectors.yaml] [-o FILE] [-tags TAGS] [-mod mod|readonly] [-json]
 //	kvgen check      [-manifest connectors.yaml] [-o FILE] [-tags TAGS] [-json]
 //	kvgen build      -manifest FILE -o BINARY [-target GOOS/GOARCH ...] [-for CONFIG.json] [-tags TAGS] [-ldflags FLAGS] [-v] [-json] PACKAGE
-//	kvgen list       [-manifest connectors.yaml] [-json]
-//	kvgen doc        [-manifest connectors.yaml]
+//	kvgen list       [-manifest connectors.yaml] [-tags TAGS] [-json]
+//	kvgen doc        [-manifest connectors.yaml] [-tags TAGS]
 //	kvgen new        NAME [-module PATH] [-dir DIR] [-replace DIR]
 //	kvgen schema
 //	kvgen version
