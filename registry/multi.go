@@ -15,7 +15,8 @@ import (
 const MultiConnectorName = "MultiConnector"
 
 type multiOptions struct {
-	Connectors []map[string]any `json:"connectors"`
+	// vLLM's MultiConnector composes two or three; 64 leaves room.
+	Connectors []map[string]any `json:"connectors" min:"1" max:"64"`
 }
 
 // NewMultiConnector creates vLLM's MultiConnector, which composes other

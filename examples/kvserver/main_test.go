@@ -225,3 +225,34 @@ func TestCreationsAreLoggedOnlyWhenVerbose(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	assert.Equal(t, 2, strings.Count(stderr, "level=DEBUG msg=\"kv connector created\" connector=memory"), stderr)
 }
+
+// Settings out of range fail the connector's construction with an error
+// that names the key, instead of crashing the host: 9300000000 seconds
+// overflows time.Duration, and used to panic the filesystem connector's
+// sweeper with a negative ticker interval.
+func TestOutOfRangeSettingsAreErrors(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct{ extra, want string }{
+		{`"stale_temp_seconds":9300000000`, "stale_temp_seconds 9300000000: want from 1 to 31536000"},
+		{`"stale_temp_seconds":9223372036854775807`, "stale_temp_seconds 9223372036854775807: want from 1 to 31536000"},
+		{`"stale_temp_seconds":-1`, "stale_temp_seconds -1: want from 1 to 31536000"},
+		{`"max_layer_bytes":-1`, "max_layer_bytes -1: want from 1 to 1099511627776"},
+		{`"max_layer_bytes":9223372036854775807`, "max_layer_bytes 9223372036854775807: want from 1 to 1099511627776"},
+	} {
+		config := fmt.Sprintf(`{"kv_connector":"filesystem","kv_connector_extra_config":{"shared_storage_path":%q,%s}}`, dir, c.extra)
+		code, _, stderr := runServer(t, "-kv-transfer-config", config, "demo")
+		assert.Equal(t, 1, code, c.extra)
+		assert.Contains(t, stderr, c.want, c.extra)
+	}
+	for _, c := range []struct{ config, want string }{
+		{`{"kv_connector":"memory","kv_connector_extra_config":{"capacity_bytes":-1}}`, "capacity_bytes -1: want from 1 to 1099511627776"},
+		{`{"kv_connector":"memory","kv_connector_extra_config":{"capacity_bytes":1000000000000000000}}`, "capacity_bytes 1000000000000000000: want from 1 to 1099511627776"},
+		{`{"kv_connector":"MultiConnector","kv_connector_extra_config":{"connectors":[` +
+			`{"kv_connector":"filesystem","kv_connector_extra_config":{"shared_storage_path":"` + dir + `","stale_temp_seconds":9300000000}}]}}`,
+			"stale_temp_seconds 9300000000: want from 1 to 31536000"},
+	} {
+		code, _, stderr := runServer(t, "-kv-transfer-config", c.config, "demo")
+		assert.Equal(t, 1, code, c.config)
+		assert.Contains(t, stderr, c.want, c.config)
+	}
+}

@@ -11,10 +11,10 @@
 //     "file" by default.
 //   - stale_temp_seconds: how old a temporary file must be before a worker
 //     removes it as left by a writer that died; 600 (ten minutes) by
-//     default.
+//     default, from 1 to 31536000 (a year).
 //   - max_layer_bytes: the largest layer it saves or loads; a larger file
 //     is a miss, refused before anything is allocated for it. 2 GiB by
-//     default.
+//     default, at most 1 TiB.
 //
 // KV is keyed by the model (Config.Model) as well as the prompt, so engines
 // of several models can share one directory without ever seeing each
@@ -95,17 +95,18 @@ import (
 // kv_connector_extra_config.
 type Options struct {
 	// SharedStoragePath is the directory to store KV in.
-	SharedStoragePath string `json:"shared_storage_path"`
+	SharedStoragePath string `json:"shared_storage_path" max:"4096"`
 	// Durability is "none", "file" or "full"; see the package doc.
 	Durability string `json:"durability"`
 	// StaleTempSeconds is the age after which a temporary file is taken
-	// for one a dead writer left.
-	StaleTempSeconds int `json:"stale_temp_seconds"`
+	// for one a dead writer left: from a second to a year, so that it is
+	// a valid interval for the sweeper's ticker.
+	StaleTempSeconds int `json:"stale_temp_seconds" min:"1" max:"31536000"`
 	// MaxLayerBytes bounds one layer's KV: larger saves are errors, and a
 	// larger file is a miss, refused before anything is allocated for it
 	// (the storage directory may be shared, and its files are not
-	// trusted).
-	MaxLayerBytes int64 `json:"max_layer_bytes"`
+	// trusted). At most 1 TiB.
+	MaxLayerBytes int64 `json:"max_layer_bytes" min:"1" max:"1099511627776"`
 }
 
 // Durability settings.
@@ -179,12 +180,6 @@ func New(ctx context.Context, cfg registry.Config, role registry.Role) (*Connect
 	case DurabilityNone, DurabilityFile, DurabilityFull:
 	default:
 		return nil, fmt.Errorf("kv_connector_extra_config: durability %q: want %q, %q or %q", opts.Durability, DurabilityNone, DurabilityFile, DurabilityFull)
-	}
-	if opts.StaleTempSeconds <= 0 {
-		return nil, fmt.Errorf("kv_connector_extra_config: stale_temp_seconds %d: want a positive number of seconds", opts.StaleTempSeconds)
-	}
-	if opts.MaxLayerBytes <= 0 {
-		return nil, fmt.Errorf("kv_connector_extra_config: max_layer_bytes %d: want a positive number of bytes", opts.MaxLayerBytes)
 	}
 	if err := os.MkdirAll(opts.SharedStoragePath, 0o755); err != nil {
 		return nil, fmt.Errorf("shared_storage_path: %w", err)

@@ -7,7 +7,7 @@
 //     (256 MiB) by default. A layer counts its KV bytes, its name and a
 //     few hundred bytes of bookkeeping, so that many small layers cannot
 //     hold more memory than the bound. A layer larger than that cannot be
-//     saved.
+//     saved. At most 1 TiB.
 //   - store: the name of the store, "default" by default. Connectors of one
 //     process that name the same store share it; that is how the scheduler
 //     side sees what the worker side saved.
@@ -42,9 +42,9 @@ const DefaultStore = "default"
 type Options struct {
 	// CapacityBytes is the most memory the store's layers take, each
 	// counted with its name and bookkeeping.
-	CapacityBytes int64 `json:"capacity_bytes"`
+	CapacityBytes int64 `json:"capacity_bytes" min:"1" max:"1099511627776"`
 	// Store names the store; connectors naming the same one share it.
-	Store string `json:"store"`
+	Store string `json:"store" min:"1" max:"256"`
 }
 
 // errClosed is returned by calls on a closed connector.
@@ -64,12 +64,6 @@ func New(ctx context.Context, cfg registry.Config, role registry.Role) (registry
 	opts := Options{CapacityBytes: DefaultCapacity, Store: DefaultStore}
 	if err := registry.DecodeExtra(cfg.Extra, &opts); err != nil {
 		return nil, err
-	}
-	if opts.CapacityBytes <= 0 {
-		return nil, fmt.Errorf("capacity_bytes %d: want a positive number of bytes", opts.CapacityBytes)
-	}
-	if opts.Store == "" {
-		return nil, errors.New(`store: want a name, or leave it out for "default"`)
 	}
 	s, err := acquire(opts.Store, opts.CapacityBytes)
 	if err != nil {

@@ -19,7 +19,7 @@ type Options struct {
 	// or rediss://host:port for TLS. One address is a single server unless
 	// Cluster is set; several are the seed nodes of a Redis Cluster, or the
 	// sentinels when MasterName is set.
-	Addrs []string `json:"addrs"`
+	Addrs []string `json:"addrs" min:"1" max:"1000"`
 	// Cluster makes the connector a Redis Cluster client even with one
 	// seed address (a cluster's configuration endpoint, or any one node).
 	Cluster bool `json:"cluster"`
@@ -29,25 +29,26 @@ type Options struct {
 	// MasterName is the name of the Sentinel master; empty means no Sentinel.
 	MasterName string `json:"master_name"`
 	// DB is the database to select (single server and Sentinel only).
-	DB int `json:"db"`
+	DB int `json:"db" min:"0" max:"2147483647"`
 	// Username and Password authenticate with ACLs or requirepass.
 	Username string `json:"username"`
 	Password string `json:"password"`
 	// KeyPrefix starts every key the connector writes. Engines that share
 	// KV must use the same prefix. Keys already differ by model, so
 	// several models may share one prefix.
-	KeyPrefix string `json:"key_prefix"`
+	KeyPrefix string `json:"key_prefix" max:"1024"`
 	// TTL is how long a stored layer lives; 0 keeps it until Redis evicts it.
 	TTL registry.Duration `json:"ttl"`
 	// PoolSize is the number of connections per server; 0 is go-redis'
-	// default of ten per CPU.
-	PoolSize int `json:"pool_size"`
+	// default of ten per CPU. go-redis allocates for the whole pool at
+	// once, hence the bound.
+	PoolSize int `json:"pool_size" min:"0" max:"10000"`
 	// DialTimeout bounds connecting, and the reachability check in New.
-	DialTimeout registry.Duration `json:"dial_timeout"`
+	DialTimeout registry.Duration `json:"dial_timeout" min:"1ms" max:"1h"`
 	// ReadTimeout and WriteTimeout bound each socket read and write; the
 	// deadline of a call's context applies too.
-	ReadTimeout  registry.Duration `json:"read_timeout"`
-	WriteTimeout registry.Duration `json:"write_timeout"`
+	ReadTimeout  registry.Duration `json:"read_timeout" min:"1ms" max:"1h"`
+	WriteTimeout registry.Duration `json:"write_timeout" min:"1ms" max:"1h"`
 }
 
 // TLSOptions are the TLS settings (the "tls" object).
@@ -97,7 +98,7 @@ func decodeOptions(extra map[string]any) (Options, error) {
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("kv_connector_extra_config: "+format, args...))
 	}
-	if len(opts.Addrs) == 0 {
+	if len(opts.Addrs) == 0 { // null: the min tag sees no list
 		bad("addrs: want at least one host:port address")
 	}
 	schemes := map[string]bool{}
@@ -131,31 +132,13 @@ func decodeOptions(extra map[string]any) (Options, error) {
 	if opts.DB != 0 && opts.Cluster {
 		bad("db %d: a Redis Cluster has only database 0", opts.DB)
 	}
-	if opts.DB < 0 {
-		bad("db %d: want 0 or more", opts.DB)
-	}
 	if opts.DB != 0 && !opts.Cluster && opts.MasterName == "" && len(opts.Addrs) > 1 {
 		bad("db %d: a Redis Cluster (several addrs without master_name) has only database 0", opts.DB)
-	}
-	if opts.PoolSize < 0 {
-		bad("pool_size %d: want 0 (the default) or more", opts.PoolSize)
 	}
 	// Redis expiries have millisecond resolution: a shorter TTL would
 	// silently become no expiry at all.
 	if opts.TTL < 0 || (opts.TTL > 0 && time.Duration(opts.TTL) < time.Millisecond) {
 		bad("ttl %s: want at least 1ms, or 0 for no expiry", opts.TTL)
-	}
-	for _, d := range []struct {
-		key string
-		val registry.Duration
-	}{
-		{"dial_timeout", opts.DialTimeout},
-		{"read_timeout", opts.ReadTimeout},
-		{"write_timeout", opts.WriteTimeout},
-	} {
-		if d.val <= 0 {
-			bad("%s %s: want a positive duration", d.key, d.val)
-		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return Options{}, err
