@@ -41,29 +41,29 @@ func NewMultiConnector(ctx context.Context, cfg Config, role Role) (Connector, e
 	// Every child is checked before any is created, so that one run
 	// reports every bad child and no store is opened for nothing.
 	children := make([]Config, len(opts.Connectors))
-	var errs []error
+	var problems Problems
 	for i, raw := range opts.Connectors {
 		// A child is a transfer config of its own, as in vLLM, whose
 		// unset values are the parent's.
 		what := fmt.Sprintf("kv_connector_extra_config: connectors[%d]", i)
 		data, err := json.Marshal(raw)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", what, err))
+			problems.Add(fmt.Errorf("%s: %w", what, err))
 			continue
 		}
 		ccfg, err := parseTransferConfig(what, data, cfg)
 		if err != nil {
-			errs = append(errs, err)
+			problems.Add(err)
 			continue
 		}
 		if e, ok := r.Lookup(ccfg.Connector); !ok {
-			errs = append(errs, fmt.Errorf("connectors[%d]: %w", i, r.unknown(ccfg.Connector)))
+			problems.Add(fmt.Errorf("connectors[%d]: %w", i, r.unknown(ccfg.Connector)))
 		} else if !e.Roles.Has(role) {
-			errs = append(errs, fmt.Errorf("connectors[%d]: kv connector %q: %w %s (it serves %s)", i, e.Name, ErrUnsupportedRole, role, e.Roles))
+			problems.Add(fmt.Errorf("connectors[%d]: kv connector %q: %w %s (it serves %s)", i, e.Name, ErrUnsupportedRole, role, e.Roles))
 		}
 		children[i] = ccfg
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err := problems.Err(); err != nil {
 		return nil, err
 	}
 	m := &multi{logger: cfg.Logger()}

@@ -35,6 +35,10 @@ import (
 // what is wanted. Settings come from operators and are not trusted: bound
 // every number a connector multiplies, allocates by or waits for, so that
 // no value can overflow or exhaust the host.
+//
+// Every problem is reported at once, up to [MaxProblems], the rest
+// counted; settings larger than [MaxTransferConfigBytes] in JSON are an
+// error.
 func DecodeExtra(extra map[string]any, dst any) error {
 	rv := reflect.ValueOf(dst)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() || rv.Elem().Kind() != reflect.Struct {
@@ -52,12 +56,16 @@ func DecodeExtra(extra map[string]any, dst any) error {
 	// One key at a time, so that every error names its key: encoding/json
 	// does not say where an UnmarshalJSON method (such as Duration's)
 	// failed.
-	var errs []error
+	var problems Problems
+	size := 0
 	for _, k := range keys {
 		data, err := json.Marshal(map[string]any{k: extra[k]})
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %s: %w", what, k, err))
+			problems.Add(fmt.Errorf("%s: %s: %w", what, k, err))
 			continue
+		}
+		if size += len(data); size > MaxTransferConfigBytes {
+			return fmt.Errorf("%s: more than %d bytes in JSON: want at most 1 MiB; a connector's settings are a few hundred", what, MaxTransferConfigBytes)
 		}
 		// Numbers stay json.Number where a field takes any value, so a
 		// nested config loses no digits either.
@@ -70,7 +78,7 @@ func DecodeExtra(extra map[string]any, dst any) error {
 			} else {
 				err = fmt.Errorf("%s: %w", k, err)
 			}
-			errs = append(errs, fmt.Errorf("%s: %w", what, err))
+			problems.Add(fmt.Errorf("%s: %w", what, err))
 			continue
 		}
 		if extra[k] == nil {
@@ -81,11 +89,9 @@ func DecodeExtra(extra map[string]any, dst any) error {
 		if err == nil {
 			err = checkRange(k, f, v)
 		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", what, err))
-		}
+		problems.addIn(what, err)
 	}
-	return errors.Join(errs...)
+	return problems.Err()
 }
 
 // checkRange checks v, decoded for key into field f, against f's min and

@@ -78,7 +78,7 @@ func DefaultOptions() Options {
 }
 
 // decodeOptions reads the settings from extra over the defaults and checks
-// them, reporting every problem at once.
+// them, reporting every problem at once (up to registry.MaxProblems).
 func decodeOptions(extra map[string]any) (Options, error) {
 	opts := DefaultOptions()
 	if err := registry.DecodeExtra(extra, &opts); err != nil {
@@ -94,9 +94,9 @@ func decodeOptions(extra map[string]any) (Options, error) {
 		}
 		opts.TLS = &tlsOpts
 	}
-	var errs []error
+	var problems registry.Problems
 	bad := func(format string, args ...any) {
-		errs = append(errs, fmt.Errorf("kv_connector_extra_config: "+format, args...))
+		problems.Add(fmt.Errorf("kv_connector_extra_config: "+format, args...))
 	}
 	if len(opts.Addrs) == 0 { // null: the min tag sees no list
 		bad("addrs: want at least one host:port address")
@@ -140,7 +140,7 @@ func decodeOptions(extra map[string]any) (Options, error) {
 	if opts.TTL < 0 || (opts.TTL > 0 && time.Duration(opts.TTL) < time.Millisecond) {
 		bad("ttl %s: want at least 1ms, or 0 for no expiry", opts.TTL)
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err := problems.Err(); err != nil {
 		return Options{}, err
 	}
 	return opts, nil

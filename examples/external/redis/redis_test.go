@@ -294,6 +294,22 @@ func TestClose(t *testing.T) {
 	require.ErrorIs(t, err, goredis.ErrClosed)
 }
 
+// A thousand bad addresses are reported as the first registry.MaxProblems
+// and a count of the rest, not a thousand lines.
+func TestInvalidSettingsAreBounded(t *testing.T) {
+	t.Parallel()
+	addrs := make([]string, 1000)
+	for i := range addrs {
+		addrs[i] = "no-port"
+	}
+	_, err := redis.New(t.Context(), config("e", map[string]any{"addrs": addrs, "cluster": true}), registry.RoleWorker)
+	require.Error(t, err)
+	lines := strings.Split(err.Error(), "\n")
+	require.Len(t, lines, registry.MaxProblems+1)
+	assert.Equal(t, `kv_connector_extra_config: addrs[0] "no-port": want host:port`, lines[0])
+	assert.Equal(t, "... and 990 more problems", lines[registry.MaxProblems])
+}
+
 func TestInvalidSettings(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {

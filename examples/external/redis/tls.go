@@ -3,9 +3,10 @@ package redis
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"os"
+
+	"github.com/kvgen/kvgen/registry"
 )
 
 // config returns the crypto/tls configuration o describes; nil o means no
@@ -16,9 +17,9 @@ func (o *TLSOptions) config() (*tls.Config, error) {
 		return nil, nil
 	}
 	conf := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: o.ServerName}
-	var errs []error
+	var problems registry.Problems
 	bad := func(format string, args ...any) {
-		errs = append(errs, fmt.Errorf("kv_connector_extra_config: tls: "+format, args...))
+		problems.Add(fmt.Errorf("kv_connector_extra_config: tls: "+format, args...))
 	}
 	if o.CAFile != "" {
 		pem, err := os.ReadFile(o.CAFile)
@@ -40,7 +41,7 @@ func (o *TLSOptions) config() (*tls.Config, error) {
 			conf.Certificates = []tls.Certificate{cert}
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err := problems.Err(); err != nil {
 		return nil, err
 	}
 	return conf, nil
