@@ -309,9 +309,12 @@ func (c *Connector) AppendLayer(ctx context.Context, req *registry.Request, laye
 		return dst, fmt.Errorf("load layer %q: %w", layer, err)
 	}
 	name := fileName(layer)
-	out, err := c.readFile(h, layer, name, dst)
+	out, err := c.readFile(ctx, h, layer, name, dst)
 	if err == nil {
 		return out, nil
+	}
+	if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
+		return dst, fmt.Errorf("load layer %q: %w", layer, err) // the caller's doing, not the file's
 	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return dst, fmt.Errorf("layer %q of a %d-token prefix: %w", layer, numTokens, registry.ErrMiss)
@@ -324,7 +327,8 @@ func (c *Connector) AppendLayer(ctx context.Context, req *registry.Request, laye
 
 // readFile appends the checked KV bytes of the layer file name of prefix h
 // to dst. An error wrapping fs.ErrNotExist means there is no such file.
-func (c *Connector) readFile(h registry.BlockHash, layer, name string, dst []byte) ([]byte, error) {
+// It reads in chunks, checking ctx before each.
+func (c *Connector) readFile(ctx context.Context, h registry.BlockHash, layer, name string, dst []byte) ([]byte, error) {
 	dir, err := c.openPrefix(h.String(), false)
 	if err != nil {
 		return dst, err
@@ -350,19 +354,69 @@ func (c *Connector) readFile(h registry.BlockHash, layer, name string, dst []byt
 	if err != nil {
 		return dst, err
 	}
-	if size := fi.Size() - headerLen; size > c.maxLayer {
+	size := fi.Size() - headerLen
+	if size > c.maxLayer {
 		return dst, fmt.Errorf("%d bytes of KV, more than max_layer_bytes (%d)", size, c.maxLayer)
 	}
-	n := int(fi.Size() - headerLen)
-	out := slices.Grow(dst, n)[:len(dst)+n]
-	kv := out[len(dst):]
-	if _, err := io.ReadFull(f, kv); err != nil {
-		return dst, fmt.Errorf("reading %d bytes of KV: %w", n, err)
+	if size > readChunk && !backed(fi) {
+		// A sparse file's size is not proof of its bytes: a forged header
+		// over a hole would have a load allocate what no disk holds. Its
+		// checksum is verified first, through one chunk's buffer.
+		got, err := readKV(ctx, io.NewSectionReader(f, headerLen, size), size, nil)
+		if err != nil {
+			return dst, err
+		}
+		if got != sum {
+			return dst, errChecksum
+		}
 	}
-	if checksum(0, kv) != sum {
-		return dst, errors.New("checksum mismatch: the KV bytes are corrupt")
+	n := int(size)
+	out := slices.Grow(dst, n)[:len(dst)+n]
+	got, err := readKV(ctx, io.NewSectionReader(f, headerLen, size), size, out[len(dst):])
+	if err != nil {
+		return dst, err
+	}
+	if got != sum {
+		return dst, errChecksum
 	}
 	return out, nil
+}
+
+// errChecksum is the reason for a file whose KV fails its CRC-32.
+var errChecksum = errors.New("checksum mismatch: the KV bytes are corrupt")
+
+// readChunk is how much readKV reads between checks of its context: a
+// millisecond's reading or less, from the page cache.
+const readChunk = 1 << 20
+
+// readKV reads the n bytes of KV from r in chunks of readChunk, into kv if
+// it is not nil (it then holds n bytes), else through a buffer of one
+// chunk, and returns their CRC-32. It checks ctx before every chunk, so
+// that a large layer does not outlive its caller's deadline.
+func readKV(ctx context.Context, r io.Reader, n int64, kv []byte) (uint32, error) {
+	var buf []byte
+	if kv == nil {
+		buf = make([]byte, min(n, readChunk))
+	}
+	var sum uint32
+	for off := int64(0); off < n; {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		m := min(n-off, readChunk)
+		var p []byte
+		if kv != nil {
+			p = kv[off : off+m]
+		} else {
+			p = buf[:m]
+		}
+		if _, err := io.ReadFull(r, p); err != nil {
+			return 0, fmt.Errorf("reading %d bytes of KV: %w", n, err)
+		}
+		sum = checksum(sum, p)
+		off += m
+	}
+	return sum, nil
 }
 
 // WaitForSave returns at once: saves complete before SaveLayer returns.

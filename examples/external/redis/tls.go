@@ -4,7 +4,9 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"io"
 	"os"
+	"syscall"
 
 	"github.com/kvgen/kvgen/registry"
 )
@@ -22,27 +24,67 @@ func (o *TLSOptions) config() (*tls.Config, error) {
 		problems.Add(fmt.Errorf("kv_connector_extra_config: tls: "+format, args...))
 	}
 	if o.CAFile != "" {
-		pem, err := os.ReadFile(o.CAFile)
+		pem, err := readPEM(o.CAFile)
 		switch {
 		case err != nil:
 			bad("ca_file: %v", err)
 		default:
 			conf.RootCAs = x509.NewCertPool()
 			if !conf.RootCAs.AppendCertsFromPEM(pem) {
-				bad("ca_file %s: no PEM certificate in it", o.CAFile)
+				bad("ca_file %q: no PEM certificate in it", o.CAFile)
 			}
 		}
 	}
 	if o.CertFile != "" && o.KeyFile != "" {
-		cert, err := tls.LoadX509KeyPair(o.CertFile, o.KeyFile)
+		certPEM, err := readPEM(o.CertFile)
 		if err != nil {
-			bad("cert_file and key_file: %v", err)
-		} else {
-			conf.Certificates = []tls.Certificate{cert}
+			bad("cert_file: %v", err)
+		}
+		keyPEM, kerr := readPEM(o.KeyFile)
+		if kerr != nil {
+			bad("key_file: %v", kerr)
+		}
+		if err == nil && kerr == nil {
+			cert, err := tls.X509KeyPair(certPEM, keyPEM)
+			if err != nil {
+				bad("cert_file and key_file: %v", err)
+			} else {
+				conf.Certificates = []tls.Certificate{cert}
+			}
 		}
 	}
 	if err := problems.Err(); err != nil {
 		return nil, err
 	}
 	return conf, nil
+}
+
+// maxPEM bounds a certificate or key file: a system's whole CA bundle is a
+// few hundred KB.
+const maxPEM = 4 << 20
+
+// readPEM reads a PEM file named by the settings, which are not trusted:
+// only a regular file, opened without blocking (a FIFO would hang New),
+// and at most maxPEM bytes of it (/dev/zero would never end).
+func readPEM(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%q: not a regular file", path)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxPEM+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxPEM {
+		return nil, fmt.Errorf("%q: more than %d bytes: want a PEM file", path, maxPEM)
+	}
+	return data, nil
 }
