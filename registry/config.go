@@ -386,7 +386,7 @@ func jsonError(data []byte, err error) error {
 	if errors.As(err, &te) {
 		msg := fmt.Sprintf("got JSON %s, want %s", te.Value, goTypeInJSON(te.Type.String()))
 		if te.Field != "" {
-			msg = te.Field + ": " + msg
+			msg = printable(te.Field) + ": " + msg
 		}
 		return errors.New(msg)
 	}

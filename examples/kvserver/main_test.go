@@ -190,7 +190,7 @@ func TestArgumentsAfterTheModeAreRejected(t *testing.T) {
 	code, out, stderr := runServer(t, "demo", "-kv-transfer-config", fsConfig(dir, "e", ""))
 	assert.Equal(t, 2, code)
 	assert.Empty(t, out)
-	assert.Equal(t, "kvserver: flag -kv-transfer-config after the mode \"demo\": flags go before the mode\n", stderr)
+	assert.Equal(t, "kvserver: flag \"-kv-transfer-config\" after the mode \"demo\": flags go before the mode\n", stderr)
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	assert.Empty(t, entries, "nothing ran")
@@ -254,5 +254,24 @@ func TestOutOfRangeSettingsAreErrors(t *testing.T) {
 		code, _, stderr := runServer(t, "-kv-transfer-config", c.config, "demo")
 		assert.Equal(t, 1, code, c.config)
 		assert.Contains(t, stderr, c.want, c.config)
+	}
+}
+
+// A setting holding an escape sequence and a newline is shown quoted: the
+// terminal is not cleared, and the error stays one line that no one can
+// take for two.
+func TestErrorsAreOneQuotedLine(t *testing.T) {
+	evil := `\u001b[2J\nkvserver: forged error`
+	for _, config := range []string{
+		fmt.Sprintf(`{"kv_connector":"filesystem","kv_connector_extra_config":{"shared_storage_path":%q,"durability":"%s"}}`, t.TempDir(), evil),
+		fmt.Sprintf(`{"kv_connector":"filesystem","kv_connector_extra_config":{"shared_storage_path":"/dev/null/%s"}}`, evil),
+		`{"kv_connector":"memory","kv_connector_extra_config":{"store":"` + evil + `","capacity_bytes":1}}`,
+		`{"kv_connector":"memory","layer_names":["` + evil + `"],"kv_connector_extra_config":{"store":"tiny","capacity_bytes":1}}`,
+		`{"kv_connector":"` + evil + `","kv_connector_module_path":"m"}`,
+	} {
+		code, _, stderr := runServer(t, "-kv-transfer-config", config, "demo")
+		assert.NotZero(t, code, config)
+		assert.Equal(t, 1, strings.Count(stderr, "\n"), "%s: %q", config, stderr)
+		assert.NotContains(t, stderr, "\x1b", config)
 	}
 }

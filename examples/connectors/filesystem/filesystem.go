@@ -179,14 +179,11 @@ func New(ctx context.Context, cfg registry.Config, role registry.Role) (*Connect
 	switch opts.Durability {
 	case DurabilityNone, DurabilityFile, DurabilityFull:
 	default:
-		return nil, fmt.Errorf("kv_connector_extra_config: durability %q: want %q, %q or %q", opts.Durability, DurabilityNone, DurabilityFile, DurabilityFull)
+		return nil, fmt.Errorf("kv_connector_extra_config: durability %s: want %q, %q or %q", registry.Quote(opts.Durability), DurabilityNone, DurabilityFile, DurabilityFull)
 	}
-	if err := os.MkdirAll(opts.SharedStoragePath, 0o755); err != nil {
-		return nil, fmt.Errorf("shared_storage_path: %w", err)
-	}
-	root, err := os.OpenRoot(opts.SharedStoragePath)
+	root, err := openStorage(opts.SharedStoragePath)
 	if err != nil {
-		return nil, fmt.Errorf("shared_storage_path: %w", err)
+		return nil, err
 	}
 	c := &Connector{Logger: cfg.Logger(), dir: opts.SharedStoragePath, root: root, cfg: cfg, prefixes: prefixes, hashes: prefixes.Cache(), durability: opts.Durability, maxLayer: opts.MaxLayerBytes, stop: make(chan struct{})}
 	if role == registry.RoleWorker {
@@ -194,6 +191,25 @@ func New(ctx context.Context, cfg registry.Config, role registry.Role) (*Connect
 		go c.sweepStale(time.Duration(opts.StaleTempSeconds) * time.Second)
 	}
 	return c, nil
+}
+
+// openStorage creates the storage directory if it is missing and opens it.
+// Errors show the path quoted: it comes from the settings, and a raw
+// control character must not reach a terminal.
+func openStorage(path string) (*os.Root, error) {
+	err := os.MkdirAll(path, 0o755)
+	var root *os.Root
+	if err == nil {
+		root, err = os.OpenRoot(path)
+	}
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = fmt.Errorf("%s: %w", pe.Op, pe.Err)
+		}
+		return nil, fmt.Errorf("shared_storage_path %q: %w", path, err) // whole: at most 4096 bytes
+	}
+	return root, nil
 }
 
 // Close stops the sweeper and releases the storage directory. Calls that
@@ -268,19 +284,19 @@ func (c *Connector) SaveLayer(ctx context.Context, req *registry.Request, layer 
 		return errors.New("save: empty layer name")
 	}
 	if int64(len(kv)) > c.maxLayer {
-		return fmt.Errorf("save layer %q: %d bytes of KV, more than max_layer_bytes (%d)", layer, len(kv), c.maxLayer)
+		return fmt.Errorf("save layer %s: %d bytes of KV, more than max_layer_bytes (%d)", registry.Quote(layer), len(kv), c.maxLayer)
 	}
 	h, err := c.hashes.Hash(req.PromptTokens, numTokens)
 	if err != nil {
-		return fmt.Errorf("save layer %q: %w", layer, err)
+		return fmt.Errorf("save layer %s: %w", registry.Quote(layer), err)
 	}
 	dir, err := c.openPrefix(h.String(), true)
 	if err != nil {
-		return fmt.Errorf("save layer %q: %w", layer, err)
+		return fmt.Errorf("save layer %s: %w", registry.Quote(layer), err)
 	}
 	defer dir.Close()
 	if err := c.writeFile(dir, fileName(layer), h, layer, kv); err != nil {
-		return fmt.Errorf("save layer %q: %w", layer, err)
+		return fmt.Errorf("save layer %s: %w", registry.Quote(layer), err)
 	}
 	return nil
 }
@@ -306,7 +322,7 @@ func (c *Connector) AppendLayer(ctx context.Context, req *registry.Request, laye
 	}
 	h, err := c.hashes.Hash(req.PromptTokens, numTokens)
 	if err != nil {
-		return dst, fmt.Errorf("load layer %q: %w", layer, err)
+		return dst, fmt.Errorf("load layer %s: %w", registry.Quote(layer), err)
 	}
 	name := fileName(layer)
 	out, err := c.readFile(ctx, h, layer, name, dst)
@@ -314,15 +330,15 @@ func (c *Connector) AppendLayer(ctx context.Context, req *registry.Request, laye
 		return out, nil
 	}
 	if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
-		return dst, fmt.Errorf("load layer %q: %w", layer, err) // the caller's doing, not the file's
+		return dst, fmt.Errorf("load layer %s: %w", registry.Quote(layer), err) // the caller's doing, not the file's
 	}
 	if errors.Is(err, fs.ErrNotExist) {
-		return dst, fmt.Errorf("layer %q of a %d-token prefix: %w", layer, numTokens, registry.ErrMiss)
+		return dst, fmt.Errorf("layer %s of a %d-token prefix: %w", registry.Quote(layer), numTokens, registry.ErrMiss)
 	}
 	path := filepath.Join(c.dir, h.String(), name)
 	c.logger().LogAttrs(ctx, slog.LevelWarn, "kv file unusable, treated as a miss",
 		slog.String("file", path), slog.String("layer", layer), slog.String("reason", err.Error()))
-	return dst, fmt.Errorf("%w: %s: %w", registry.ErrMiss, path, err)
+	return dst, fmt.Errorf("%w: %q: %w", registry.ErrMiss, path, err) // whole: a path cut short is no use
 }
 
 // readFile appends the checked KV bytes of the layer file name of prefix h

@@ -331,3 +331,34 @@ func readTree(t *testing.T, dir string) map[string]string {
 	}))
 	return files
 }
+
+// Settings and layer names reach errors quoted: an escape sequence or a
+// newline in them neither reaches a terminal raw nor forges a line.
+func TestUserStringsAreQuotedInErrors(t *testing.T) {
+	const evil = "\x1b[2J\nkvserver: forged error"
+	file := filepath.Join(t.TempDir(), "file")
+	require.NoError(t, os.WriteFile(file, nil, 0o600))
+	newWith := func(extra map[string]any) error {
+		c, err := New(t.Context(), registry.Config{BlockSize: bs, Extra: extra}, registry.RoleWorker)
+		if err == nil {
+			c.Close()
+		}
+		return err
+	}
+	small, err := New(t.Context(), registry.Config{BlockSize: bs, Extra: map[string]any{
+		"shared_storage_path": t.TempDir(), "max_layer_bytes": 1,
+	}}, registry.RoleWorker)
+	require.NoError(t, err)
+	defer small.Close()
+	for name, err := range map[string]error{
+		"durability":    newWith(map[string]any{"shared_storage_path": t.TempDir(), "durability": evil}),
+		"storage path":  newWith(map[string]any{"shared_storage_path": filepath.Join(file, evil)}),
+		"layer name":    small.SaveLayer(t.Context(), req, evil, bs, []byte("too long")),
+		"layer to load": func() error { _, err := small.LoadLayer(t.Context(), req, evil, bs-1); return err }(),
+	} {
+		require.Error(t, err, name)
+		assert.NotContains(t, err.Error(), "\n", name)
+		assert.NotContains(t, err.Error(), "\x1b", name)
+		assert.Contains(t, err.Error(), `\x1b[2J\nkvserver: forged error"`, name)
+	}
+}

@@ -125,7 +125,7 @@ func (c *connector) SaveLayer(ctx context.Context, req *registry.Request, layer 
 	}
 	h, err := c.hashes.Hash(req.PromptTokens, numTokens)
 	if err != nil {
-		return fmt.Errorf("save layer %q: %w", layer, err)
+		return fmt.Errorf("save layer %s: %w", registry.Quote(layer), err)
 	}
 	return c.store.put(itemKey{h, layer}, slices.Clone(kv))
 }
@@ -147,11 +147,11 @@ func (c *connector) AppendLayer(ctx context.Context, req *registry.Request, laye
 	}
 	h, err := c.hashes.Hash(req.PromptTokens, numTokens)
 	if err != nil {
-		return dst, fmt.Errorf("load layer %q: %w", layer, err)
+		return dst, fmt.Errorf("load layer %s: %w", registry.Quote(layer), err)
 	}
 	kv, ok := c.store.appendTo(dst, itemKey{h, layer})
 	if !ok {
-		return dst, fmt.Errorf("layer %q of a %d-token prefix: %w", layer, numTokens, registry.ErrMiss)
+		return dst, fmt.Errorf("layer %s of a %d-token prefix: %w", registry.Quote(layer), numTokens, registry.ErrMiss)
 	}
 	return kv, nil
 }

@@ -109,7 +109,7 @@ func decodeOptions(extra map[string]any) (Options, error) {
 		}
 		addr, scheme, err := parseAddr(a)
 		if err != nil {
-			bad("addrs[%d] %q: %v", i, shorten(a), err)
+			bad("addrs[%d] %s: %v", i, registry.Quote(a), err)
 			continue
 		}
 		opts.Addrs[i] = addr
@@ -162,7 +162,7 @@ func parseAddr(a string) (addr, scheme string, err error) {
 			return "", "", errors.New("not a URL")
 		}
 		if u.Scheme != "redis" && u.Scheme != "rediss" {
-			return "", "", fmt.Errorf("scheme %q: want redis:// or rediss://", shorten(u.Scheme))
+			return "", "", fmt.Errorf("scheme %s: want redis:// or rediss://", registry.Quote(u.Scheme))
 		}
 		if u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
 			return "", "", errors.New("want only scheme, host and port; credentials, database and options go in username, password, db and the other settings")
@@ -170,20 +170,16 @@ func parseAddr(a string) (addr, scheme string, err error) {
 		addr, scheme = u.Host, u.Scheme
 	}
 	host, port, err := net.SplitHostPort(addr)
-	if err != nil || host == "" {
+	if err != nil || host == "" || strings.IndexFunc(host, notPrint) >= 0 {
+		// No host name holds a control character; the address is shown
+		// in every error of the connector.
 		return "", "", errors.New("want host:port")
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-		return "", "", fmt.Errorf("port %q: want 1 to 65535", shorten(port))
+		return "", "", fmt.Errorf("port %s: want 1 to 65535", registry.Quote(port))
 	}
 	return addr, scheme, nil
 }
 
-// shorten keeps hostile or mistaken long values out of messages whole.
-func shorten(s string) string {
-	const max = 64
-	if len(s) <= max {
-		return s
-	}
-	return s[:max] + "..."
-}
+// notPrint reports whether r is a control or other non-printing character.
+func notPrint(r rune) bool { return !strconv.IsPrint(r) }

@@ -294,6 +294,25 @@ func TestClose(t *testing.T) {
 	require.ErrorIs(t, err, goredis.ErrClosed)
 }
 
+// Settings reach errors quoted: an escape sequence or a newline in an
+// address or a file name neither reaches a terminal raw nor forges a line.
+// A host name with a control character is no host name.
+func TestUserStringsAreQuotedInErrors(t *testing.T) {
+	t.Parallel()
+	const evil = "\x1b[2J\nkvserver: forged error"
+	for name, extra := range map[string]map[string]any{
+		"address":     {"addrs": []string{"a\x1b[2J\nforged:6379"}, "dial_timeout": "1ms"},
+		"URL scheme":  {"addrs": []string{"x" + evil + "://h:1"}},
+		"CA file":     {"tls": map[string]any{"ca_file": evil}},
+		"master name": {"master_name": evil, "addrs": []string{"127.0.0.1:1"}, "dial_timeout": "1ms"},
+	} {
+		_, err := redis.New(t.Context(), config("e", extra), registry.RoleWorker)
+		require.Error(t, err, name)
+		assert.NotContains(t, err.Error(), "\n", name)
+		assert.NotContains(t, err.Error(), "\x1b", name)
+	}
+}
+
 // A thousand bad addresses are reported as the first registry.MaxProblems
 // and a count of the rest, not a thousand lines.
 func TestInvalidSettingsAreBounded(t *testing.T) {
@@ -349,7 +368,7 @@ func TestInvalidSettings(t *testing.T) {
 		{"unknown tls key", map[string]any{"tls": map[string]any{"ca_fil": "ca.pem"}}, []string{`kv_connector_extra_config: tls: unknown key "ca_fil" (did you mean "ca_file"?)`}},
 		{"tls of the wrong type", map[string]any{"tls": true}, []string{"tls"}},
 		{"client certificate without key", map[string]any{"tls": map[string]any{"cert_file": "c.pem"}}, []string{"tls: cert_file and key_file go together"}},
-		{"missing CA file", map[string]any{"tls": map[string]any{"ca_file": "/nonexistent/ca.pem"}}, []string{"tls: ca_file: open /nonexistent/ca.pem"}},
+		{"missing CA file", map[string]any{"tls": map[string]any{"ca_file": "/nonexistent/ca.pem"}}, []string{`tls: ca_file: open "/nonexistent/ca.pem": no such file`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := redis.New(t.Context(), config("e", tc.extra), registry.RoleWorker)

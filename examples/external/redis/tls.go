@@ -3,8 +3,10 @@ package redis
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"syscall"
 
@@ -68,6 +70,10 @@ const maxPEM = 4 << 20
 // and at most maxPEM bytes of it (/dev/zero would never end).
 func readPEM(path string) ([]byte, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	var pe *fs.PathError
+	if errors.As(err, &pe) { // the path quoted, as everywhere in messages
+		return nil, fmt.Errorf("%s %s: %w", pe.Op, registry.Quote(path), pe.Err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -77,14 +83,14 @@ func readPEM(path string) ([]byte, error) {
 		return nil, err
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%q: not a regular file", path)
+		return nil, fmt.Errorf("%s: not a regular file", registry.Quote(path))
 	}
 	data, err := io.ReadAll(io.LimitReader(f, maxPEM+1))
 	if err != nil {
 		return nil, err
 	}
 	if len(data) > maxPEM {
-		return nil, fmt.Errorf("%q: more than %d bytes: want a PEM file", path, maxPEM)
+		return nil, fmt.Errorf("%s: more than %d bytes: want a PEM file", registry.Quote(path), maxPEM)
 	}
 	return data, nil
 }
