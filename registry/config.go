@@ -146,7 +146,9 @@ func (c Config) Logger() *slog.Logger {
 // same JSON a vLLM user writes configures a kvgen binary. It applies vLLM's
 // types, defaults and conversions (a port may be written "14579", a size
 // "1e9"); an unknown key or a bad value is an error that names the key and
-// says what is wanted, and every such problem is reported at once. kv_role
+// says what is wanted, and every such problem is reported at once (up to
+// [MaxProblems], the rest counted). A config larger than
+// [MaxTransferConfigBytes] (1 MiB) is refused before it is parsed. kv_role
 // defaults to kv_both, the load-failure policy to fail (as in current vLLM),
 // the block size to 16 and the engine id to a random one. Model is left
 // empty for the host to set.
@@ -184,6 +186,9 @@ var transferKeys = []string{
 // kv_connector_extra_config, which belong to one connector. what starts
 // every error.
 func parseTransferConfig(what string, data []byte, base Config) (Config, error) {
+	if err := checkSize(len(data)); err != nil {
+		return Config{}, fmt.Errorf("%s: %w", what, err)
+	}
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return Config{}, fmt.Errorf("%s: %w", what, jsonError(data, err))
@@ -196,12 +201,8 @@ func parseTransferConfig(what string, data []byte, base Config) (Config, error) 
 	}
 	cfg := base
 	cfg.Connector, cfg.Extra = "", nil
-	var errs []error
-	bad := func(err error) {
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", what, err))
-		}
-	}
+	var problems Problems
+	bad := func(err error) { problems.addIn(what, err) }
 	if v, ok := raw["kv_connector"]; !ok || isNull(v) || string(v) == `""` {
 		bad(errors.New("kv_connector is required"))
 	}
@@ -296,10 +297,18 @@ func parseTransferConfig(what string, data []byte, base Config) (Config, error) 
 			bad(layerNames(k, v, &cfg.LayerNames))
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err := problems.Err(); err != nil {
 		return Config{}, err
 	}
 	return cfg, nil
+}
+
+// checkSize refuses an input of n bytes larger than MaxTransferConfigBytes.
+func checkSize(n int) error {
+	if n > MaxTransferConfigBytes {
+		return fmt.Errorf("%d bytes: want at most 1 MiB (%d bytes); a transfer config is a few hundred", n, MaxTransferConfigBytes)
+	}
+	return nil
 }
 
 // checkBlockSize reports whether n tokens is a block size kvgen accepts.
@@ -323,16 +332,17 @@ func layerNames(key string, v json.RawMessage, dst *[]string) error {
 	if isNull(v) || json.Unmarshal(v, &names) != nil {
 		return fmt.Errorf("%s %s: want an array of layer names", key, shortJSON(v))
 	}
-	var errs []error
+	var problems Problems
 	for i, l := range names {
 		if l == "" {
-			errs = append(errs, fmt.Errorf("%s[%d] is empty", key, i))
+			problems.Add(fmt.Errorf("%s[%d] is empty", key, i))
 		}
 	}
-	if len(errs) == 0 {
+	err := problems.Err()
+	if err == nil {
 		*dst = names
 	}
-	return errors.Join(errs...)
+	return err
 }
 
 // extraConfig decodes kv_connector_extra_config, keeping numbers as
@@ -376,7 +386,7 @@ func jsonError(data []byte, err error) error {
 	if errors.As(err, &te) {
 		msg := fmt.Sprintf("got JSON %s, want %s", te.Value, goTypeInJSON(te.Type.String()))
 		if te.Field != "" {
-			msg = te.Field + ": " + msg
+			msg = printable(te.Field) + ": " + msg
 		}
 		return errors.New(msg)
 	}
@@ -401,19 +411,24 @@ func goTypeInJSON(t string) string {
 	return t
 }
 
-// checkKeys reports every key not in known, each with the nearest known key.
+// checkKeys reports every key not in known, each of the first MaxProblems
+// with the nearest known key, and counts the rest.
 func checkKeys(what string, keys, known []string) error {
 	slices.Sort(keys)
-	var errs []error
+	var problems Problems
 	for _, k := range keys {
 		if slices.Contains(known, k) {
+			continue
+		}
+		if problems.Full() {
+			problems.Skip() // no suggestion is looked for what is not shown
 			continue
 		}
 		msg := fmt.Sprintf("%s: unknown key %s", what, suggest.Quote(k))
 		if near := suggest.Nearest(k, known, 1); len(near) > 0 {
 			msg += fmt.Sprintf(" (did you mean %q?)", near[0])
 		}
-		errs = append(errs, errors.New(msg))
+		problems.Add(errors.New(msg))
 	}
-	return errors.Join(errs...)
+	return problems.Err()
 }

@@ -414,3 +414,76 @@ func TestDurationEdges(t *testing.T) {
 	err = registry.DecodeExtra(map[string]any{"ttl": 1e20}, &opts)
 	assert.EqualError(t, err, `kv_connector_extra_config: ttl: duration 100000000000000000000 seconds: out of range: want at most 2562047h47m16.854775807s`)
 }
+
+// boundedOptions bound their values with min and max tags.
+type boundedOptions struct {
+	Seconds  int               `json:"seconds" min:"1" max:"86400"`
+	Bytes    uint64            `json:"bytes" max:"1073741824"`
+	Ratio    float64           `json:"ratio" min:"0" max:"1"`
+	Timeout  registry.Duration `json:"timeout" min:"1ms" max:"1h"`
+	Wait     time.Duration     `json:"wait" min:"0s"`
+	Hosts    []string          `json:"hosts" min:"1" max:"2"`
+	Name     string            `json:"name" max:"8"`
+	Optional *int              `json:"optional" min:"0"`
+	Bounded
+}
+
+// Bounded is embedded: its tags apply as its keys do, beside the others'.
+type Bounded struct {
+	Depth int `json:"depth" max:"3"`
+}
+
+// A value outside a field's min and max tags is an error naming the key and
+// what is wanted; values within them, null and missing keys are accepted.
+// Operators' settings are not trusted: a connector that multiplies or
+// allocates by a setting relies on this.
+func TestDecodeExtraRanges(t *testing.T) {
+	opts := boundedOptions{Seconds: 600, Timeout: registry.Duration(time.Second)}
+	require.NoError(t, registry.DecodeExtra(map[string]any{
+		"seconds": 86400, "bytes": 1 << 30, "ratio": 0.5, "timeout": "1h", "wait": 0,
+		"hosts": []any{"a", "b"}, "name": "eight888", "optional": 0, "depth": 3,
+	}, &opts))
+	assert.Equal(t, 86400, opts.Seconds)
+	require.NoError(t, registry.DecodeExtra(map[string]any{"seconds": nil, "optional": nil}, &opts), "null is no value to check")
+
+	for extra, want := range map[string]string{
+		`{"seconds": 9300000000}`:          "seconds 9300000000: want from 1 to 86400",
+		`{"seconds": 9223372036854775807}`: "seconds 9223372036854775807: want from 1 to 86400",
+		`{"seconds": 0}`:                   "seconds 0: want from 1 to 86400",
+		`{"seconds": -1}`:                  "seconds -1: want from 1 to 86400",
+		`{"bytes": 1073741825}`:            "bytes 1073741825: want at most 1073741824",
+		`{"ratio": 1.5}`:                   "ratio 1.5: want from 0 to 1",
+		`{"timeout": "2h"}`:                "timeout 2h0m0s: want from 1ms to 1h",
+		`{"timeout": 0}`:                   "timeout 0s: want from 1ms to 1h",
+		`{"wait": -1}`:                     "wait -1ns: want at least 0s",
+		`{"hosts": []}`:                    "hosts has 0 entries: want from 1 to 2",
+		`{"hosts": ["a", "b", "c"]}`:       "hosts has 3 entries: want from 1 to 2",
+		`{"name": "ninebytes"}`:            "name has 9 bytes: want at most 8",
+		`{"optional": -5}`:                 "optional -5: want at least 0",
+		`{"depth": 4}`:                     "depth 4: want at most 3",
+	} {
+		cfg, err := registry.ParseTransferConfig([]byte(`{"kv_connector": "x", "kv_connector_extra_config": ` + extra + `}`))
+		require.NoError(t, err)
+		before := opts
+		assert.EqualError(t, registry.DecodeExtra(cfg.Extra, &opts), "kv_connector_extra_config: "+want, extra)
+		opts = before
+	}
+
+	// Every key out of range is reported at once.
+	err := registry.DecodeExtra(map[string]any{"seconds": 0, "depth": 9}, &opts)
+	assert.EqualError(t, err, "kv_connector_extra_config: depth 9: want at most 3\n"+
+		"kv_connector_extra_config: seconds 0: want from 1 to 86400")
+
+	// A tag that does not parse, or on a type it cannot bound, is the
+	// connector author's mistake, reported as such.
+	var badTag struct {
+		N int `json:"n" max:"ten"`
+	}
+	assert.ErrorContains(t, registry.DecodeExtra(map[string]any{"n": 1}, &badTag),
+		`registry.DecodeExtra: field N: max tag "ten"`)
+	var badType struct {
+		B bool `json:"b" min:"1"`
+	}
+	assert.ErrorContains(t, registry.DecodeExtra(map[string]any{"b": true}, &badType),
+		"registry.DecodeExtra: field B: min and max do not apply to bool")
+}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/kvgen/kvgen/internal/suggest"
 )
@@ -180,6 +181,13 @@ func laxBool(key string, v json.RawMessage, dst *bool) error {
 	return fmt.Errorf("%s %s: want true or false", key, shortJSON(v))
 }
 
+// Quote returns s for an error message as a Go string literal, as %q
+// would, and a long s as its first 64 bytes and its length. Connectors
+// quote with it every string that comes from a config, a request or a
+// store, so that no control character (an escape sequence, a newline)
+// reaches a terminal or forges a line of a log, and no value floods one.
+func Quote(s string) string { return suggest.Quote(s) }
+
 // quoted returns s as a JSON string for a message, cut short if long.
 func quoted(s string) string {
 	b, _ := json.Marshal(s) // a string always marshals
@@ -187,12 +195,34 @@ func quoted(s string) string {
 }
 
 // shortJSON returns v for a message, compacted and cut short if long, so
-// that a hostile value cannot flood a log.
+// that a hostile value cannot flood a log, with every character that is
+// not printable escaped: JSON strings may hold DEL, C1 controls such as
+// U+009B (a terminal's CSI) and bidirectional overrides as they are.
 func shortJSON(v json.RawMessage) string {
 	var b bytes.Buffer
 	if json.Compact(&b, v) != nil {
 		b.Reset()
 		b.Write(bytes.TrimSpace(v))
 	}
-	return suggest.Shorten(b.String())
+	return printable(suggest.Shorten(b.String()))
+}
+
+// printable returns s with each character that is not printable, and each
+// byte that is not UTF-8, escaped as strconv.Quote escapes it.
+func printable(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case !strconv.IsPrint(r):
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
 }

@@ -10,13 +10,14 @@ import (
 	"github.com/kvgen/kvgen/registry"
 )
 
-// hugeName is an operator's input far longer than any real name.
-var hugeName = strings.Repeat("A", 8<<20)
+// hugeName is an operator's input far longer than any real name, in a
+// config within MaxTransferConfigBytes.
+var hugeName = strings.Repeat("A", 512<<10)
 
 // Errors about a long input name it by its first bytes and its length, not
 // whole: an error line must stay readable and cheap to log.
 func TestLongInputsAreShortenedInErrors(t *testing.T) {
-	const want = `"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"... (8388608 bytes)`
+	const want = `"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"... (524288 bytes)`
 	cases := map[string]func() error{
 		"unknown transfer-config key": func() error {
 			_, err := registry.ParseTransferConfig([]byte(`{"kv_connector":"memory","` + hugeName + `":1}`))
@@ -47,7 +48,7 @@ func TestLongInputsAreShortenedInErrors(t *testing.T) {
 			require.Error(t, err)
 			if strings.HasPrefix(name, "kv_") {
 				// A bad value is shown as the JSON it was, cut short.
-				assert.Contains(t, err.Error(), `"`+hugeName[:63]+`... (8388610 bytes)`)
+				assert.Contains(t, err.Error(), `"`+hugeName[:63]+`... (524290 bytes)`)
 			} else {
 				assert.Contains(t, err.Error(), want)
 			}

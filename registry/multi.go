@@ -15,7 +15,8 @@ import (
 const MultiConnectorName = "MultiConnector"
 
 type multiOptions struct {
-	Connectors []map[string]any `json:"connectors"`
+	// vLLM's MultiConnector composes two or three; 64 leaves room.
+	Connectors []map[string]any `json:"connectors" min:"1" max:"64"`
 }
 
 // NewMultiConnector creates vLLM's MultiConnector, which composes other
@@ -36,19 +37,19 @@ func NewMultiConnector(ctx context.Context, cfg Config, role Role) (Connector, e
 	if err != nil {
 		return nil, err
 	}
-	var errs []error
+	var problems Problems
 	for i, ccfg := range children {
 		if childErrs[i] != nil {
-			errs = append(errs, childErrs[i])
+			problems.Add(childErrs[i])
 			continue
 		}
 		if e, ok := r.Lookup(ccfg.Connector); !ok {
-			errs = append(errs, fmt.Errorf("connectors[%d]: %w", i, r.unknown(ccfg.Connector)))
+			problems.Add(fmt.Errorf("connectors[%d]: %w", i, r.unknown(ccfg.Connector)))
 		} else if !e.Roles.Has(role) {
-			errs = append(errs, fmt.Errorf("connectors[%d]: kv connector %q: %w %s (it serves %s)", i, e.Name, ErrUnsupportedRole, role, e.Roles))
+			problems.Add(fmt.Errorf("connectors[%d]: kv connector %q: %w %s (it serves %s)", i, e.Name, ErrUnsupportedRole, role, e.Roles))
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err := problems.Err(); err != nil {
 		return nil, err
 	}
 	m := &multi{logger: cfg.Logger()}
@@ -78,7 +79,13 @@ func MultiChildren(cfg Config) ([]Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	return children, errors.Join(errs...)
+	var problems Problems
+	for _, err := range errs {
+		if err != nil {
+			problems.Add(err)
+		}
+	}
+	return children, problems.Err()
 }
 
 // multiChildren is MultiChildren with each child's error at its index.

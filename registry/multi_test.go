@@ -293,7 +293,7 @@ func TestMultiConnectorRejectsBadChildren(t *testing.T) {
 		{
 			name:   "no children",
 			config: multiOf(),
-			want:   `kv connector "MultiConnector" (worker): kv_connector_extra_config: "connectors" must list at least one connector`,
+			want:   `kv connector "MultiConnector" (worker): kv_connector_extra_config: connectors has 0 entries: want from 1 to 64`,
 		},
 		{
 			name:   "unknown setting",

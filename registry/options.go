@@ -21,6 +21,24 @@ import (
 // holds, so set defaults before calling. Unlike vLLM, a key that no field
 // accepts is an error that names the nearest valid key: a typo in a
 // deployment's settings must not pass silently.
+//
+// A field may bound the values it accepts with min and max tags, which
+// DecodeExtra checks for every key extra sets:
+//
+//	StaleTempSeconds int      `json:"stale_temp_seconds" min:"1" max:"31536000"`
+//	DialTimeout      Duration `json:"dial_timeout" min:"1ms" max:"1h"`
+//	Hosts            []string `json:"hosts" min:"1" max:"64"`
+//
+// For integers and floats the bounds are numbers, for [Duration] and
+// time.Duration Go durations; for strings, slices and maps they bound the
+// length. A value outside them is an error that names the key and says
+// what is wanted. Settings come from operators and are not trusted: bound
+// every number a connector multiplies, allocates by or waits for, so that
+// no value can overflow or exhaust the host.
+//
+// Every problem is reported at once, up to [MaxProblems], the rest
+// counted; settings larger than [MaxTransferConfigBytes] in JSON are an
+// error.
 func DecodeExtra(extra map[string]any, dst any) error {
 	rv := reflect.ValueOf(dst)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() || rv.Elem().Kind() != reflect.Struct {
@@ -31,18 +49,23 @@ func DecodeExtra(extra map[string]any, dst any) error {
 	}
 	const what = "kv_connector_extra_config"
 	keys := slices.Sorted(maps.Keys(extra))
-	if err := checkKeys(what, keys, jsonKeys(rv.Elem().Interface())); err != nil {
+	fields := jsonFields(rv.Elem().Type())
+	if err := checkKeys(what, keys, slices.Collect(maps.Keys(fields))); err != nil {
 		return err
 	}
 	// One key at a time, so that every error names its key: encoding/json
 	// does not say where an UnmarshalJSON method (such as Duration's)
 	// failed.
-	var errs []error
+	var problems Problems
+	size := 0
 	for _, k := range keys {
 		data, err := json.Marshal(map[string]any{k: extra[k]})
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %s: %w", what, k, err))
+			problems.Add(fmt.Errorf("%s: %s: %w", what, k, err))
 			continue
+		}
+		if size += len(data); size > MaxTransferConfigBytes {
+			return fmt.Errorf("%s: more than %d bytes in JSON: want at most 1 MiB; a connector's settings are a few hundred", what, MaxTransferConfigBytes)
 		}
 		// Numbers stay json.Number where a field takes any value, so a
 		// nested config loses no digits either.
@@ -55,19 +78,115 @@ func DecodeExtra(extra map[string]any, dst any) error {
 			} else {
 				err = fmt.Errorf("%s: %w", k, err)
 			}
-			errs = append(errs, fmt.Errorf("%s: %w", what, err))
+			problems.Add(fmt.Errorf("%s: %w", what, err))
+			continue
 		}
+		if extra[k] == nil {
+			continue // null leaves the value dst held
+		}
+		f := fields[k]
+		v, err := rv.Elem().FieldByIndexErr(f.Index)
+		if err == nil {
+			err = checkRange(k, f, v)
+		}
+		problems.addIn(what, err)
 	}
-	return errors.Join(errs...)
+	return problems.Err()
 }
 
-// jsonKeys lists the JSON keys a struct value accepts, following embedded
-// structs the way encoding/json does.
-func jsonKeys(v any) []string {
-	var keys []string
-	var walk func(t reflect.Type)
-	walk = func(t reflect.Type) {
+// checkRange checks v, decoded for key into field f, against f's min and
+// max tags.
+func checkRange(key string, f reflect.StructField, v reflect.Value) error {
+	lo, hasLo := f.Tag.Lookup("min")
+	hi, hasHi := f.Tag.Lookup("max")
+	if !hasLo && !hasHi {
+		return nil
+	}
+	for v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return nil
+		}
+		v = v.Elem()
+	}
+	// Each kind compares in its own type, so that no bound or value is
+	// rounded on the way.
+	var show string // the value, or its length after the key
+	var below, above bool
+	var err error
+	switch t := v.Type(); {
+	case t == reflect.TypeFor[Duration]() || t == reflect.TypeFor[time.Duration]():
+		d := time.Duration(v.Int())
+		show = d.String()
+		below, above, err = outside(lo, hasLo, hi, hasHi, d, time.ParseDuration)
+	case v.CanInt():
+		show = strconv.FormatInt(v.Int(), 10)
+		below, above, err = outside(lo, hasLo, hi, hasHi, v.Int(), parseInt)
+	case v.CanUint():
+		show = strconv.FormatUint(v.Uint(), 10)
+		below, above, err = outside(lo, hasLo, hi, hasHi, v.Uint(), parseUint)
+	case v.CanFloat():
+		show = strconv.FormatFloat(v.Float(), 'g', -1, 64)
+		below, above, err = outside(lo, hasLo, hi, hasHi, v.Float(), parseFloat)
+	case t.Kind() == reflect.String, t.Kind() == reflect.Slice, t.Kind() == reflect.Map, t.Kind() == reflect.Array:
+		unit := "entries"
+		if t.Kind() == reflect.String {
+			unit = "bytes"
+		}
+		show = fmt.Sprintf("has %d %s", v.Len(), unit)
+		below, above, err = outside(lo, hasLo, hi, hasHi, int64(v.Len()), parseInt)
+	default:
+		err = fmt.Errorf("min and max do not apply to %s", t)
+	}
+	if err != nil {
+		return fmt.Errorf("registry.DecodeExtra: field %s: %w", f.Name, err)
+	}
+	if !below && !above {
+		return nil
+	}
+	var want string
+	switch {
+	case hasLo && hasHi:
+		want = fmt.Sprintf("from %s to %s", lo, hi)
+	case hasLo:
+		want = "at least " + lo
+	default:
+		want = "at most " + hi
+	}
+	return fmt.Errorf("%s %s: want %s", key, show, want)
+}
+
+func parseInt(s string) (int64, error)     { return strconv.ParseInt(s, 10, 64) }
+func parseUint(s string) (uint64, error)   { return strconv.ParseUint(s, 10, 64) }
+func parseFloat(s string) (float64, error) { return strconv.ParseFloat(s, 64) }
+
+// outside reports whether v is below lo or above hi, each bound applying
+// where it is set; a bound that does not parse is an error.
+func outside[T int64 | uint64 | float64 | time.Duration](lo string, hasLo bool, hi string, hasHi bool, v T, parse func(string) (T, error)) (below, above bool, err error) {
+	if hasLo {
+		b, err := parse(lo)
+		if err != nil {
+			return false, false, fmt.Errorf("min tag %q: %w", lo, err)
+		}
+		below = v < b
+	}
+	if hasHi {
+		b, err := parse(hi)
+		if err != nil {
+			return false, false, fmt.Errorf("max tag %q: %w", hi, err)
+		}
+		above = v > b
+	}
+	return below, above, nil
+}
+
+// jsonFields returns the fields of struct type t by the JSON key each
+// accepts, following embedded structs the way encoding/json does.
+func jsonFields(t reflect.Type) map[string]reflect.StructField {
+	fields := map[string]reflect.StructField{}
+	var walk func(t reflect.Type, index []int)
+	walk = func(t reflect.Type, index []int) {
 		for f := range t.Fields() {
+			f.Index = append(slices.Clone(index), f.Index...)
 			tag := f.Tag.Get("json")
 			name, _, _ := strings.Cut(tag, ",")
 			if name == "-" && !strings.Contains(tag, ",") {
@@ -79,7 +198,7 @@ func jsonKeys(v any) []string {
 					ft = ft.Elem()
 				}
 				if ft.Kind() == reflect.Struct {
-					walk(ft)
+					walk(ft, f.Index)
 					continue
 				}
 			}
@@ -89,11 +208,11 @@ func jsonKeys(v any) []string {
 			if name == "" {
 				name = f.Name
 			}
-			keys = append(keys, name)
+			fields[name] = f
 		}
 	}
-	walk(reflect.TypeOf(v))
-	return keys
+	walk(t, nil)
+	return fields
 }
 
 // Duration is a time.Duration that JSON settings may write as a Go duration

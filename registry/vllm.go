@@ -85,9 +85,27 @@ func (e *ModulePathError) Error() string {
 	name := e.Connector
 	if name == "" {
 		name = "NAME"
+	} else if !plainName(name) {
+		name = suggest.Quote(name) // a YAML string, and no raw control character
 	}
 	return fmt.Sprintf("kv_connector_module_path %s: a Go binary cannot load connectors at run time, "+
 		"kvgen links them when it is built; add the connector's Go package to connectors.yaml as "+
 		"- {name: %s, import: IMPORT/PATH}, regenerate and rebuild, and leave kv_connector_module_path out",
-		quoted(e.ModulePath), suggest.Shorten(name))
+		quoted(e.ModulePath), name)
 }
+
+// plainName reports whether name is one a manifest accepts as it is:
+// [A-Za-z][A-Za-z0-9_.-]*, at most 128 bytes.
+func plainName(name string) bool {
+	if name == "" || len(name) > 128 || !isLetter(name[0]) {
+		return false
+	}
+	for i := range len(name) {
+		if c := name[i]; !isLetter(c) && (c < '0' || c > '9') && c != '_' && c != '.' && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+func isLetter(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }

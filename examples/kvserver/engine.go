@@ -108,7 +108,7 @@ func (e *engine) prefill(ctx context.Context, req *registry.Request) (*prefillRe
 	}
 	for _, layer := range e.cfg.LayerNames {
 		if err := w.SaveLayer(ctx, req, layer, n, computeKV(req.PromptTokens[:n], layer)); err != nil {
-			return nil, fmt.Errorf("saving %s: %w", layer, err)
+			return nil, fmt.Errorf("saving %s: %w", registry.Quote(layer), err)
 		}
 	}
 	if err := w.WaitForSave(ctx); err != nil {
@@ -156,14 +156,14 @@ func (e *engine) decode(ctx context.Context, req *registry.Request) (*decodeRepo
 		kv, err := registry.AppendLayer(ctx, wc, req, layer, n, buf[:0])
 		buf = kv
 		if err != nil {
-			if err := e.loadFailed("loading "+layer, err); err != nil {
+			if err := e.loadFailed("loading "+registry.Quote(layer), err); err != nil {
 				return nil, err
 			}
 			n = 0
 			break
 		}
 		if want := computeKV(req.PromptTokens[:n], layer); !bytes.Equal(kv, want) {
-			return nil, fmt.Errorf("%s, layer %s, %d tokens: %w", e.cfg.Connector, layer, n, errWrongData)
+			return nil, fmt.Errorf("%s, layer %s, %d tokens: %w", registry.Quote(e.cfg.Connector), registry.Quote(layer), n, errWrongData)
 		}
 	}
 	r.Loaded, r.Recomputed = n, len(req.PromptTokens)-n

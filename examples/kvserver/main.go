@@ -65,7 +65,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case len(rest) > 1 && strings.HasPrefix(rest[1], "-"):
 		// The flag package stops at the first argument that is not a
 		// flag: anything after the mode would be silently ignored.
-		fmt.Fprintf(stderr, "kvserver: flag %s after the mode %q: flags go before the mode\n", rest[1], rest[0])
+		fmt.Fprintf(stderr, "kvserver: flag %q after the mode %q: flags go before the mode\n", rest[1], rest[0])
 		return 2
 	case len(rest) > 1:
 		fmt.Fprintf(stderr, "kvserver: one mode at most, got %q\n", rest)

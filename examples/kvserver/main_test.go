@@ -190,7 +190,7 @@ func TestArgumentsAfterTheModeAreRejected(t *testing.T) {
 	code, out, stderr := runServer(t, "demo", "-kv-transfer-config", fsConfig(dir, "e", ""))
 	assert.Equal(t, 2, code)
 	assert.Empty(t, out)
-	assert.Equal(t, "kvserver: flag -kv-transfer-config after the mode \"demo\": flags go before the mode\n", stderr)
+	assert.Equal(t, "kvserver: flag \"-kv-transfer-config\" after the mode \"demo\": flags go before the mode\n", stderr)
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	assert.Empty(t, entries, "nothing ran")
@@ -224,4 +224,54 @@ func TestCreationsAreLoggedOnlyWhenVerbose(t *testing.T) {
 	code, _, stderr = runServer(t, "-v", "demo")
 	require.Equal(t, 0, code, stderr)
 	assert.Equal(t, 2, strings.Count(stderr, "level=DEBUG msg=\"kv connector created\" connector=memory"), stderr)
+}
+
+// Settings out of range fail the connector's construction with an error
+// that names the key, instead of crashing the host: 9300000000 seconds
+// overflows time.Duration, and used to panic the filesystem connector's
+// sweeper with a negative ticker interval.
+func TestOutOfRangeSettingsAreErrors(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct{ extra, want string }{
+		{`"stale_temp_seconds":9300000000`, "stale_temp_seconds 9300000000: want from 1 to 31536000"},
+		{`"stale_temp_seconds":9223372036854775807`, "stale_temp_seconds 9223372036854775807: want from 1 to 31536000"},
+		{`"stale_temp_seconds":-1`, "stale_temp_seconds -1: want from 1 to 31536000"},
+		{`"max_layer_bytes":-1`, "max_layer_bytes -1: want from 1 to 1099511627776"},
+		{`"max_layer_bytes":9223372036854775807`, "max_layer_bytes 9223372036854775807: want from 1 to 1099511627776"},
+	} {
+		config := fmt.Sprintf(`{"kv_connector":"filesystem","kv_connector_extra_config":{"shared_storage_path":%q,%s}}`, dir, c.extra)
+		code, _, stderr := runServer(t, "-kv-transfer-config", config, "demo")
+		assert.Equal(t, 1, code, c.extra)
+		assert.Contains(t, stderr, c.want, c.extra)
+	}
+	for _, c := range []struct{ config, want string }{
+		{`{"kv_connector":"memory","kv_connector_extra_config":{"capacity_bytes":-1}}`, "capacity_bytes -1: want from 1 to 1099511627776"},
+		{`{"kv_connector":"memory","kv_connector_extra_config":{"capacity_bytes":1000000000000000000}}`, "capacity_bytes 1000000000000000000: want from 1 to 1099511627776"},
+		{`{"kv_connector":"MultiConnector","kv_connector_extra_config":{"connectors":[` +
+			`{"kv_connector":"filesystem","kv_connector_extra_config":{"shared_storage_path":"` + dir + `","stale_temp_seconds":9300000000}}]}}`,
+			"stale_temp_seconds 9300000000: want from 1 to 31536000"},
+	} {
+		code, _, stderr := runServer(t, "-kv-transfer-config", c.config, "demo")
+		assert.Equal(t, 1, code, c.config)
+		assert.Contains(t, stderr, c.want, c.config)
+	}
+}
+
+// A setting holding an escape sequence and a newline is shown quoted: the
+// terminal is not cleared, and the error stays one line that no one can
+// take for two.
+func TestErrorsAreOneQuotedLine(t *testing.T) {
+	evil := `\u001b[2J\nkvserver: forged error`
+	for _, config := range []string{
+		fmt.Sprintf(`{"kv_connector":"filesystem","kv_connector_extra_config":{"shared_storage_path":%q,"durability":"%s"}}`, t.TempDir(), evil),
+		fmt.Sprintf(`{"kv_connector":"filesystem","kv_connector_extra_config":{"shared_storage_path":"/dev/null/%s"}}`, evil),
+		`{"kv_connector":"memory","kv_connector_extra_config":{"store":"` + evil + `","capacity_bytes":1}}`,
+		`{"kv_connector":"memory","layer_names":["` + evil + `"],"kv_connector_extra_config":{"store":"tiny","capacity_bytes":1}}`,
+		`{"kv_connector":"` + evil + `","kv_connector_module_path":"m"}`,
+	} {
+		code, _, stderr := runServer(t, "-kv-transfer-config", config, "demo")
+		assert.NotZero(t, code, config)
+		assert.Equal(t, 1, strings.Count(stderr, "\n"), "%s: %q", config, stderr)
+		assert.NotContains(t, stderr, "\x1b", config)
+	}
 }

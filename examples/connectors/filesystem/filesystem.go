@@ -11,10 +11,10 @@
 //     "file" by default.
 //   - stale_temp_seconds: how old a temporary file must be before a worker
 //     removes it as left by a writer that died; 600 (ten minutes) by
-//     default.
+//     default, from 1 to 31536000 (a year).
 //   - max_layer_bytes: the largest layer it saves or loads; a larger file
 //     is a miss, refused before anything is allocated for it. 2 GiB by
-//     default.
+//     default, at most 1 TiB.
 //
 // KV is keyed by the model (Config.Model) as well as the prompt, so engines
 // of several models can share one directory without ever seeing each
@@ -95,17 +95,18 @@ import (
 // kv_connector_extra_config.
 type Options struct {
 	// SharedStoragePath is the directory to store KV in.
-	SharedStoragePath string `json:"shared_storage_path"`
+	SharedStoragePath string `json:"shared_storage_path" max:"4096"`
 	// Durability is "none", "file" or "full"; see the package doc.
 	Durability string `json:"durability"`
 	// StaleTempSeconds is the age after which a temporary file is taken
-	// for one a dead writer left.
-	StaleTempSeconds int `json:"stale_temp_seconds"`
+	// for one a dead writer left: from a second to a year, so that it is
+	// a valid interval for the sweeper's ticker.
+	StaleTempSeconds int `json:"stale_temp_seconds" min:"1" max:"31536000"`
 	// MaxLayerBytes bounds one layer's KV: larger saves are errors, and a
 	// larger file is a miss, refused before anything is allocated for it
 	// (the storage directory may be shared, and its files are not
-	// trusted).
-	MaxLayerBytes int64 `json:"max_layer_bytes"`
+	// trusted). At most 1 TiB.
+	MaxLayerBytes int64 `json:"max_layer_bytes" min:"1" max:"1099511627776"`
 }
 
 // Durability settings.
@@ -178,20 +179,11 @@ func New(ctx context.Context, cfg registry.Config, role registry.Role) (*Connect
 	switch opts.Durability {
 	case DurabilityNone, DurabilityFile, DurabilityFull:
 	default:
-		return nil, fmt.Errorf("kv_connector_extra_config: durability %q: want %q, %q or %q", opts.Durability, DurabilityNone, DurabilityFile, DurabilityFull)
+		return nil, fmt.Errorf("kv_connector_extra_config: durability %s: want %q, %q or %q", registry.Quote(opts.Durability), DurabilityNone, DurabilityFile, DurabilityFull)
 	}
-	if opts.StaleTempSeconds <= 0 {
-		return nil, fmt.Errorf("kv_connector_extra_config: stale_temp_seconds %d: want a positive number of seconds", opts.StaleTempSeconds)
-	}
-	if opts.MaxLayerBytes <= 0 {
-		return nil, fmt.Errorf("kv_connector_extra_config: max_layer_bytes %d: want a positive number of bytes", opts.MaxLayerBytes)
-	}
-	if err := os.MkdirAll(opts.SharedStoragePath, 0o755); err != nil {
-		return nil, fmt.Errorf("shared_storage_path: %w", err)
-	}
-	root, err := os.OpenRoot(opts.SharedStoragePath)
+	root, err := openStorage(opts.SharedStoragePath)
 	if err != nil {
-		return nil, fmt.Errorf("shared_storage_path: %w", err)
+		return nil, err
 	}
 	c := &Connector{Logger: cfg.Logger(), dir: opts.SharedStoragePath, root: root, cfg: cfg, prefixes: prefixes, hashes: prefixes.Cache(), durability: opts.Durability, maxLayer: opts.MaxLayerBytes, stop: make(chan struct{})}
 	if role == registry.RoleWorker {
@@ -199,6 +191,25 @@ func New(ctx context.Context, cfg registry.Config, role registry.Role) (*Connect
 		go c.sweepStale(time.Duration(opts.StaleTempSeconds) * time.Second)
 	}
 	return c, nil
+}
+
+// openStorage creates the storage directory if it is missing and opens it.
+// Errors show the path quoted: it comes from the settings, and a raw
+// control character must not reach a terminal.
+func openStorage(path string) (*os.Root, error) {
+	err := os.MkdirAll(path, 0o755)
+	var root *os.Root
+	if err == nil {
+		root, err = os.OpenRoot(path)
+	}
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = fmt.Errorf("%s: %w", pe.Op, pe.Err)
+		}
+		return nil, fmt.Errorf("shared_storage_path %q: %w", path, err) // whole: at most 4096 bytes
+	}
+	return root, nil
 }
 
 // Close stops the sweeper and releases the storage directory. Calls that
@@ -273,19 +284,19 @@ func (c *Connector) SaveLayer(ctx context.Context, req *registry.Request, layer 
 		return errors.New("save: empty layer name")
 	}
 	if int64(len(kv)) > c.maxLayer {
-		return fmt.Errorf("save layer %q: %d bytes of KV, more than max_layer_bytes (%d)", layer, len(kv), c.maxLayer)
+		return fmt.Errorf("save layer %s: %d bytes of KV, more than max_layer_bytes (%d)", registry.Quote(layer), len(kv), c.maxLayer)
 	}
 	h, err := c.hashes.Hash(req.PromptTokens, numTokens)
 	if err != nil {
-		return fmt.Errorf("save layer %q: %w", layer, err)
+		return fmt.Errorf("save layer %s: %w", registry.Quote(layer), err)
 	}
 	dir, err := c.openPrefix(h.String(), true)
 	if err != nil {
-		return fmt.Errorf("save layer %q: %w", layer, err)
+		return fmt.Errorf("save layer %s: %w", registry.Quote(layer), err)
 	}
 	defer dir.Close()
 	if err := c.writeFile(dir, fileName(layer), h, layer, kv); err != nil {
-		return fmt.Errorf("save layer %q: %w", layer, err)
+		return fmt.Errorf("save layer %s: %w", registry.Quote(layer), err)
 	}
 	return nil
 }
@@ -311,25 +322,29 @@ func (c *Connector) AppendLayer(ctx context.Context, req *registry.Request, laye
 	}
 	h, err := c.hashes.Hash(req.PromptTokens, numTokens)
 	if err != nil {
-		return dst, fmt.Errorf("load layer %q: %w", layer, err)
+		return dst, fmt.Errorf("load layer %s: %w", registry.Quote(layer), err)
 	}
 	name := fileName(layer)
-	out, err := c.readFile(h, layer, name, dst)
+	out, err := c.readFile(ctx, h, layer, name, dst)
 	if err == nil {
 		return out, nil
 	}
+	if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
+		return dst, fmt.Errorf("load layer %s: %w", registry.Quote(layer), err) // the caller's doing, not the file's
+	}
 	if errors.Is(err, fs.ErrNotExist) {
-		return dst, fmt.Errorf("layer %q of a %d-token prefix: %w", layer, numTokens, registry.ErrMiss)
+		return dst, fmt.Errorf("layer %s of a %d-token prefix: %w", registry.Quote(layer), numTokens, registry.ErrMiss)
 	}
 	path := filepath.Join(c.dir, h.String(), name)
 	c.logger().LogAttrs(ctx, slog.LevelWarn, "kv file unusable, treated as a miss",
 		slog.String("file", path), slog.String("layer", layer), slog.String("reason", err.Error()))
-	return dst, fmt.Errorf("%w: %s: %w", registry.ErrMiss, path, err)
+	return dst, fmt.Errorf("%w: %q: %w", registry.ErrMiss, path, err) // whole: a path cut short is no use
 }
 
 // readFile appends the checked KV bytes of the layer file name of prefix h
 // to dst. An error wrapping fs.ErrNotExist means there is no such file.
-func (c *Connector) readFile(h registry.BlockHash, layer, name string, dst []byte) ([]byte, error) {
+// It reads in chunks, checking ctx before each.
+func (c *Connector) readFile(ctx context.Context, h registry.BlockHash, layer, name string, dst []byte) ([]byte, error) {
 	dir, err := c.openPrefix(h.String(), false)
 	if err != nil {
 		return dst, err
@@ -355,19 +370,69 @@ func (c *Connector) readFile(h registry.BlockHash, layer, name string, dst []byt
 	if err != nil {
 		return dst, err
 	}
-	if size := fi.Size() - headerLen; size > c.maxLayer {
+	size := fi.Size() - headerLen
+	if size > c.maxLayer {
 		return dst, fmt.Errorf("%d bytes of KV, more than max_layer_bytes (%d)", size, c.maxLayer)
 	}
-	n := int(fi.Size() - headerLen)
-	out := slices.Grow(dst, n)[:len(dst)+n]
-	kv := out[len(dst):]
-	if _, err := io.ReadFull(f, kv); err != nil {
-		return dst, fmt.Errorf("reading %d bytes of KV: %w", n, err)
+	if size > readChunk && !backed(fi) {
+		// A sparse file's size is not proof of its bytes: a forged header
+		// over a hole would have a load allocate what no disk holds. Its
+		// checksum is verified first, through one chunk's buffer.
+		got, err := readKV(ctx, io.NewSectionReader(f, headerLen, size), size, nil)
+		if err != nil {
+			return dst, err
+		}
+		if got != sum {
+			return dst, errChecksum
+		}
 	}
-	if checksum(0, kv) != sum {
-		return dst, errors.New("checksum mismatch: the KV bytes are corrupt")
+	n := int(size)
+	out := slices.Grow(dst, n)[:len(dst)+n]
+	got, err := readKV(ctx, io.NewSectionReader(f, headerLen, size), size, out[len(dst):])
+	if err != nil {
+		return dst, err
+	}
+	if got != sum {
+		return dst, errChecksum
 	}
 	return out, nil
+}
+
+// errChecksum is the reason for a file whose KV fails its CRC-32.
+var errChecksum = errors.New("checksum mismatch: the KV bytes are corrupt")
+
+// readChunk is how much readKV reads between checks of its context: a
+// millisecond's reading or less, from the page cache.
+const readChunk = 1 << 20
+
+// readKV reads the n bytes of KV from r in chunks of readChunk, into kv if
+// it is not nil (it then holds n bytes), else through a buffer of one
+// chunk, and returns their CRC-32. It checks ctx before every chunk, so
+// that a large layer does not outlive its caller's deadline.
+func readKV(ctx context.Context, r io.Reader, n int64, kv []byte) (uint32, error) {
+	var buf []byte
+	if kv == nil {
+		buf = make([]byte, min(n, readChunk))
+	}
+	var sum uint32
+	for off := int64(0); off < n; {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		m := min(n-off, readChunk)
+		var p []byte
+		if kv != nil {
+			p = kv[off : off+m]
+		} else {
+			p = buf[:m]
+		}
+		if _, err := io.ReadFull(r, p); err != nil {
+			return 0, fmt.Errorf("reading %d bytes of KV: %w", n, err)
+		}
+		sum = checksum(sum, p)
+		off += m
+	}
+	return sum, nil
 }
 
 // WaitForSave returns at once: saves complete before SaveLayer returns.

@@ -251,7 +251,7 @@ func TestSettings(t *testing.T) {
 		{"path is a file", map[string]any{"shared_storage_path": file}, "shared_storage_path"},
 		{"misspelt", map[string]any{"shared_storage": "x"}, `did you mean "shared_storage_path"`},
 		{"unknown durability", map[string]any{"shared_storage_path": t.TempDir(), "durability": "fsync"}, `durability "fsync": want "none", "file" or "full"`},
-		{"zero grace", map[string]any{"shared_storage_path": t.TempDir(), "stale_temp_seconds": 0}, "stale_temp_seconds 0: want a positive number"},
+		{"zero grace", map[string]any{"shared_storage_path": t.TempDir(), "stale_temp_seconds": 0}, "stale_temp_seconds 0: want from 1 to 31536000"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			conn, err := New(t.Context(), registry.Config{BlockSize: bs, Extra: c.extra}, registry.RoleWorker)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -122,6 +123,85 @@ func TestHugeLayerFileIsAMiss(t *testing.T) {
 	require.NoError(t, err)
 	defer small.Close()
 	assert.ErrorContains(t, small.SaveLayer(ctx, req, layers[0], bs, big), "more than max_layer_bytes")
+}
+
+// forgeSparse makes the layer file at path claim size bytes of KV, with the
+// file as long, sparse: the disk holds the header and nothing more.
+func forgeSparse(t *testing.T, path string, size int64) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	require.NoError(t, err)
+	var n [8]byte
+	binary.LittleEndian.PutUint64(n[:], uint64(size))
+	_, err = f.WriteAt(n[:], 12)
+	require.NoError(t, err)
+	require.NoError(t, f.Truncate(headerLen+size))
+	require.NoError(t, f.Close())
+}
+
+// totalAlloc returns how many bytes the program has allocated so far.
+func totalAlloc() uint64 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.TotalAlloc
+}
+
+// A sparse file whose header claims 1 GiB, within max_layer_bytes, is a
+// miss without anything near 1 GiB being allocated: the disk does not hold
+// the bytes its size claims, so the checksum is verified before the layer
+// is allocated. It once cost a load 1 to 2 GiB of memory.
+func TestSparseLayerFileIsAMissWithoutAllocating(t *testing.T) {
+	c, rec, path := savedLayer(t)
+	forgeSparse(t, path, 1<<30)
+
+	before := totalAlloc()
+	_, err := c.LoadLayer(t.Context(), req, layers[0], bs)
+	allocated := totalAlloc() - before
+	require.ErrorIs(t, err, registry.ErrMiss)
+	assert.ErrorContains(t, err, "checksum mismatch")
+	assert.Equal(t, []string{path}, rec.warnings())
+	assert.Less(t, allocated, uint64(16<<20), "a load allocated %d bytes for a forged 1 GiB file", allocated)
+}
+
+// A load honours its context while it reads: a deadline that passes
+// during a long read ends the load then, with the context's error, not a
+// warning about the file. It once read the whole file first.
+func TestLoadStopsAtTheDeadline(t *testing.T) {
+	c, rec, path := savedLayer(t)
+	forgeSparse(t, path, 1<<30)
+
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := c.LoadLayer(ctx, req, layers[0], bs)
+	elapsed := time.Since(start)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.NotErrorIs(t, err, registry.ErrMiss)
+	assert.Less(t, elapsed, 500*time.Millisecond, "the load outlived its deadline")
+	assert.Empty(t, rec.warnings(), "the file is not to blame")
+
+	// A file the disk holds whole is read in chunks too.
+	dense := make([]byte, 64<<20)
+	for i := range dense {
+		dense[i] = byte(i)
+	}
+	require.NoError(t, c.SaveLayer(t.Context(), req, layers[1], bs, dense))
+	ctx, cancel = context.WithCancel(t.Context())
+	cancel()
+	_, err = c.readFile(ctx, mustHash(t), layers[1], fileName(layers[1]), nil)
+	require.ErrorIs(t, err, context.Canceled)
+	got, err := c.LoadLayer(t.Context(), req, layers[1], bs)
+	require.NoError(t, err)
+	assert.True(t, bytes.Equal(dense, got), "a layer of many chunks loads whole")
+}
+
+// mustHash is the hash of req's first block.
+func mustHash(t *testing.T) registry.BlockHash {
+	p, err := registry.NewPrefixes("", bs)
+	require.NoError(t, err)
+	h, err := p.Hash(req.PromptTokens, bs)
+	require.NoError(t, err)
+	return h
 }
 
 // A worker removes its own temporary files once they are older than the
@@ -250,4 +330,35 @@ func readTree(t *testing.T, dir string) map[string]string {
 		return err
 	}))
 	return files
+}
+
+// Settings and layer names reach errors quoted: an escape sequence or a
+// newline in them neither reaches a terminal raw nor forges a line.
+func TestUserStringsAreQuotedInErrors(t *testing.T) {
+	const evil = "\x1b[2J\nkvserver: forged error"
+	file := filepath.Join(t.TempDir(), "file")
+	require.NoError(t, os.WriteFile(file, nil, 0o600))
+	newWith := func(extra map[string]any) error {
+		c, err := New(t.Context(), registry.Config{BlockSize: bs, Extra: extra}, registry.RoleWorker)
+		if err == nil {
+			c.Close()
+		}
+		return err
+	}
+	small, err := New(t.Context(), registry.Config{BlockSize: bs, Extra: map[string]any{
+		"shared_storage_path": t.TempDir(), "max_layer_bytes": 1,
+	}}, registry.RoleWorker)
+	require.NoError(t, err)
+	defer small.Close()
+	for name, err := range map[string]error{
+		"durability":    newWith(map[string]any{"shared_storage_path": t.TempDir(), "durability": evil}),
+		"storage path":  newWith(map[string]any{"shared_storage_path": filepath.Join(file, evil)}),
+		"layer name":    small.SaveLayer(t.Context(), req, evil, bs, []byte("too long")),
+		"layer to load": func() error { _, err := small.LoadLayer(t.Context(), req, evil, bs-1); return err }(),
+	} {
+		require.Error(t, err, name)
+		assert.NotContains(t, err.Error(), "\n", name)
+		assert.NotContains(t, err.Error(), "\x1b", name)
+		assert.Contains(t, err.Error(), `\x1b[2J\nkvserver: forged error"`, name)
+	}
 }

@@ -7,7 +7,7 @@
 //     (256 MiB) by default. A layer counts its KV bytes, its name and a
 //     few hundred bytes of bookkeeping, so that many small layers cannot
 //     hold more memory than the bound. A layer larger than that cannot be
-//     saved.
+//     saved. At most 1 TiB.
 //   - store: the name of the store, "default" by default. Connectors of one
 //     process that name the same store share it; that is how the scheduler
 //     side sees what the worker side saved.
@@ -42,9 +42,9 @@ const DefaultStore = "default"
 type Options struct {
 	// CapacityBytes is the most memory the store's layers take, each
 	// counted with its name and bookkeeping.
-	CapacityBytes int64 `json:"capacity_bytes"`
+	CapacityBytes int64 `json:"capacity_bytes" min:"1" max:"1099511627776"`
 	// Store names the store; connectors naming the same one share it.
-	Store string `json:"store"`
+	Store string `json:"store" min:"1" max:"256"`
 }
 
 // errClosed is returned by calls on a closed connector.
@@ -64,12 +64,6 @@ func New(ctx context.Context, cfg registry.Config, role registry.Role) (registry
 	opts := Options{CapacityBytes: DefaultCapacity, Store: DefaultStore}
 	if err := registry.DecodeExtra(cfg.Extra, &opts); err != nil {
 		return nil, err
-	}
-	if opts.CapacityBytes <= 0 {
-		return nil, fmt.Errorf("capacity_bytes %d: want a positive number of bytes", opts.CapacityBytes)
-	}
-	if opts.Store == "" {
-		return nil, errors.New(`store: want a name, or leave it out for "default"`)
 	}
 	s, err := acquire(opts.Store, opts.CapacityBytes)
 	if err != nil {
@@ -131,7 +125,7 @@ func (c *connector) SaveLayer(ctx context.Context, req *registry.Request, layer 
 	}
 	h, err := c.hashes.Hash(req.PromptTokens, numTokens)
 	if err != nil {
-		return fmt.Errorf("save layer %q: %w", layer, err)
+		return fmt.Errorf("save layer %s: %w", registry.Quote(layer), err)
 	}
 	return c.store.put(itemKey{h, layer}, slices.Clone(kv))
 }
@@ -153,11 +147,11 @@ func (c *connector) AppendLayer(ctx context.Context, req *registry.Request, laye
 	}
 	h, err := c.hashes.Hash(req.PromptTokens, numTokens)
 	if err != nil {
-		return dst, fmt.Errorf("load layer %q: %w", layer, err)
+		return dst, fmt.Errorf("load layer %s: %w", registry.Quote(layer), err)
 	}
 	kv, ok := c.store.appendTo(dst, itemKey{h, layer})
 	if !ok {
-		return dst, fmt.Errorf("layer %q of a %d-token prefix: %w", layer, numTokens, registry.ErrMiss)
+		return dst, fmt.Errorf("layer %s of a %d-token prefix: %w", registry.Quote(layer), numTokens, registry.ErrMiss)
 	}
 	return kv, nil
 }

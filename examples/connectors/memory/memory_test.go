@@ -247,3 +247,22 @@ func TestSharersAgreeOnCapacity(t *testing.T) {
 	_, err := New(t.Context(), registry.Config{BlockSize: bs, Extra: map[string]any{"store": t.Name(), "capacity_bytes": 2000}}, registry.RoleWorker)
 	assert.ErrorContains(t, err, "capacity_bytes 1000, not 2000")
 }
+
+// Store and layer names reach errors quoted and cut short: an escape
+// sequence or a newline in them neither reaches a terminal raw nor forges
+// a line, and a huge name does not flood a log.
+func TestUserStringsAreQuotedInErrors(t *testing.T) {
+	const evil = "\x1b[2J\nkvserver: forged error"
+	open(t, evil, 1000)
+	_, mismatch := New(t.Context(), registry.Config{BlockSize: bs, Extra: map[string]any{"store": evil, "capacity_bytes": 2000}}, registry.RoleWorker)
+	w := open(t, t.Name(), 1000)
+	huge := evil + strings.Repeat("x", 1<<20)
+	tooLarge := w.SaveLayer(t.Context(), &registry.Request{ID: "r", PromptTokens: make([]uint32, bs)}, huge, bs, nil)
+	for _, err := range []error{mismatch, tooLarge} {
+		require.Error(t, err)
+		assert.NotContains(t, err.Error(), "\n")
+		assert.NotContains(t, err.Error(), "\x1b")
+		assert.Contains(t, err.Error(), `"\x1b[2J\nkvserver: forged error`)
+		assert.Less(t, len(err.Error()), 400)
+	}
+}

@@ -27,8 +27,8 @@ func acquire(name string, capacity int64) (*store, error) {
 		s = newStore(name, capacity)
 		stores.byName[name] = s
 	} else if s.capacity != capacity {
-		return nil, fmt.Errorf("store %q is open with capacity_bytes %d, not %d: connectors sharing a store must agree on its capacity",
-			name, s.capacity, capacity)
+		return nil, fmt.Errorf("store %s is open with capacity_bytes %d, not %d: connectors sharing a store must agree on its capacity",
+			registry.Quote(name), s.capacity, capacity)
 	}
 	s.refs++
 	return s, nil
@@ -100,8 +100,8 @@ func newStore(name string, capacity int64) *store {
 func (s *store) put(k itemKey, kv []byte) error {
 	c := cost(k.layer, kv)
 	if c > s.capacity {
-		return fmt.Errorf("layer %q of %d bytes (%d with its name and bookkeeping) does not fit in store %q of %d bytes (capacity_bytes)",
-			k.layer, len(kv), c, s.name, s.capacity)
+		return fmt.Errorf("layer %s of %d bytes (%d with its name and bookkeeping) does not fit in store %s of %d bytes (capacity_bytes)",
+			registry.Quote(k.layer), len(kv), c, registry.Quote(s.name), s.capacity)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -107,7 +107,7 @@ func where(opts Options) string {
 		s += " (cluster)"
 	}
 	if opts.MasterName != "" {
-		s += fmt.Sprintf(" (sentinel master %q)", opts.MasterName)
+		s += fmt.Sprintf(" (sentinel master %s)", registry.Quote(opts.MasterName))
 	}
 	return s
 }
@@ -161,7 +161,7 @@ func (c *connector) Close() error {
 // is. All candidate prefixes are checked in one pipelined round trip.
 func (c *connector) MatchedTokens(ctx context.Context, req *registry.Request, numComputed int) (int, error) {
 	if numComputed < 0 {
-		return 0, fmt.Errorf("request %q: %d computed tokens: want 0 or more", req.ID, numComputed)
+		return 0, fmt.Errorf("request %s: %d computed tokens: want 0 or more", registry.Quote(req.ID), numComputed)
 	}
 	hashes := c.prefixes.Hashes(req.PromptTokens)
 	first := numComputed / c.prefixes.BlockSize() // the first block not wholly computed
@@ -179,7 +179,7 @@ func (c *connector) MatchedTokens(ctx context.Context, req *registry.Request, nu
 	})
 	if err != nil {
 		c.failed(err)
-		return 0, fmt.Errorf("%s: look up %d prefixes of request %q: %w", c.where, len(candidates), req.ID, err)
+		return 0, fmt.Errorf("%s: look up %d prefixes of request %s: %w", c.where, len(candidates), registry.Quote(req.ID), err)
 	}
 	for i := len(cmds) - 1; i >= 0; i-- {
 		if cmds[i].Val() == want {
@@ -212,11 +212,11 @@ func (c *connector) RequestFinished(context.Context, *registry.Request) error { 
 // prefix checks a save or load and returns the hash of its prefix.
 func (c *connector) prefix(req *registry.Request, layer string, numTokens int) (registry.BlockHash, error) {
 	if layer == "" {
-		return registry.BlockHash{}, fmt.Errorf("request %q: empty layer name", req.ID)
+		return registry.BlockHash{}, fmt.Errorf("request %s: empty layer name", registry.Quote(req.ID))
 	}
 	h, err := c.prefixes.Hash(req.PromptTokens, numTokens)
 	if err != nil {
-		return registry.BlockHash{}, fmt.Errorf("request %q, layer %q: %w", req.ID, layer, err)
+		return registry.BlockHash{}, fmt.Errorf("request %s, layer %s: %w", registry.Quote(req.ID), registry.Quote(layer), err)
 	}
 	return h, nil
 }

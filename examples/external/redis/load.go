@@ -187,7 +187,7 @@ func (rd *reader) forget(requests []string) {
 func (c *connector) decodeReply(ctx context.Context, req *registry.Request, h registry.BlockHash, layer string, numTokens int, r reply) ([]byte, error) {
 	key := c.layerKey(h, layer)
 	if errors.Is(r.err, goredis.Nil) {
-		return nil, fmt.Errorf("%w: layer %q of %d tokens of request %q", registry.ErrMiss, layer, numTokens, req.ID)
+		return nil, fmt.Errorf("%w: layer %s of %d tokens of request %s", registry.ErrMiss, registry.Quote(layer), numTokens, registry.Quote(req.ID))
 	}
 	var kv []byte
 	err := r.err
@@ -195,15 +195,15 @@ func (c *connector) decodeReply(ctx context.Context, req *registry.Request, h re
 		err = fmt.Errorf("%w: the key holds another type", errForeign)
 	} else if err != nil {
 		c.failed(err)
-		return nil, fmt.Errorf("%s: load layer %q of %d tokens of request %q: %w", c.where, layer, numTokens, req.ID, err)
+		return nil, fmt.Errorf("%s: load layer %s of %d tokens of request %s: %w", c.where, registry.Quote(layer), numTokens, registry.Quote(req.ID), err)
 	} else {
 		kv, err = decodeValue(r.value, h, layer)
 	}
 	if err != nil {
 		c.logger.WarnContext(ctx, "redis kv connector: ignoring a stored value that fails its check",
 			slog.String("key", key), slog.String("request", req.ID), slog.String("reason", err.Error()))
-		return nil, fmt.Errorf("%w: layer %q of %d tokens of request %q: stored value rejected: %w",
-			registry.ErrMiss, layer, numTokens, req.ID, err)
+		return nil, fmt.Errorf("%w: layer %s of %d tokens of request %s: stored value rejected: %w",
+			registry.ErrMiss, registry.Quote(layer), numTokens, registry.Quote(req.ID), err)
 	}
 	return kv, nil
 }

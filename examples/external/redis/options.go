@@ -19,7 +19,7 @@ type Options struct {
 	// or rediss://host:port for TLS. One address is a single server unless
 	// Cluster is set; several are the seed nodes of a Redis Cluster, or the
 	// sentinels when MasterName is set.
-	Addrs []string `json:"addrs"`
+	Addrs []string `json:"addrs" min:"1" max:"1000"`
 	// Cluster makes the connector a Redis Cluster client even with one
 	// seed address (a cluster's configuration endpoint, or any one node).
 	Cluster bool `json:"cluster"`
@@ -29,25 +29,26 @@ type Options struct {
 	// MasterName is the name of the Sentinel master; empty means no Sentinel.
 	MasterName string `json:"master_name"`
 	// DB is the database to select (single server and Sentinel only).
-	DB int `json:"db"`
+	DB int `json:"db" min:"0" max:"2147483647"`
 	// Username and Password authenticate with ACLs or requirepass.
 	Username string `json:"username"`
 	Password string `json:"password"`
 	// KeyPrefix starts every key the connector writes. Engines that share
 	// KV must use the same prefix. Keys already differ by model, so
 	// several models may share one prefix.
-	KeyPrefix string `json:"key_prefix"`
+	KeyPrefix string `json:"key_prefix" max:"1024"`
 	// TTL is how long a stored layer lives; 0 keeps it until Redis evicts it.
 	TTL registry.Duration `json:"ttl"`
 	// PoolSize is the number of connections per server; 0 is go-redis'
-	// default of ten per CPU.
-	PoolSize int `json:"pool_size"`
+	// default of ten per CPU. go-redis allocates for the whole pool at
+	// once, hence the bound.
+	PoolSize int `json:"pool_size" min:"0" max:"10000"`
 	// DialTimeout bounds connecting, and the reachability check in New.
-	DialTimeout registry.Duration `json:"dial_timeout"`
+	DialTimeout registry.Duration `json:"dial_timeout" min:"1ms" max:"1h"`
 	// ReadTimeout and WriteTimeout bound each socket read and write; the
 	// deadline of a call's context applies too.
-	ReadTimeout  registry.Duration `json:"read_timeout"`
-	WriteTimeout registry.Duration `json:"write_timeout"`
+	ReadTimeout  registry.Duration `json:"read_timeout" min:"1ms" max:"1h"`
+	WriteTimeout registry.Duration `json:"write_timeout" min:"1ms" max:"1h"`
 }
 
 // TLSOptions are the TLS settings (the "tls" object).
@@ -77,7 +78,7 @@ func DefaultOptions() Options {
 }
 
 // decodeOptions reads the settings from extra over the defaults and checks
-// them, reporting every problem at once.
+// them, reporting every problem at once (up to registry.MaxProblems).
 func decodeOptions(extra map[string]any) (Options, error) {
 	opts := DefaultOptions()
 	if err := registry.DecodeExtra(extra, &opts); err != nil {
@@ -93,11 +94,11 @@ func decodeOptions(extra map[string]any) (Options, error) {
 		}
 		opts.TLS = &tlsOpts
 	}
-	var errs []error
+	var problems registry.Problems
 	bad := func(format string, args ...any) {
-		errs = append(errs, fmt.Errorf("kv_connector_extra_config: "+format, args...))
+		problems.Add(fmt.Errorf("kv_connector_extra_config: "+format, args...))
 	}
-	if len(opts.Addrs) == 0 {
+	if len(opts.Addrs) == 0 { // null: the min tag sees no list
 		bad("addrs: want at least one host:port address")
 	}
 	schemes := map[string]bool{}
@@ -108,7 +109,7 @@ func decodeOptions(extra map[string]any) (Options, error) {
 		}
 		addr, scheme, err := parseAddr(a)
 		if err != nil {
-			bad("addrs[%d] %q: %v", i, shorten(a), err)
+			bad("addrs[%d] %s: %v", i, registry.Quote(a), err)
 			continue
 		}
 		opts.Addrs[i] = addr
@@ -131,33 +132,15 @@ func decodeOptions(extra map[string]any) (Options, error) {
 	if opts.DB != 0 && opts.Cluster {
 		bad("db %d: a Redis Cluster has only database 0", opts.DB)
 	}
-	if opts.DB < 0 {
-		bad("db %d: want 0 or more", opts.DB)
-	}
 	if opts.DB != 0 && !opts.Cluster && opts.MasterName == "" && len(opts.Addrs) > 1 {
 		bad("db %d: a Redis Cluster (several addrs without master_name) has only database 0", opts.DB)
-	}
-	if opts.PoolSize < 0 {
-		bad("pool_size %d: want 0 (the default) or more", opts.PoolSize)
 	}
 	// Redis expiries have millisecond resolution: a shorter TTL would
 	// silently become no expiry at all.
 	if opts.TTL < 0 || (opts.TTL > 0 && time.Duration(opts.TTL) < time.Millisecond) {
 		bad("ttl %s: want at least 1ms, or 0 for no expiry", opts.TTL)
 	}
-	for _, d := range []struct {
-		key string
-		val registry.Duration
-	}{
-		{"dial_timeout", opts.DialTimeout},
-		{"read_timeout", opts.ReadTimeout},
-		{"write_timeout", opts.WriteTimeout},
-	} {
-		if d.val <= 0 {
-			bad("%s %s: want a positive duration", d.key, d.val)
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
+	if err := problems.Err(); err != nil {
 		return Options{}, err
 	}
 	return opts, nil
@@ -179,7 +162,7 @@ func parseAddr(a string) (addr, scheme string, err error) {
 			return "", "", errors.New("not a URL")
 		}
 		if u.Scheme != "redis" && u.Scheme != "rediss" {
-			return "", "", fmt.Errorf("scheme %q: want redis:// or rediss://", shorten(u.Scheme))
+			return "", "", fmt.Errorf("scheme %s: want redis:// or rediss://", registry.Quote(u.Scheme))
 		}
 		if u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
 			return "", "", errors.New("want only scheme, host and port; credentials, database and options go in username, password, db and the other settings")
@@ -187,20 +170,16 @@ func parseAddr(a string) (addr, scheme string, err error) {
 		addr, scheme = u.Host, u.Scheme
 	}
 	host, port, err := net.SplitHostPort(addr)
-	if err != nil || host == "" {
+	if err != nil || host == "" || strings.IndexFunc(host, notPrint) >= 0 {
+		// No host name holds a control character; the address is shown
+		// in every error of the connector.
 		return "", "", errors.New("want host:port")
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-		return "", "", fmt.Errorf("port %q: want 1 to 65535", shorten(port))
+		return "", "", fmt.Errorf("port %s: want 1 to 65535", registry.Quote(port))
 	}
 	return addr, scheme, nil
 }
 
-// shorten keeps hostile or mistaken long values out of messages whole.
-func shorten(s string) string {
-	const max = 64
-	if len(s) <= max {
-		return s
-	}
-	return s[:max] + "..."
-}
+// notPrint reports whether r is a control or other non-printing character.
+func notPrint(r rune) bool { return !strconv.IsPrint(r) }

@@ -294,6 +294,41 @@ func TestClose(t *testing.T) {
 	require.ErrorIs(t, err, goredis.ErrClosed)
 }
 
+// Settings reach errors quoted: an escape sequence or a newline in an
+// address or a file name neither reaches a terminal raw nor forges a line.
+// A host name with a control character is no host name.
+func TestUserStringsAreQuotedInErrors(t *testing.T) {
+	t.Parallel()
+	const evil = "\x1b[2J\nkvserver: forged error"
+	for name, extra := range map[string]map[string]any{
+		"address":     {"addrs": []string{"a\x1b[2J\nforged:6379"}, "dial_timeout": "1ms"},
+		"URL scheme":  {"addrs": []string{"x" + evil + "://h:1"}},
+		"CA file":     {"tls": map[string]any{"ca_file": evil}},
+		"master name": {"master_name": evil, "addrs": []string{"127.0.0.1:1"}, "dial_timeout": "1ms"},
+	} {
+		_, err := redis.New(t.Context(), config("e", extra), registry.RoleWorker)
+		require.Error(t, err, name)
+		assert.NotContains(t, err.Error(), "\n", name)
+		assert.NotContains(t, err.Error(), "\x1b", name)
+	}
+}
+
+// A thousand bad addresses are reported as the first registry.MaxProblems
+// and a count of the rest, not a thousand lines.
+func TestInvalidSettingsAreBounded(t *testing.T) {
+	t.Parallel()
+	addrs := make([]string, 1000)
+	for i := range addrs {
+		addrs[i] = "no-port"
+	}
+	_, err := redis.New(t.Context(), config("e", map[string]any{"addrs": addrs, "cluster": true}), registry.RoleWorker)
+	require.Error(t, err)
+	lines := strings.Split(err.Error(), "\n")
+	require.Len(t, lines, registry.MaxProblems+1)
+	assert.Equal(t, `kv_connector_extra_config: addrs[0] "no-port": want host:port`, lines[0])
+	assert.Equal(t, "... and 990 more problems", lines[registry.MaxProblems])
+}
+
 func TestInvalidSettings(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -305,7 +340,8 @@ func TestInvalidSettings(t *testing.T) {
 		{"misspelt prefix", map[string]any{"key_prefx": "x:"}, []string{`unknown key "key_prefx" (did you mean "key_prefix"?)`}},
 		{"bad duration", map[string]any{"ttl": "5 minutes"}, []string{`duration "5 minutes"`, `"500ms"`}},
 		{"duration of the wrong type", map[string]any{"dial_timeout": true}, []string{"duration true"}},
-		{"no address", map[string]any{"addrs": []string{}}, []string{"addrs: want at least one host:port address"}},
+		{"no address", map[string]any{"addrs": []string{}}, []string{"addrs has 0 entries: want from 1 to 1000"}},
+		{"null addresses", map[string]any{"addrs": nil}, []string{"addrs: want at least one host:port address"}},
 		{"empty address", map[string]any{"addrs": []string{"127.0.0.1:6379", " "}}, []string{"addrs[1] is empty"}},
 		{"negative ttl", map[string]any{"ttl": "-1s"}, []string{"ttl -1s: want at least 1ms, or 0 for no expiry"}},
 		{"ttl under a millisecond", map[string]any{"ttl": "10us"}, []string{"ttl 10µs"}},
@@ -313,9 +349,13 @@ func TestInvalidSettings(t *testing.T) {
 		{"ttl that rounds to nothing", map[string]any{"ttl": 1e-12}, []string{"ttl: duration 1e-12 seconds: rounds to zero"}},
 		{"ttl too long for a duration", map[string]any{"ttl": 1e20}, []string{"ttl: duration 100000000000000000000 seconds: out of range"}},
 		{"ttl too long as a string", map[string]any{"ttl": "3000000h"}, []string{`ttl: duration "3000000h": out of range`}},
-		{"zero timeout", map[string]any{"read_timeout": 0}, []string{"read_timeout 0s: want a positive duration"}},
+		{"zero timeout", map[string]any{"read_timeout": 0}, []string{"read_timeout 0s: want from 1ms to 1h"}},
 		{"database in a cluster", map[string]any{"addrs": []string{"10.0.0.1:6379", "10.0.0.2:6379"}, "db": 1}, []string{"db 1: a Redis Cluster"}},
-		{"every problem at once", map[string]any{"db": -1, "pool_size": -2}, []string{"db -1", "pool_size -2"}},
+		{"every problem at once", map[string]any{"db": -1, "pool_size": -2}, []string{"db -1: want from 0 to 2147483647", "pool_size -2: want from 0 to 10000"}},
+		// go-redis allocates for the whole pool when the client is made.
+		{"huge pool", map[string]any{"pool_size": 1 << 40}, []string{"pool_size 1099511627776: want from 0 to 10000"}},
+		{"timeout of centuries", map[string]any{"dial_timeout": 9e9}, []string{"dial_timeout 2500000h0m0s: want from 1ms to 1h"}},
+		{"huge key prefix", map[string]any{"key_prefix": strings.Repeat("k", 1025)}, []string{"key_prefix has 1025 bytes: want at most 1024"}},
 		{"database in an explicit cluster", map[string]any{"cluster": true, "db": 2}, []string{"db 2: a Redis Cluster has only database 0"}},
 		{"cluster and sentinel", map[string]any{"cluster": true, "master_name": "m"}, []string{"cluster and master_name"}},
 		{"cluster of the wrong type", map[string]any{"cluster": "yes"}, []string{"cluster"}},
@@ -328,7 +368,7 @@ func TestInvalidSettings(t *testing.T) {
 		{"unknown tls key", map[string]any{"tls": map[string]any{"ca_fil": "ca.pem"}}, []string{`kv_connector_extra_config: tls: unknown key "ca_fil" (did you mean "ca_file"?)`}},
 		{"tls of the wrong type", map[string]any{"tls": true}, []string{"tls"}},
 		{"client certificate without key", map[string]any{"tls": map[string]any{"cert_file": "c.pem"}}, []string{"tls: cert_file and key_file go together"}},
-		{"missing CA file", map[string]any{"tls": map[string]any{"ca_file": "/nonexistent/ca.pem"}}, []string{"tls: ca_file: open /nonexistent/ca.pem"}},
+		{"missing CA file", map[string]any{"tls": map[string]any{"ca_file": "/nonexistent/ca.pem"}}, []string{`tls: ca_file: open "/nonexistent/ca.pem": no such file`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := redis.New(t.Context(), config("e", tc.extra), registry.RoleWorker)

@@ -150,7 +150,7 @@ func (c *connector) SaveLayer(ctx context.Context, req *registry.Request, layer 
 		err = goredis.ErrClosed
 	}
 	if err != nil {
-		return fmt.Errorf("%s: save layer %q of %d tokens of request %q: %w", c.where, layer, numTokens, req.ID, err)
+		return fmt.Errorf("%s: save layer %s of %d tokens of request %s: %w", c.where, registry.Quote(layer), numTokens, registry.Quote(req.ID), err)
 	}
 	value := encodeValue(c.saver.getBuffer(), h, layer, kv)
 	s := &c.saver
@@ -176,9 +176,9 @@ func (c *connector) SaveLayer(ctx context.Context, req *registry.Request, layer 
 		select {
 		case <-oldest.done:
 		case <-ctx.Done():
-			return fmt.Errorf("%s: save layer %q of %d tokens of request %q: waiting for earlier writes: %w", c.where, layer, numTokens, req.ID, ctx.Err())
+			return fmt.Errorf("%s: save layer %s of %d tokens of request %s: waiting for earlier writes: %w", c.where, registry.Quote(layer), numTokens, registry.Quote(req.ID), ctx.Err())
 		case <-s.exited: // the save raced with Close: no writer is left to wait for
-			return fmt.Errorf("%s: save layer %q of %d tokens of request %q: %w", c.where, layer, numTokens, req.ID, goredis.ErrClosed)
+			return fmt.Errorf("%s: save layer %s of %d tokens of request %s: %w", c.where, registry.Quote(layer), numTokens, registry.Quote(req.ID), goredis.ErrClosed)
 		}
 	}
 	return nil
