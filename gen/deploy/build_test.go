@@ -132,12 +132,21 @@ func testEdge(t *testing.T, bin string) {
 }
 
 func testDatacenter(t *testing.T, bin string) {
+	// The example server's manifest, which datacenter.yaml extends, less
+	// memory, then Redis.
 	assert.Equal(t, []listed{
 		{
 			Name:    "filesystem",
-			Aliases: []string{"ExampleConnector"},
+			Aliases: []string{"ExampleConnector", "SharedStorageConnector"},
 			Roles:   bothRoles,
 			Import:  "github.com/kvgen/kvgen/examples/connectors/filesystem",
+			Module:  mainModule,
+			Version: devel,
+		},
+		{
+			Name:    "MultiConnector",
+			Roles:   bothRoles,
+			Import:  "github.com/kvgen/kvgen/registry",
 			Module:  mainModule,
 			Version: devel,
 		},
@@ -147,13 +156,6 @@ func testDatacenter(t *testing.T, bin string) {
 			Import:  redisModule,
 			Module:  redisModule,
 			Version: "v0.1.0 => ./examples/external/redis",
-		},
-		{
-			Name:    "MultiConnector",
-			Roles:   bothRoles,
-			Import:  "github.com/kvgen/kvgen/registry",
-			Module:  mainModule,
-			Version: devel,
 		},
 	}, listConnectors(t, bin))
 

@@ -217,7 +217,7 @@ func NewPlan(m *manifest.Manifest, main *Main, manifestDir string) (*Plan, error
 			continue
 		}
 
-		dir := filepath.Join(manifestDir, filepath.FromSlash(c.Replace.V))
+		dir := filepath.Join(manifestDir, filepath.FromSlash(c.Dir), filepath.FromSlash(c.Replace.V))
 		modPath, err := modulePath(dir)
 		if err != nil {
 			fail(c.Replace.Pos, "%s: replace %q: %v", c.Label(i), c.Replace.V, err)

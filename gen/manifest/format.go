@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"fmt"
 	"go/token"
 	"reflect"
 	"strconv"
@@ -19,6 +20,7 @@ const formatVersion = 1
 //	yaml     the key
 //	doc      its description in the schema
 //	required "true" when the key must be present
+//	unless   a key whose presence makes a required key optional
 //	default  the value an absent key takes
 //	example  a value shown in error messages and in the schema
 //	minItems the least number of items a list given must hold
@@ -26,10 +28,30 @@ const formatVersion = 1
 //	pattern  the regular expression a string must match
 //	maxLength the most bytes a string may hold
 type fileV1 struct {
-	Version    Value[int]    `yaml:"version" required:"true" example:"1" doc:"Manifest format version; this kvgen reads version 1."`
-	Package    Value[string] `yaml:"package" example:"connectors" doc:"Go package name of the generated file. Default: the package of the output directory."`
-	Output     Value[string] `yaml:"output" default:"connectors_gen.go" example:"connectors_gen.go" doc:"The generated Go file, relative to the manifest's directory and inside it."`
-	Connectors []connectorV1 `yaml:"connectors" required:"true" example:"[]" doc:"The connectors linked into the binary, in registry order; an empty list links none."`
+	Version    Value[int]      `yaml:"version" required:"true" example:"1" doc:"Manifest format version; this kvgen reads version 1."`
+	Package    Value[string]   `yaml:"package" example:"connectors" doc:"Go package name of the generated file. Default: the package of the output directory."`
+	Output     Value[string]   `yaml:"output" default:"connectors_gen.go" example:"connectors_gen.go" doc:"The generated Go file, relative to the manifest's directory and inside it."`
+	Extends    Value[string]   `yaml:"extends" example:"../connectors.yaml" doc:"A manifest this one builds on, relative to this one: its connectors, less those dropped, with versions and replacements pinned here, and then this manifest's own."`
+	Drop       []Value[string] `yaml:"drop" unique:"true" pattern:"^[A-Za-z][A-Za-z0-9_.-]*$" maxLength:"128" example:"[memory]" doc:"Names of connectors of the extended manifest to leave out."`
+	Pin        []pinV1         `yaml:"pin" example:"[{name: redis, version: v0.2.0}]" doc:"Connectors of the extended manifest whose module version or local replacement this manifest sets."`
+	Connectors []connectorV1   `yaml:"connectors" required:"true" unless:"extends" example:"[]" doc:"The connectors linked into the binary, in registry order; an empty list links none."`
+}
+
+// pinV1 sets the version: or replace: of a connector an extended manifest
+// lists.
+type pinV1 struct {
+	Pos     token.Position `yaml:"-"`
+	Name    Value[string]  `yaml:"name" required:"true" pattern:"^[A-Za-z][A-Za-z0-9_.-]*$" maxLength:"128" example:"redis" doc:"Name of a connector of the extended manifest."`
+	Version Value[string]  `yaml:"version" example:"v1.4.0" doc:"Version of the connector's module to require instead."`
+	Replace Value[string]  `yaml:"replace" example:"../kvredis" doc:"Local directory of the connector's module instead, relative to this manifest."`
+}
+
+// label names the pin in errors.
+func (c pinV1) label(index int) string {
+	if c.Name.Set && validName(c.Name.V) {
+		return fmt.Sprintf("pin %q", c.Name.V)
+	}
+	return fmt.Sprintf("pin %d", index+1)
 }
 
 type connectorV1 struct {
@@ -42,6 +64,7 @@ type connectorV1 struct {
 	Version     Value[string]          `yaml:"version" example:"v1.4.0" doc:"Version of the connector's module to require: kvgen generate adds it to go.mod (kvgen build to a temporary copy)."`
 	Replace     Value[string]          `yaml:"replace" example:"../kvredis" doc:"Local directory of the connector's module, relative to the manifest: kvgen generate adds a replace line for it to go.mod (kvgen build to a temporary copy)."`
 	Invalid     bool                   `yaml:"-"`
+	Dir         string                 `yaml:"-"`
 }
 
 // label names the entry in errors; see Connector.Label.
@@ -57,6 +80,7 @@ type field struct {
 	typ      reflect.Type
 	doc      string
 	required bool
+	unless   string
 	def      string
 	example  string
 	minItems int
@@ -94,6 +118,7 @@ func tagFields(t reflect.Type) []field {
 			typ:      sf.Type,
 			doc:      sf.Tag.Get("doc"),
 			required: sf.Tag.Get("required") == "true",
+			unless:   sf.Tag.Get("unless"),
 			def:      sf.Tag.Get("default"),
 			example:  sf.Tag.Get("example"),
 			unique:   sf.Tag.Get("unique") == "true",

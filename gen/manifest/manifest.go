@@ -7,13 +7,8 @@
 package manifest
 
 import (
-	"errors"
 	"fmt"
 	"go/token"
-	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
 
 	"github.com/kvgen/kvgen/gen/diag"
 	"github.com/kvgen/kvgen/registry"
@@ -38,8 +33,20 @@ type Manifest struct {
 	Package Value[string]
 	// Output is the generated file, relative to the manifest's directory;
 	// it defaults to connectors_gen.go.
-	Output     Value[string]
+	Output Value[string]
+	// Extends is the manifest this one extends, relative to it; LoadIn
+	// merges that manifest's connectors (less those dropped, with the
+	// pins applied) into Connectors, ahead of this one's own.
+	Extends Value[string]
+	// Connectors are the entries, in registry order.
 	Connectors []Connector
+	// SHA256 is the hex SHA-256 of the manifest's bytes, or, when it
+	// extends another, of its bytes and the other's SHA256: what names
+	// its content, in a binary and in listings.
+	SHA256 string
+
+	drop []Value[string]
+	pin  []pinV1
 }
 
 // Connector is one entry of the connectors list.
@@ -66,6 +73,11 @@ type Connector struct {
 	// Invalid is set when Parse reported a problem in the entry; gen
 	// leaves such an entry out and still checks the others.
 	Invalid bool
+	// Dir is the directory Replace is relative to, relative to the
+	// manifest given to LoadIn and with forward slashes: "" for that
+	// manifest's own entries and pins, the extended manifest's directory
+	// for entries that come from it.
+	Dir string
 }
 
 // HasName reports whether the entry is named name, or has it as an alias.
@@ -130,41 +142,6 @@ func Parse(filename string, data []byte) (*Manifest, error) {
 // Load reads and parses the manifest at path, as Parse does; positions use
 // path as given. It reads no more than MaxSize bytes and only from a regular file.
 func Load(path string) (*Manifest, error) { return LoadIn("", path) }
-
-// LoadIn is Load for a path relative to the directory dir, not to the
-// current directory; positions and messages still name the file by path.
-func LoadIn(dir, path string) (*Manifest, error) {
-	file := path
-	if dir != "" && !filepath.IsAbs(path) {
-		file = filepath.Join(dir, path)
-	}
-	f, err := os.Open(file)
-	if perr, ok := err.(*fs.PathError); ok {
-		perr.Path = path
-	}
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%w; run kvgen in the directory that holds the manifest, or name it with -manifest", err)
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file; name the manifest file with -manifest", path)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxSize+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > MaxSize {
-		return nil, tooLarge(path, max(fi.Size(), int64(len(data))))
-	}
-	return Parse(path, data)
-}
 
 func tooLarge(path string, size int64) error {
 	return diag.Errorf(token.Position{Filename: path}, "the manifest is %d bytes; kvgen reads manifests of up to %d bytes (1 MiB): is this the right file?", size, MaxSize)

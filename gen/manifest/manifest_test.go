@@ -217,7 +217,7 @@ var badManifests = []struct {
 	{
 		name: "unknown top-level key without suggestion",
 		src:  "version: 1\nconnectors: []\nplugins: []\n",
-		want: []string{`connectors.yaml:3:1: unknown key "plugins"; the keys are version, package, output, connectors`},
+		want: []string{`connectors.yaml:3:1: unknown key "plugins"; the keys are version, package, output, extends, drop, pin, connectors`},
 	},
 	{
 		name: "unknown connector key with suggestion",

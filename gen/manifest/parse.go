@@ -149,6 +149,10 @@ func (p *parser) parse() *Manifest {
 		Version: f.Version,
 		Package: f.Package,
 		Output:  f.Output,
+		Extends: f.Extends,
+		SHA256:  sum(p.data),
+		drop:    f.Drop,
+		pin:     f.Pin,
 	}
 	for _, c := range f.Connectors {
 		m.Connectors = append(m.Connectors, Connector(c))
@@ -283,7 +287,7 @@ func (p *parser) decodeMapping(n *yaml.Node, v reflect.Value, errs *diag.List) {
 			continue
 		}
 		switch {
-		case f.required:
+		case f.required && (f.unless == "" || seen[f.unless] == nil):
 			errs.Add(p.pos(n), "missing key %q; add it, e.g. %q", f.key, f.key+": "+f.example)
 		case f.def != "":
 			v.Field(f.index).Addr().Interface().(scalar).setDefault(f.def)
@@ -407,8 +411,9 @@ func (p *parser) decodeList(n *yaml.Node, dst reflect.Value, f field, errs *diag
 			for _, e := range itemErrs {
 				*errs = append(*errs, e.Prefix(label))
 			}
-			// The only list of mappings is the connectors list.
-			if len(itemErrs) > 0 {
+			// A connector with a problem is left out and the others are
+			// checked; a problem elsewhere fails the manifest.
+			if len(itemErrs) > 0 && elem == reflect.TypeFor[connectorV1]() {
 				p.entryErrs += len(itemErrs)
 				p.badEntries = append(p.badEntries, i)
 			}

@@ -34,6 +34,7 @@ type schema struct {
 	UniqueItems          bool       `json:"uniqueItems,omitempty"`
 	Properties           properties `json:"properties,omitempty"`
 	Required             []string   `json:"required,omitempty"`
+	AnyOf                []*schema  `json:"anyOf,omitempty"`
 	AdditionalProperties *bool      `json:"additionalProperties,omitempty"`
 }
 
@@ -123,7 +124,11 @@ func objectSchema(t reflect.Type) *schema {
 		ps.MinItems = f.minItems
 		ps.UniqueItems = f.unique
 		s.Properties = append(s.Properties, property{f.key, ps})
-		if f.required {
+		switch {
+		case f.required && f.unless != "":
+			// One of the two keys must be given.
+			s.AnyOf = append(s.AnyOf, &schema{Required: []string{f.key}}, &schema{Required: []string{f.unless}})
+		case f.required:
 			s.Required = append(s.Required, f.key)
 		}
 	}

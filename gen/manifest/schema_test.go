@@ -21,6 +21,7 @@ type jsonSchema struct {
 	Description          string                 `json:"description"`
 	Properties           map[string]*jsonSchema `json:"properties"`
 	Required             []string               `json:"required"`
+	AnyOf                []*jsonSchema          `json:"anyOf"`
 	AdditionalProperties *bool                  `json:"additionalProperties"`
 	Items                *jsonSchema            `json:"items"`
 	Enum                 []string               `json:"enum"`
@@ -83,7 +84,11 @@ func TestSchemaListsTheKeysTheParserAccepts(t *testing.T) {
 			assert.NotEmpty(t, p.Description, "key %q is documented", k)
 		}
 	}
-	assert.Equal(t, []string{"version", "connectors"}, s.Required)
+	// connectors may be left out only by a manifest that extends another.
+	assert.Equal(t, []string{"version"}, s.Required)
+	require.Len(t, s.AnyOf, 2)
+	assert.Equal(t, []string{"connectors"}, s.AnyOf[0].Required)
+	assert.Equal(t, []string{"extends"}, s.AnyOf[1].Required)
 	assert.Equal(t, []string{"name", "import"}, conn.Items.Required)
 }
 

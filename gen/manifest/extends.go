@@ -1,0 +1,250 @@
+package manifest
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"go/token"
+	"io"
+	"io/fs"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/kvgen/kvgen/gen/diag"
+	"github.com/kvgen/kvgen/internal/readfile"
+	"github.com/kvgen/kvgen/internal/suggest"
+)
+
+// maxExtends bounds how many manifests one can extend in a chain.
+const maxExtends = 16
+
+// LoadIn is Load for a path relative to the directory dir, not to the
+// current directory; positions and messages still name the file by path.
+//
+// A manifest that extends another has that one's entries merged in, ahead
+// of its own: less the ones it drops, with the versions and replacements
+// it pins. Positions name the file each entry, drop or pin was written in.
+func LoadIn(dir, path string) (*Manifest, error) {
+	return load(dir, path, nil)
+}
+
+// load loads the manifest at path and, recursively, the ones it extends;
+// chain holds the absolute paths of the manifests that extend it.
+func load(dir, path string, chain []string) (*Manifest, error) {
+	file := path
+	if dir != "" && !filepath.IsAbs(path) {
+		file = filepath.Join(dir, path)
+	}
+	data, err := readManifest(file, path)
+	if err != nil {
+		return nil, err
+	}
+	m, err := Parse(path, data)
+	if m == nil || !m.Extends.Set {
+		return m, err
+	}
+	var errs diag.List
+	errs.Append(m.Extends.Pos, err)
+	basePath := filepath.Join(filepath.Dir(path), filepath.FromSlash(m.Extends.V))
+	abs, absErr := filepath.Abs(file)
+	baseAbs, baseErr := filepath.Abs(filepath.Join(filepath.Dir(file), filepath.FromSlash(m.Extends.V)))
+	switch {
+	case absErr != nil || baseErr != nil:
+		return nil, errors.Join(absErr, baseErr)
+	case baseAbs == abs || slices.Contains(chain, baseAbs):
+		errs.Add(m.Extends.Pos, "extends %q: %s is already being extended, by this manifest or one that extends it: a cycle; remove one of the extends:", m.Extends.V, basePath)
+		return nil, errs.Err()
+	case len(chain) >= maxExtends:
+		errs.Add(m.Extends.Pos, "extends %q: manifests extend one another more than %d deep", m.Extends.V, maxExtends)
+		return nil, errs.Err()
+	}
+	base, err := load(dir, basePath, append(chain, abs))
+	if base == nil {
+		var d *diag.Error
+		var l diag.List
+		if !errors.As(err, &l) && !errors.As(err, &d) {
+			err = diag.Errorf(m.Extends.Pos, "extends %q: %v", m.Extends.V, err)
+		}
+		errs.Append(m.Extends.Pos, err)
+		return nil, errs.Err()
+	}
+	errs.Append(m.Extends.Pos, err)
+	rel, err := filepath.Rel(filepath.Dir(abs), filepath.Dir(baseAbs))
+	if err != nil {
+		return nil, err
+	}
+	merge(m, base, filepath.ToSlash(rel), &errs)
+	m.SHA256 = sum(append(data, base.SHA256...))
+	err = errs.Err()
+	if err != nil && !onlyEntryErrors(m, errs) {
+		return nil, err
+	}
+	return m, err
+}
+
+// onlyEntryErrors reports whether every problem lies within an entry that
+// is marked Invalid, so that the others can still be checked.
+func onlyEntryErrors(m *Manifest, errs diag.List) bool {
+	for _, e := range errs {
+		if !slices.ContainsFunc(m.Connectors, func(c Connector) bool { return c.Invalid && within(c, e.Pos) }) {
+			return false
+		}
+	}
+	return true
+}
+
+// within reports whether pos lies in the entry c: in its file, from its
+// first key to its last value.
+func within(c Connector, pos token.Position) bool {
+	if pos.Filename != c.Pos.Filename || pos.Offset < c.Pos.Offset {
+		return false
+	}
+	last := c.Pos.Offset
+	for _, v := range []Value[string]{c.Name, c.Import, c.Constructor, c.Version, c.Replace} {
+		if v.Set && v.Pos.Filename == c.Pos.Filename {
+			last = max(last, v.Pos.Offset)
+		}
+	}
+	for _, a := range c.Aliases {
+		last = max(last, a.Pos.Offset)
+	}
+	for _, r := range c.Roles {
+		last = max(last, r.Pos.Offset)
+	}
+	return pos.Offset <= last
+}
+
+// merge puts base's entries ahead of m's own: those m drops left out, those
+// it pins with the version and replacement it gives. baseDir is base's
+// directory relative to m's, which base's replace: paths are relative to.
+func merge(m, base *Manifest, baseDir string, errs *diag.List) {
+	if base.Version.V != m.Version.V {
+		errs.Add(m.Extends.Pos, "extends %q: %s is manifest version %d, this one %d; give both the same version", m.Extends.V, base.File, base.Version.V, m.Version.V)
+	}
+	find := func(name string) int {
+		return slices.IndexFunc(base.Connectors, func(c Connector) bool { return c.Name.V == name })
+	}
+	dropped := map[int]bool{}
+	for _, d := range m.drop {
+		i := find(d.V)
+		if i < 0 {
+			errs.Add(d.Pos, "drop %q: %s lists no connector named %q%s", d.V, base.File, d.V, baseNames(base, d.V))
+			continue
+		}
+		dropped[i] = true
+	}
+	pins := map[int]pinV1{}
+	for _, p := range m.pin {
+		i := find(p.Name.V)
+		switch {
+		case i < 0:
+			errs.Add(p.Name.Pos, "pin %q: %s lists no connector named %q%s", p.Name.V, base.File, p.Name.V, baseNames(base, p.Name.V))
+			continue
+		case dropped[i]:
+			errs.Add(p.Name.Pos, "pin %q: the connector is dropped too; keep one of the two", p.Name.V)
+			continue
+		case !p.Version.Set && !p.Replace.Set:
+			errs.Add(p.Name.Pos, "pin %q: give the version: or the replace: to pin", p.Name.V)
+			continue
+		}
+		if prev, dup := pins[i]; dup {
+			errs.Add(p.Name.Pos, "pin %q: the connector is pinned twice (first at %s); keep one", p.Name.V, diag.At(prev.Name.Pos, "first pinned here"))
+			continue
+		}
+		pins[i] = p
+	}
+	var merged []Connector
+	for i, c := range base.Connectors {
+		if dropped[i] {
+			continue
+		}
+		c.Dir = path.Join(baseDir, c.Dir)
+		if p, ok := pins[i]; ok {
+			if p.Version.Set {
+				c.Version = p.Version
+			}
+			if p.Replace.Set {
+				c.Replace, c.Dir = p.Replace, ""
+			}
+		}
+		merged = append(merged, c)
+	}
+	own := m.Connectors
+	conflicts(merged, own, base.File, errs)
+	m.Connectors = append(merged, own...)
+}
+
+// conflicts reports each name or alias of an entry of m's own that an entry
+// of the extended manifest still has, at the own entry, with both positions;
+// that entry is then left out.
+func conflicts(kept, own []Connector, baseFile string, errs *diag.List) {
+	for i := range own {
+		c := &own[i]
+		keys := []Value[string]{c.Name}
+		keys = append(keys, c.Aliases...)
+		for _, k := range keys {
+			j := slices.IndexFunc(kept, func(b Connector) bool { return b.HasName(k.V) })
+			if j < 0 || !k.Set {
+				continue
+			}
+			b := kept[j]
+			errs.Add(k.Pos, "%s: %q is already a name of %s of %s at %s; drop that one with drop: [%s], pin its version or replace with pin:, or rename this one",
+				c.Label(i), k.V, b.Label(j), baseFile, diag.At(b.Name.Pos, "named here"), b.Name.V)
+			c.Invalid = true
+			break
+		}
+	}
+}
+
+// baseNames says which connectors of a manifest a name could have meant:
+// the nearest, else all of them.
+func baseNames(m *Manifest, name string) string {
+	var names []string
+	for _, c := range m.Connectors {
+		names = append(names, c.Name.V)
+	}
+	if near := suggest.Nearest(name, names, 1); len(near) > 0 {
+		return fmt.Sprintf("; did you mean %q?", near[0])
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return "; it lists " + strings.Join(names, ", ")
+}
+
+// readManifest reads the manifest file, named path in messages: a regular
+// file of at most MaxSize bytes.
+func readManifest(file, path string) ([]byte, error) {
+	f, err := readfile.Open(file)
+	var nr *readfile.NotRegularError
+	switch {
+	case errors.As(err, &nr):
+		return nil, fmt.Errorf("%s is not a regular file; name the manifest file with -manifest", path)
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("open %s: %w; run kvgen in the directory that holds the manifest, or name it with -manifest", path, fs.ErrNotExist)
+	case err != nil:
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxSize {
+		fi, err := f.Stat()
+		if err != nil {
+			return nil, err
+		}
+		return nil, tooLarge(path, max(fi.Size(), int64(len(data))))
+	}
+	return data, nil
+}
+
+// sum is the hex SHA-256 of data.
+func sum(data []byte) string {
+	s := sha256.Sum256(data)
+	return hex.EncodeToString(s[:])
+}

@@ -1,0 +1,46 @@
+package manifest_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvgen/kvgen/gen/manifest"
+)
+
+// A chain of manifests in nested directories: each entry's replace: stays
+// relative to the manifest that wrote it, through Dir.
+func TestExtendsKeepsReplaceRelativeToItsManifest(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) {
+		path := filepath.Join(dir, filepath.FromSlash(name))
+		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+		require.NoError(t, os.WriteFile(path, []byte(content), 0o644))
+	}
+	write("connectors.yaml", "version: 1\nconnectors:\n  - {name: a, import: example.com/a, replace: mods/a}\n  - {name: b, import: example.com/b, replace: mods/b}\n  - {name: c, import: example.com/c}\n")
+	write("deploy/mid.yaml", "version: 1\nextends: ../connectors.yaml\ndrop: [c]\nconnectors:\n  - {name: d, import: example.com/d, replace: ../mods/d}\n")
+	write("deploy/edge/top.yaml", "version: 1\nextends: ../mid.yaml\npin:\n  - {name: b, replace: local/b}\n  - {name: a, version: v1.2.3}\n")
+
+	m, err := manifest.LoadIn(dir, "deploy/edge/top.yaml")
+	require.NoError(t, err)
+	type entry struct{ name, dir, replace, version, replaceFile string }
+	var got []entry
+	for _, c := range m.Connectors {
+		got = append(got, entry{c.Name.V, c.Dir, c.Replace.V, c.Version.V, c.Replace.Pos.Filename})
+	}
+	assert.Equal(t, []entry{
+		{"a", "../..", "mods/a", "v1.2.3", "connectors.yaml"},
+		{"b", "", "local/b", "", "deploy/edge/top.yaml"},
+		{"d", "..", "../mods/d", "", "deploy/mid.yaml"},
+	}, got)
+	assert.Len(t, m.SHA256, 64)
+
+	// The content hash covers the bases: a change there is a new hash.
+	write("connectors.yaml", "version: 1\nconnectors:\n  - {name: a, import: example.com/a, replace: mods/a}\n  - {name: b, import: example.com/b, replace: mods/b}\n  - {name: c, import: example.com/c2}\n")
+	m2, err := manifest.LoadIn(dir, "deploy/edge/top.yaml")
+	require.NoError(t, err)
+	assert.NotEqual(t, m.SHA256, m2.SHA256)
+}
