@@ -162,6 +162,12 @@ func TestGenerateChecksTheOutputFlag(t *testing.T) {
 	require.Error(t, err)
 	assert.Equal(t, `-o "x\u202egen.go" contains U+202E, a bidirectional-text control, which makes a name read differently from what it is; give a plain file name, e.g. "connectors_gen.go"`, err.Error())
 
+	// A name go build compiles for one system only: go build ./srv on
+	// any other would find no Registry.
+	_, err = gen.Generate(context.Background(), gen.Options{WorkDir: cwd(t), Env: os.Environ(), Manifest: "connectors.yaml", Output: "srv/x_windows.go"})
+	require.ErrorContains(t, err, `-o "srv/x_windows.go" ends in "_windows", a GOOS or GOARCH name`)
+	assert.NoFileExists(t, "srv/x_windows.go")
+
 	outside := filepath.Join(t.TempDir(), "reg_gen.go")
 	_, err = gen.Generate(context.Background(), gen.Options{WorkDir: cwd(t), Env: os.Environ(), Manifest: "connectors.yaml", Output: outside})
 	require.ErrorContains(t, err, "-o "+outside+": "+outside+" is outside the module; kvgen writes only inside the module at ")

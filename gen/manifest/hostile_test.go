@@ -115,3 +115,34 @@ func TestLoadRefusesWhatIsNotAFile(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "is not a regular file")
 }
+
+// go build reads a name ending in a GOOS or GOARCH as a build constraint:
+// a registry written there is missing from the package on every other
+// system, so such a name is refused, with the part that restricts it.
+func TestOutputMustBuildOnEverySystem(t *testing.T) {
+	refused := map[string]string{
+		"srv/x_windows.go":        `"_windows"`,
+		"x_arm64.go":              `"_arm64"`,
+		"x_linux_amd64.go":        `"_linux_amd64"`,
+		"gen/reg_wasip1.go":       `"_wasip1"`,
+		"a_b_darwin_arm64.go":     `"_darwin_arm64"`,
+		"connectors_js_gen_js.go": `"_js"`,
+	}
+	for out, suffix := range refused {
+		t.Run(out, func(t *testing.T) {
+			m, err := Parse(file, []byte("version: 1\noutput: "+out+"\nconnectors: []\n"))
+			require.Error(t, err)
+			assert.Nil(t, m)
+			assert.Equal(t, `connectors.yaml:2:9: output "`+out+`" ends in `+suffix+`, a GOOS or GOARCH name, so go build compiles it only for that system and the package lacks Registry everywhere else; give another name, e.g. "connectors_gen.go"`, err.Error())
+		})
+	}
+	for _, out := range []string{"windows.go", "x_unix.go", "x_windows_gen.go", "amd64/x.go", "x_amd64x.go"} {
+		_, err := Parse(file, []byte("version: 1\noutput: "+out+"\nconnectors: []\n"))
+		assert.NoError(t, err, out)
+	}
+	assert.Equal(t, `-o "srv/x_windows.go" ends in "_windows", a GOOS or GOARCH name, so go build compiles it only for that system and the package lacks Registry everywhere else; give another name, e.g. "connectors_gen.go"`,
+		CheckFileName("-o", "srv/x_windows.go"))
+	assert.Contains(t, CheckFileName("-o", "srv/x_test.go"), "is a test file")
+	assert.Contains(t, CheckFileName("-o", "srv/_x.go"), `starts with "_"`)
+	assert.Contains(t, CheckFileName("-o", "srv/.x.go"), `starts with "."`)
+}
