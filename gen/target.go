@@ -11,11 +11,13 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/kvgen/kvgen/gen/diag"
 	"github.com/kvgen/kvgen/gen/manifest"
 	"github.com/kvgen/kvgen/internal/atomicfile"
+	"github.com/kvgen/kvgen/internal/suggest"
 )
 
 // The first line of every file kvgen generates is "// " headerPrefix, the
@@ -78,9 +80,9 @@ func checkTarget(path, abs, root string) (string, error) {
 	linked := filepath.Clean(abs) != resolved
 	if rel, err := filepath.Rel(realRoot, resolved); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 		if linked {
-			return "", fmt.Errorf("%s leads outside the module through a symbolic link, to %s; kvgen writes only inside the module at %s", path, resolved, root)
+			return "", fmt.Errorf("%s leads outside the module through a symbolic link, to %s; kvgen writes only inside the module at %s", quotePath(path), quotePath(resolved), quotePath(root))
 		}
-		return "", fmt.Errorf("%s is outside the module; kvgen writes only inside the module at %s", path, root)
+		return "", fmt.Errorf("%s is outside the module; kvgen writes only inside the module at %s", quotePath(path), quotePath(root))
 	}
 	fi, err := os.Stat(resolved)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -89,9 +91,9 @@ func checkTarget(path, abs, root string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	shown := path
+	shown := quotePath(path)
 	if linked {
-		shown = fmt.Sprintf("%s (a symbolic link to %s)", path, resolved)
+		shown = fmt.Sprintf("%s (a symbolic link to %s)", shown, quotePath(resolved))
 	}
 	if !fi.Mode().IsRegular() {
 		return "", fmt.Errorf("%s is not a regular file; kvgen writes the registry only to a file", shown)
@@ -123,7 +125,7 @@ func resolvePath(abs string) (string, error) {
 		}
 		if fi, err := os.Lstat(cur); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
 			dest, _ := os.Readlink(cur)
-			return "", fmt.Errorf("%s is a symbolic link to %s, which does not exist; remove the link, or make it point at a file inside the module", cur, dest)
+			return "", fmt.Errorf("%s is a symbolic link to %s, which does not exist; remove the link, or make it point at a file inside the module", quotePath(cur), quotePath(dest))
 		}
 		parent := filepath.Dir(cur)
 		if parent == cur {
@@ -139,11 +141,25 @@ func resolvePath(abs string) (string, error) {
 func targetError(m *manifest.Manifest, flag string, err error) error {
 	switch {
 	case flag != "":
-		return fmt.Errorf("-o %s: %w", flag, err)
+		return fmt.Errorf("-o %s: %w", quotePath(flag), err)
 	case m.Output.Set:
-		return diag.Errorf(m.Output.Pos, "output %s: %v", m.Output.V, err)
+		return diag.Errorf(m.Output.Pos, "output %s: %v", suggest.Quote(m.Output.V), err)
 	}
-	return diag.Errorf(token.Position{Filename: m.File, Line: 1, Column: 1}, "output %s (the default; set output: to choose another): %v", m.Output.V, err)
+	return diag.Errorf(token.Position{Filename: m.File, Line: 1, Column: 1}, "output %s (the default; set output: to choose another): %v", suggest.Quote(m.Output.V), err)
+}
+
+// maxPath is the longest path the system takes (PATH_MAX on Linux); a
+// message shows a longer one cut short.
+const maxPath = 4096
+
+// quotePath shows a file path in a message, as a Go string literal: a name
+// in it cannot end the line or hide what it is. Paths are shown whole up
+// to maxPath bytes, since a path cut short is of no use.
+func quotePath(p string) string {
+	if len(p) > maxPath {
+		return suggest.Quote(p)
+	}
+	return strconv.Quote(p)
 }
 
 // checkTarget checks that kvgen may write r.Path, and sets r.target.

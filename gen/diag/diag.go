@@ -15,7 +15,9 @@ import (
 	"fmt"
 	"go/token"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Error is a problem at a position. Pos.Filename is the file as the user
@@ -66,12 +68,42 @@ func Errorf(pos token.Position, format string, args ...any) *Error {
 }
 
 // Error prints the error as the compiler does: file:line:col: message,
-// with the related positions in the message's words.
+// with the related positions in the message's words. It is always one line
+// of printable text: see [OneLine].
 func (e *Error) Error() string {
 	if !e.Pos.IsValid() && e.Pos.Filename == "" {
-		return e.Msg
+		return OneLine(e.Msg)
 	}
-	return e.Pos.String() + ": " + e.Msg
+	return OneLine(e.Pos.String() + ": " + e.Msg)
+}
+
+// OneLine returns s with every byte that is not printable text escaped as
+// in a Go string literal: a newline as \n, an escape as \x1b, U+202E as
+// \u202e, invalid UTF-8 as \xff. Messages quote what the user gave them,
+// but some repeat text from elsewhere (the go command, a YAML parser); this
+// is the last defence, so that no message can forge a second line, move
+// the cursor or reorder what a terminal shows.
+func OneLine(s string) string {
+	i := strings.IndexFunc(s, func(r rune) bool { return r == utf8.RuneError || !strconv.IsPrint(r) })
+	if i < 0 {
+		return s
+	}
+	var b strings.Builder
+	b.WriteString(s[:i])
+	for s = s[i:]; s != ""; {
+		r, size := utf8.DecodeRuneInString(s)
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[0])
+		case strconv.IsPrint(r):
+			b.WriteString(s[:size])
+		default:
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		}
+		s = s[size:]
+	}
+	return b.String()
 }
 
 // Unwrap returns the underlying error.
@@ -98,7 +130,8 @@ func jsonPos(p token.Position) position {
 
 // MarshalJSON encodes e for tools, in the spirit of go vet -json:
 // {"file", "line", "column", "message", "related": [{"file", "line",
-// "column", "message"}]}. The message holds no position of its own.
+// "column", "message"}]}. The message holds no position of its own, and is
+// one line of printable text as Error's is.
 func (e *Error) MarshalJSON() ([]byte, error) {
 	type related struct {
 		position
@@ -108,9 +141,9 @@ func (e *Error) MarshalJSON() ([]byte, error) {
 		position
 		Message string    `json:"message"`
 		Related []related `json:"related,omitempty"`
-	}{position: jsonPos(e.Pos), Message: e.Msg}
+	}{position: jsonPos(e.Pos), Message: OneLine(e.Msg)}
 	for _, r := range e.Related {
-		v.Related = append(v.Related, related{jsonPos(r.Pos), r.Msg})
+		v.Related = append(v.Related, related{jsonPos(r.Pos), OneLine(r.Msg)})
 	}
 	return json.Marshal(v)
 }

@@ -126,3 +126,28 @@ func TestErrorJSON(t *testing.T) {
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"message": "no position"}`, string(data))
 }
+
+// Whatever a message repeats, it prints as one line of printable text: no
+// text can forge another error line, clear the screen or reorder what a
+// terminal shows.
+func TestErrorIsOneLineOfPrintableText(t *testing.T) {
+	var l List
+	l.Add(pos(2, 9), "replace ../x\x1b[2J: no go.mod there")
+	l.Add(pos(3, 9), "version %s is not valid", "v1\nconnectors.yaml:1:1: forged")
+	l.Add(pos(4, 9), "name a\u202egnp.exe\ttab \xff done")
+	l.Append(token.Position{Filename: "odd\nname.yaml", Line: 1, Column: 1}, errors.New("go: \r\n\x07bell"))
+	err := l.Err()
+	require.Error(t, err)
+	assert.Equal(t, `connectors.yaml:2:9: replace ../x\x1b[2J: no go.mod there
+connectors.yaml:3:9: version v1\nconnectors.yaml:1:1: forged is not valid
+connectors.yaml:4:9: name a\u202egnp.exe\ttab \xff done
+odd\nname.yaml:1:1: go: \r\n\abell`, err.Error())
+	assert.Equal(t, `ünïcödé “quotes” and € stay`, OneLine(`ünïcödé “quotes” and € stay`))
+	assert.Equal(t, `already "quoted\x1b" text is left`, OneLine(`already "quoted\x1b" text is left`))
+
+	data, jerr := json.Marshal(Errorf(pos(1, 1), "x\x1b[2Jy\nz %s", At(pos(2, 2), "here\u202e")))
+	require.NoError(t, jerr)
+	assert.JSONEq(t, `{"file": "connectors.yaml", "line": 1, "column": 1,
+		"message": "x\\x1b[2Jy\\nz connectors.yaml:2:2",
+		"related": [{"file": "connectors.yaml", "line": 2, "column": 2, "message": "here\\u202e"}]}`, string(data))
+}

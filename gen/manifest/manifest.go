@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 
 	"github.com/kvgen/kvgen/gen/diag"
+	"github.com/kvgen/kvgen/internal/suggest"
 	"github.com/kvgen/kvgen/registry"
 )
 
@@ -141,7 +142,7 @@ func LoadIn(dir, path string) (*Manifest, error) {
 		return nil, err
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file; name the manifest file with -manifest", path)
+		return nil, fmt.Errorf("%s is not a regular file; name the manifest file with -manifest", suggest.Quote(path))
 	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxSize+1))
 	if err != nil {

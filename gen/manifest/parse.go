@@ -252,7 +252,7 @@ func (p *parser) decodeMapping(n *yaml.Node, v reflect.Value, errs *diag.List) {
 		}
 		switch {
 		case k.Kind == yaml.AliasNode:
-			errs.Add(p.pos(k), "YAML aliases (*%s) are not supported in a manifest; write the key out", k.Value)
+			errs.Add(p.pos(k), "YAML aliases (%s) are not supported in a manifest; write the key out", suggest.Quote("*"+k.Value))
 			continue
 		case k.Tag == "!!merge":
 			errs.Add(p.pos(k), "YAML merge keys (<<) are not supported in a manifest; write the keys out")
@@ -349,7 +349,7 @@ func parseRole(s string) (registry.Role, string) {
 // decodeValue sets dst, the field f, from n.
 func (p *parser) decodeValue(n *yaml.Node, dst reflect.Value, f field, errs *diag.List) {
 	if n.Kind == yaml.AliasNode {
-		errs.Add(p.pos(n), "YAML aliases (*%s) are not supported in a manifest; write the value out", n.Value)
+		errs.Add(p.pos(n), "YAML aliases (%s) are not supported in a manifest; write the value out", suggest.Quote("*"+n.Value))
 		return
 	}
 	pos := p.pos(n)
@@ -491,5 +491,5 @@ func describe(n *yaml.Node) string {
 	case "!!binary":
 		return "binary data"
 	}
-	return "a value tagged " + n.Tag
+	return "a value tagged " + suggest.Quote(n.Tag)
 }

@@ -118,12 +118,12 @@ func checkName(kind, s string) string {
 	for i, r := range s {
 		if !nameRE.MatchString(s[:i+utf8.RuneLen(r)]) {
 			if i == 0 {
-				return fmt.Sprintf("%s %q cannot start with %q; %s", kind, s, r, rule)
+				return fmt.Sprintf("%s %s cannot start with %q; %s", kind, suggest.Quote(s), r, rule)
 			}
-			return fmt.Sprintf("%s %q cannot contain %q; %s", kind, s, r, rule)
+			return fmt.Sprintf("%s %s cannot contain %q; %s", kind, suggest.Quote(s), r, rule)
 		}
 	}
-	return fmt.Sprintf("%s %q is not a valid name; %s", kind, s, rule)
+	return fmt.Sprintf("%s %s is not a valid name; %s", kind, suggest.Quote(s), rule)
 }
 
 func isAbs(p string) bool {
