@@ -1,6 +1,6 @@
 // Package diag holds kvgen's positioned errors: every problem kvgen reports
-// points at a place in a manifest or in Go source, and a run reports all of
-// them, sorted by position.
+// points at a place in a manifest or in Go source, and a run finds all of
+// them and shows them sorted by position, the first MaxErrors of them.
 //
 // An Error is a value: its position, its message, the error underneath it
 // and the other places it concerns (where a duplicate was first given,
@@ -256,16 +256,40 @@ func (l List) Err() error {
 	return l.Sort()
 }
 
-// Error prints one error per line.
+// MaxErrors is how many problems a list shows, as go/types reports at
+// most ten: past that a line says how many more there are. A manifest of
+// 50,000 unknown keys is a mistake to fix at its first lines, not 5 MB of
+// output.
+const MaxErrors = 10
+
+// more stands for the n problems of a list past MaxErrors.
+func more(n int) *Error {
+	if n == 1 {
+		return &Error{Msg: "... and 1 more problem"}
+	}
+	return &Error{Msg: fmt.Sprintf("... and %d more problems", n)}
+}
+
+// Error prints one error per line: the first MaxErrors of them, then a
+// line saying how many more there are.
 func (l List) Error() string {
 	var b strings.Builder
-	for i, e := range l {
+	for i, e := range limit(l) {
 		if i > 0 {
 			b.WriteByte('\n')
 		}
 		b.WriteString(e.Error())
 	}
 	return b.String()
+}
+
+// limit returns the first MaxErrors of errs, and an Error without a
+// position saying how many more there are, if there are more.
+func limit(errs []*Error) []*Error {
+	if len(errs) <= MaxErrors {
+		return errs
+	}
+	return append(slices.Clip(errs[:MaxErrors]), more(len(errs)-MaxErrors))
 }
 
 // Unwrap returns the errors of the list.
@@ -280,14 +304,18 @@ func (l List) Unwrap() []error {
 // Flatten returns the problems err holds, one Error each: the errors of a
 // List, the parts of a joined error (errors.Join) each flattened, an
 // *Error inside a wrapper, or err itself as an Error without a position.
-func Flatten(err error) []*Error {
+// As List.Error prints them, there are at most MaxErrors, then an Error
+// without a position whose message says how many more there are.
+func Flatten(err error) []*Error { return limit(flatten(err)) }
+
+func flatten(err error) []*Error {
 	if err == nil {
 		return nil
 	}
 	if parts, ok := joined(err); ok {
 		var out []*Error
 		for _, p := range parts {
-			out = append(out, Flatten(p)...)
+			out = append(out, flatten(p)...)
 		}
 		return out
 	}

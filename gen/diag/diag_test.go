@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"go/token"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -150,4 +151,31 @@ odd\nname.yaml:1:1: go: \r\n\abell`, err.Error())
 	assert.JSONEq(t, `{"file": "connectors.yaml", "line": 1, "column": 1,
 		"message": "x\\x1b[2Jy\\nz connectors.yaml:2:2",
 		"related": [{"file": "connectors.yaml", "line": 2, "column": 2, "message": "here\\u202e"}]}`, string(data))
+}
+
+// A list shows its first MaxErrors problems and says how many more there
+// are, in text and in what Flatten gives -json; up to MaxErrors, all.
+func TestListShowsTheFirstTenProblems(t *testing.T) {
+	list := func(n int) List {
+		var l List
+		for i := range n {
+			l.Add(pos(i+1, 1), "problem %d", i+1)
+		}
+		return l
+	}
+	lines := strings.Split(list(50000).Err().Error(), "\n")
+	require.Len(t, lines, MaxErrors+1)
+	assert.Equal(t, "connectors.yaml:1:1: problem 1", lines[0])
+	assert.Equal(t, "connectors.yaml:10:1: problem 10", lines[9])
+	assert.Equal(t, "... and 49990 more problems", lines[10])
+	assert.Equal(t, "... and 1 more problem", strings.Split(list(11).Error(), "\n")[10])
+	assert.NotContains(t, list(10).Error(), "more")
+
+	flat := Flatten(fmt.Errorf("wrapped: %w", list(25).Err()))
+	require.Len(t, flat, MaxErrors+1)
+	assert.Equal(t, "problem 10", flat[9].Msg)
+	last, err := json.Marshal(flat[10])
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"message": "... and 15 more problems"}`, string(last))
+	assert.Len(t, Flatten(list(10).Err()), 10)
 }

@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -145,4 +146,26 @@ func TestOutputMustBuildOnEverySystem(t *testing.T) {
 	assert.Contains(t, CheckFileName("-o", "srv/x_test.go"), "is a test file")
 	assert.Contains(t, CheckFileName("-o", "srv/_x.go"), `starts with "_"`)
 	assert.Contains(t, CheckFileName("-o", "srv/.x.go"), `starts with "."`)
+}
+
+// 50,000 unknown keys are ten lines and a count, not 5 MB; the ten shown
+// keep their suggestions, and a second document, found first, takes no
+// place from them.
+func TestManyProblemsShowTheFirstTen(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("version: 1\nconnectors:\n  - name: a\n    import: example.com/a\n")
+	for i := range 50000 {
+		fmt.Fprintf(&b, "    importt%d: x\n", i)
+	}
+	b.WriteString("---\nversion: 1\n")
+	require.Less(t, b.Len(), MaxSize)
+	_, err := Parse(file, []byte(b.String()))
+	require.Error(t, err)
+	lines := strings.Split(err.Error(), "\n")
+	require.Len(t, lines, diag.MaxErrors+1)
+	for i, l := range lines[:diag.MaxErrors] {
+		assert.Equal(t, fmt.Sprintf(`connectors.yaml:%d:5: connector "a": unknown key "importt%d"; did you mean "import"?`, 5+i, i), l)
+	}
+	assert.Equal(t, "... and 49991 more problems", lines[diag.MaxErrors])
+	assert.Less(t, len(err.Error()), 2000)
 }

@@ -125,13 +125,17 @@ func (p *parser) parse() *Manifest {
 		return nil
 	}
 	var next yaml.Node
-	switch err := dec.Decode(&next); {
-	case errors.Is(err, io.EOF):
-	case err != nil:
-		p.syntaxError(err)
-	default:
-		p.errs.Add(p.pos(&next), "a second YAML document; a manifest is a single document, so remove this \"---\" and what follows or move it to its own file")
-	}
+	// Reported last, as it lies after the first document: problems are
+	// then found in the order of their positions (see crowded).
+	defer func(err error) {
+		switch {
+		case errors.Is(err, io.EOF):
+		case err != nil:
+			p.syntaxError(err)
+		default:
+			p.errs.Add(p.pos(&next), "a second YAML document; a manifest is a single document, so remove this \"---\" and what follows or move it to its own file")
+		}
+	}(dec.Decode(&next))
 
 	root := doc.Content[0]
 	if isNull(root) {
@@ -264,7 +268,11 @@ func (p *parser) decodeMapping(n *yaml.Node, v reflect.Value, errs *diag.List) {
 		f, ok := fieldByKey(v.Type(), k.Value)
 		if !ok {
 			known := keys(v.Type())
-			if near := suggest.Nearest(k.Value, known, 1); len(near) > 0 {
+			var near []string
+			if !p.crowded(errs) {
+				near = suggest.Nearest(k.Value, known, 1)
+			}
+			if len(near) > 0 {
 				errs.Add(p.pos(k), "unknown key %s; did you mean %q?", suggest.Quote(k.Value), near[0])
 			} else {
 				errs.Add(p.pos(k), "unknown key %s; the keys are %s", suggest.Quote(k.Value), strings.Join(known, ", "))
@@ -289,6 +297,19 @@ func (p *parser) decodeMapping(n *yaml.Node, v reflect.Value, errs *diag.List) {
 			v.Field(f.index).Addr().Interface().(scalar).setDefault(f.def)
 		}
 	}
+}
+
+// crowded reports whether diag.MaxErrors problems precede the node being
+// decoded, errs being where its problems go: one found now is never shown,
+// so it is not worth a suggestion. Decoding finds problems in the order of
+// their positions, and validation's come after, so the count of those
+// found so far is the count of those before.
+func (p *parser) crowded(errs *diag.List) bool {
+	n := len(p.errs)
+	if errs != &p.errs {
+		n += len(*errs)
+	}
+	return n >= diag.MaxErrors
 }
 
 // scalar is a Value that decodes itself from a YAML scalar.
