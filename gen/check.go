@@ -41,7 +41,8 @@ type Entry struct {
 	Module        string
 	ModuleVersion string
 	// Adapt is set when the constructor returns another type than
-	// registry.Connector: the generated code wraps it with registry.Adapt.
+	// registry.Connector: the generated code wraps it in an adapter
+	// function, as registry.Adapt would.
 	Adapt bool
 	// Decl is where the constructor is declared.
 	Decl token.Position
