@@ -22,6 +22,7 @@ const formatVersion = 1
 //	default  the value an absent key takes
 //	example  a value shown in error messages and in the schema
 //	minItems the least number of items a list given must hold
+//	maxItems the most items a list may hold
 //	unique   "true" when a list may not hold a value twice
 //	pattern  the regular expression a string must match
 //	maxLength the most bytes a string may hold
@@ -29,7 +30,7 @@ type fileV1 struct {
 	Version    Value[int]    `yaml:"version" required:"true" example:"1" doc:"Manifest format version; this kvgen reads version 1."`
 	Package    Value[string] `yaml:"package" example:"connectors" doc:"Go package name of the generated file. Default: the package of the output directory."`
 	Output     Value[string] `yaml:"output" default:"connectors_gen.go" example:"connectors_gen.go" doc:"The generated Go file, relative to the manifest's directory and inside it."`
-	Connectors []connectorV1 `yaml:"connectors" required:"true" example:"[]" doc:"The connectors linked into the binary, in registry order; an empty list links none."`
+	Connectors []connectorV1 `yaml:"connectors" required:"true" maxItems:"10000" example:"[]" doc:"The connectors linked into the binary, in registry order; an empty list links none. At most 10000: compiling the registry costs time and memory in proportion to its entries."`
 }
 
 type connectorV1 struct {
@@ -60,6 +61,7 @@ type field struct {
 	def      string
 	example  string
 	minItems int
+	maxItems int
 	unique   bool
 	pattern  string
 	maxLen   int
@@ -99,7 +101,7 @@ func tagFields(t reflect.Type) []field {
 			unique:   sf.Tag.Get("unique") == "true",
 			pattern:  sf.Tag.Get("pattern"),
 		}
-		for tag, dst := range map[string]*int{"minItems": &f.minItems, "maxLength": &f.maxLen} {
+		for tag, dst := range map[string]*int{"minItems": &f.minItems, "maxItems": &f.maxItems, "maxLength": &f.maxLen} {
 			if s := sf.Tag.Get(tag); s != "" {
 				n, err := strconv.Atoi(s)
 				if err != nil {

@@ -169,3 +169,25 @@ func TestManyProblemsShowTheFirstTen(t *testing.T) {
 	assert.Equal(t, "... and 49991 more problems", lines[diag.MaxErrors])
 	assert.Less(t, len(err.Error()), 2000)
 }
+
+// A registry's compilation costs time and memory in proportion to its
+// entries: past 10,000 the manifest is refused at the list, before any
+// entry is decoded, and the schema publishes the limit.
+func TestConnectorsAreAtMostTenThousand(t *testing.T) {
+	manifest := func(n int) []byte {
+		var b strings.Builder
+		b.WriteString("version: 1\nconnectors:\n")
+		for i := range n {
+			fmt.Fprintf(&b, "  - {name: c%d, import: a/c%d}\n", i, i)
+		}
+		return []byte(b.String())
+	}
+	m, err := Parse(file, manifest(10000))
+	require.NoError(t, err)
+	assert.Len(t, m.Connectors, 10000)
+
+	m, err = Parse(file, manifest(10001))
+	assert.Nil(t, m)
+	assert.EqualError(t, err, "connectors.yaml:3:3: connectors lists 10001 items; kvgen takes at most 10000")
+	assert.Contains(t, string(Schema()), `"maxItems": 10000`)
+}

@@ -414,6 +414,10 @@ func (p *parser) decodeList(n *yaml.Node, dst reflect.Value, f field, errs *diag
 	case len(n.Content) < f.minItems:
 		errs.Add(pos, "%s is an empty list; list at least %d, e.g. %q, or leave the key out", f.key, f.minItems, f.key+": "+f.example)
 		return
+	case f.maxItems > 0 && len(n.Content) > f.maxItems:
+		// Refused before its items are decoded: they are not worth it.
+		errs.Add(pos, "%s lists %d items; kvgen takes at most %d", f.key, len(n.Content), f.maxItems)
+		return
 	}
 	elem := dst.Type().Elem()
 	_, isScalar := reflect.New(elem).Interface().(scalar)
