@@ -99,7 +99,7 @@ var _ = store.Conn{}
 			store: storeOK, wantAdapt: true, wantDeclAt: 12},
 		{name: "constructor renamed",
 			conn:    "func Newer(ctx context.Context, cfg registry.Config, role registry.Role) (registry.Connector, error) { return nil, nil }",
-			wantErr: `package example.com/kvedit/conn has no function New; did you mean "Newer"?`},
+			wantErr: `package "example.com/kvedit/conn" has no function "New"; did you mean "Newer"?`},
 		{name: "renamed back",
 			conn:       "func New(ctx context.Context, cfg registry.Config, role registry.Role) (registry.Connector, error) { return &store.Conn{}, nil }",
 			wantDeclAt: 11},

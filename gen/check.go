@@ -41,7 +41,8 @@ type Entry struct {
 	Module        string
 	ModuleVersion string
 	// Adapt is set when the constructor returns another type than
-	// registry.Connector: the generated code wraps it with registry.Adapt.
+	// registry.Connector: the generated code wraps it in an adapter
+	// function, as registry.Adapt would.
 	Adapt bool
 	// Decl is where the constructor is declared.
 	Decl token.Position
@@ -65,7 +66,7 @@ const MarkerConstructor = "//kvgen:constructor"
 func prepareEntry(errs *diag.List, c manifest.Connector, index int, lp *loadedPackage) (*Entry, token.Position) {
 	label := c.Label(index)
 	if lp.err != nil {
-		errs.Add(c.Import.Pos, "%s: package %s: %v", label, c.Import.V, lp.err)
+		errs.Add(c.Import.Pos, "%s: package %s: %v", label, suggest.Quote(c.Import.V), lp.err)
 		return nil, token.Position{}
 	}
 	p := lp.pkg
@@ -84,7 +85,7 @@ func prepareEntry(errs *diag.List, c manifest.Connector, index int, lp *loadedPa
 		e.Module, e.ModuleVersion = p.Module.Path, linkedVersion(p.Module)
 	}
 	if p.Name == "main" {
-		errs.Add(c.Import.Pos, "%s: %s is a main package, which cannot be imported; move the connector into a library package", label, p.PkgPath)
+		errs.Add(c.Import.Pos, "%s: %s is a main package, which cannot be imported; move the connector into a library package", label, suggest.Quote(p.PkgPath))
 		return nil, token.Position{}
 	}
 
@@ -97,10 +98,10 @@ func prepareEntry(errs *diag.List, c manifest.Connector, index int, lp *loadedPa
 			errs.Add(c.Pos, "%s: looking for a %s marker: %v", label, MarkerConstructor, err)
 			return nil, token.Position{}
 		case len(marked) == 0:
-			errs.Add(c.Pos, "%s: no constructor given and package %s marks none; add `constructor: NAME` to the entry, or a %s line to the constructor's doc comment", label, p.PkgPath, MarkerConstructor)
+			errs.Add(c.Pos, "%s: no constructor given and package %s marks none; add `constructor: NAME` to the entry, or a %s line to the constructor's doc comment", label, suggest.Quote(p.PkgPath), MarkerConstructor)
 			return nil, token.Position{}
 		case len(marked) > 1:
-			errs.Add(c.Pos, "%s: package %s marks %d constructors (%s); name one with `constructor:`", label, p.PkgPath, len(marked), strings.Join(marked, ", "))
+			errs.Add(c.Pos, "%s: package %s marks %d constructors (%s); name one with `constructor:`", label, suggest.Quote(p.PkgPath), len(marked), strings.Join(marked, ", "))
 			return nil, token.Position{}
 		}
 		name = marked[0]
@@ -116,12 +117,12 @@ func checkTypes(errs *diag.List, e *Entry, index int, namePos token.Position, lp
 	c, p, name := e.Manifest, lp.pkg, e.Constructor
 	label := c.Label(index)
 	if lp.err != nil {
-		errs.Add(c.Import.Pos, "%s: package %s: %v", label, c.Import.V, lp.err)
+		errs.Add(c.Import.Pos, "%s: package %s: %v", label, suggest.Quote(c.Import.V), lp.err)
 		return false, token.Position{}
 	}
 	obj := lp.types.Scope().Lookup(name)
 	if obj == nil {
-		msg := fmt.Sprintf("%s: package %s has no function %s", label, p.PkgPath, suggest.Shorten(name))
+		msg := fmt.Sprintf("%s: package %s has no function %s", label, suggest.Quote(p.PkgPath), suggest.Quote(name))
 		if near := suggest.Nearest(name, exportedFuncs(lp.types), 3); len(near) > 0 {
 			msg += "; did you mean " + quoteJoin(near) + "?"
 		}

@@ -23,5 +23,5 @@ func TestLongConstructorNameIsShortened(t *testing.T) {
 	entries := checkEntries(&errs, m, map[string]*loadedPackage{"example.com/a": lp}, nil, func(s string) string { return s })
 	assert.Empty(t, entries)
 	require.Error(t, errs.Err())
-	assert.Equal(t, `connectors.yaml:5:18: connector "a": package example.com/a has no function NewXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX... (512003 bytes)`, errs.Err().Error())
+	assert.Equal(t, `connectors.yaml:5:18: connector "a": package "example.com/a" has no function "NewXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX"... (512003 bytes)`, errs.Err().Error())
 }

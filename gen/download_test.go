@@ -48,7 +48,7 @@ func New(ctx context.Context, cfg registry.Config, role registry.Role) (registry
 
 	_, err = gen.Generate(context.Background(), gen.Options{WorkDir: cwd(t), Env: os.Environ(), Manifest: "connectors.yaml"})
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), `connectors.yaml:6:13: connector "conn": package example.com/conn: package example.com/conn does not build: `)
+	assert.Contains(t, err.Error(), `connectors.yaml:6:13: connector "conn": package "example.com/conn": package example.com/conn does not build: `)
 	assert.Contains(t, err.Error(), "example.com/missing: conn/conn.go:6:2: module lookup disabled by GOPROXY=off")
 	assert.NoFileExists(t, "reg_gen.go")
 }

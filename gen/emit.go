@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/dave/jennifer/jen"
 
@@ -15,12 +16,22 @@ import (
 
 // emit renders the registry file. Every manifest string reaches the file
 // through jen.Lit, so no value can change the code around it.
+//
+// The entries are a package-level slice of composite literals holding only
+// constants and functions, which the compiler lays out as static data; a
+// constructor that registry.Adapt would wrap gets a named adapter function
+// of its own instead. No function grows with the number of entries: the
+// compiler's passes over one function's code cost more than linear time in
+// its size, and a registry of 10,000 entries built in one call expression
+// took minutes and gigabytes to compile.
 func emit(manifestFile, pkgName string, entries []*Entry, declared map[string]bool) ([]byte, error) {
 	f := jen.NewFile(pkgName)
 	name := commentName(filepath.Base(manifestFile))
 	f.HeaderComment(header(name))
 
-	for _, imp := range importNames(entries, declared) {
+	adapt := slices.ContainsFunc(entries, func(e *Entry) bool { return e.Adapt })
+	imports := importNames(entries, declared, adapt)
+	for _, imp := range imports {
 		if imp.alias {
 			f.ImportAlias(imp.path, imp.name)
 		} else {
@@ -29,7 +40,10 @@ func emit(manifestFile, pkgName string, entries []*Entry, declared map[string]bo
 	}
 
 	reg := func(name string) *jen.Statement { return jen.Qual(RegistryPath, name) }
-	items := make([]jen.Code, 0, len(entries))
+	names := newIdents(declared, imports)
+	list := names.free("entries")
+	var adapters []jen.Code
+	items := make([]jen.Code, 0, len(entries)+1)
 	for _, e := range entries {
 		field := func(name string, value jen.Code) jen.Code {
 			return jen.Line().Id(name).Op(":").Add(value)
@@ -48,23 +62,89 @@ func emit(manifestFile, pkgName string, entries []*Entry, declared map[string]bo
 		if e.Module != "" {
 			fields = append(fields, field("Module", jen.Lit(e.Module)))
 		}
+		factory := jen.Qual(e.ImportPath, e.Constructor)
+		if e.Adapt {
+			fn := names.free("adapt_" + identPart(e.Name))
+			adapters = append(adapters, adapter(fn, e, reg), jen.Line())
+			factory = jen.Id(fn)
+		}
 		fields = append(fields,
 			field("Roles", roleSet(e.Roles, reg)),
-			field("Factory", factory(e, reg)),
+			field("Factory", factory),
 			jen.Line())
-		items = append(items, jen.Line().Add(reg("Entry")).Values(fields...))
+		items = append(items, jen.Line().Values(fields...))
 	}
 	items = append(items, jen.Line())
 
 	f.Comment(fmt.Sprintf("Registry holds the connectors that %s lists, in its order.", name))
 	f.Comment("Create a connector with Registry.Create(ctx, cfg, role).")
-	f.Var().Id("Registry").Op("=").Add(reg("MustNew")).Call(items...)
+	f.Var().Id("Registry").Op("=").Add(reg("MustNew")).Call(jen.Id(list).Op("..."))
+	f.Line()
+	f.Comment(list + " is static data: constants and functions only.")
+	f.Var().Id(list).Op("=").Index().Add(reg("Entry")).Values(items...)
+	if len(adapters) > 0 {
+		f.Line()
+		f.Add(adapters...)
+	}
 
 	var buf bytes.Buffer
 	if err := f.Render(&buf); err != nil {
 		return nil, fmt.Errorf("rendering the registry: %w", err)
 	}
 	return buf.Bytes(), nil
+}
+
+// adapter declares fn, which calls the entry's constructor, whose result
+// is a concrete type, and returns that as a registry.Connector, as
+// registry.Adapt does, but as a function of its own: a call to Adapt is
+// code that runs at initialisation, a function is static data.
+func adapter(fn string, e *Entry, reg func(string) *jen.Statement) jen.Code {
+	return jen.Commentf("%s adapts %s.%s, which returns a concrete type, to registry.Factory.", fn, e.PkgName, e.Constructor).Line().
+		Func().Id(fn).Params(
+		jen.Id("ctx").Qual("context", "Context"),
+		jen.Id("cfg").Add(reg("Config")),
+		jen.Id("role").Add(reg("Role")),
+	).Params(reg("Connector"), jen.Error()).Block(
+		jen.Return(jen.Qual(e.ImportPath, e.Constructor).Call(jen.Id("ctx"), jen.Id("cfg"), jen.Id("role"))),
+	)
+}
+
+// idents hands out top-level names for the generated file that no other
+// file of the package declares, that no import of the file is named, and
+// that are not handed out twice.
+type idents map[string]bool
+
+func newIdents(declared map[string]bool, imports []importName) idents {
+	taken := idents{"Registry": true}
+	for n := range declared {
+		taken[n] = true
+	}
+	for _, imp := range imports {
+		taken[imp.name] = true
+	}
+	return taken
+}
+
+// free returns name, or name with the smallest number appended that makes
+// it free, and takes it.
+func (t idents) free(name string) string {
+	id := name
+	for n := 2; t[id]; n++ {
+		id = name + strconv.Itoa(n)
+	}
+	t[id] = true
+	return id
+}
+
+// identPart turns a connector name into the part of a Go identifier: a
+// name's '.' and '-' become '_'.
+func identPart(name string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '.' || r == '-' {
+			return '_'
+		}
+		return r
+	}, name)
 }
 
 // commentName is a file name as a comment shows it: as it is when every
@@ -80,27 +160,23 @@ func commentName(name string) string {
 	return q
 }
 
-// factory is the entry's Factory: the constructor itself when its signature
-// is registry.Factory's, otherwise the constructor wrapped by registry.Adapt.
-func factory(e *Entry, reg func(string) *jen.Statement) jen.Code {
-	ctor := jen.Qual(e.ImportPath, e.Constructor)
-	if !e.Adapt {
-		return ctor
-	}
-	return reg("Adapt").Call(ctor)
-}
-
+// roleSet is the set s as a constant expression, such as
+// registry.RoleSet(registry.RoleScheduler | registry.RoleWorker), which
+// the compiler folds; a call to registry.NewRoleSet would be code.
 func roleSet(s registry.RoleSet, reg func(string) *jen.Statement) jen.Code {
-	var roles []jen.Code
-	for _, r := range s.List() {
+	var roles jen.Statement
+	for i, r := range s.List() {
+		if i > 0 {
+			roles.Op("|")
+		}
 		switch r {
 		case registry.RoleScheduler:
-			roles = append(roles, reg("RoleScheduler"))
+			roles.Add(reg("RoleScheduler"))
 		case registry.RoleWorker:
-			roles = append(roles, reg("RoleWorker"))
+			roles.Add(reg("RoleWorker"))
 		}
 	}
-	return reg("NewRoleSet").Call(roles...)
+	return reg("RoleSet").Call(&roles)
 }
 
 // importName is the name the generated file imports a package under.
@@ -112,8 +188,9 @@ type importName struct {
 // importNames gives every imported package its own name: the real package
 // name where it is free, else the name with the smallest free number
 // appended. kvgen assigns them itself because jennifer's collision search
-// grows with the cube of the number of same-named packages.
-func importNames(entries []*Entry, declared map[string]bool) []importName {
+// grows with the cube of the number of same-named packages. adapt says
+// whether the file declares adapter functions, which import context.
+func importNames(entries []*Entry, declared map[string]bool, adapt bool) []importName {
 	// The registry package keeps its name unless the output package
 	// declares it.
 	reg := importName{path: RegistryPath, name: "registry"}
@@ -125,24 +202,30 @@ func importNames(entries []*Entry, declared map[string]bool) []importName {
 	// Besides the imports, the file uses these identifiers; an import
 	// named like one of them would shadow it or be shadowed.
 	taken := map[string]bool{reg.name: true, "Registry": true, "string": true}
+	if adapt {
+		// An adapter's parameters and result.
+		for _, n := range []string{"ctx", "cfg", "role", "error"} {
+			taken[n] = true
+		}
+	}
 	for name := range declared {
 		taken[name] = true
 	}
 	// An alias is never another imported package's own name, so that
 	// package can keep it.
-	realNames := map[string]bool{"registry": true}
+	realNames := map[string]bool{"registry": true, "context": adapt}
 	for _, e := range entries {
 		realNames[e.PkgName] = true
 	}
 	// Counters remember where each name's search stopped, so that N
 	// packages with one name cost O(N), not O(N^2).
 	next := map[string]int{}
-	for _, e := range entries {
-		if named[e.ImportPath] {
-			continue
+	add := func(path, name string) {
+		if named[path] {
+			return
 		}
-		named[e.ImportPath] = true
-		imp := importName{path: e.ImportPath, name: e.PkgName}
+		named[path] = true
+		imp := importName{path: path, name: name}
 		if taken[imp.name] {
 			n := max(next[imp.name], 2)
 			for taken[imp.name+strconv.Itoa(n)] || realNames[imp.name+strconv.Itoa(n)] {
@@ -153,6 +236,12 @@ func importNames(entries []*Entry, declared map[string]bool) []importName {
 		}
 		taken[imp.name] = true
 		imports = append(imports, imp)
+	}
+	if adapt {
+		add("context", "context")
+	}
+	for _, e := range entries {
+		add(e.ImportPath, e.PkgName)
 	}
 	return imports
 }

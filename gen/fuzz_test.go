@@ -134,7 +134,11 @@ func fuzzGenerate(t *testing.T, data []byte) {
 	reg, c := registryPackage(t)
 
 	// The connectors' packages, made up: each declares the constructor its
-	// first entry names, with the Factory signature.
+	// first entry names, with the Factory signature, or, for a name of odd
+	// length, returning registry.Worker, which the registry adapts.
+	worker := reg.Scope().Lookup("Worker").Type()
+	adapted := types.NewSignatureType(nil, nil, nil, c.factory.Params(),
+		types.NewTuple(types.NewParam(token.NoPos, nil, "", worker), c.factory.Results().At(1)), false)
 	pkgs := map[string]*loadedPackage{}
 	for _, conn := range m.Connectors {
 		p := conn.Import.V
@@ -144,7 +148,11 @@ func fuzzGenerate(t *testing.T, data []byte) {
 			pkgs[p] = lp
 		}
 		if ctor := conn.Constructor.V; ctor != "" && lp.types.Scope().Lookup(ctor) == nil {
-			lp.types.Scope().Insert(types.NewFunc(token.NoPos, lp.types, ctor, c.factory))
+			sig := c.factory
+			if len(ctor)%2 == 1 {
+				sig = adapted
+			}
+			lp.types.Scope().Insert(types.NewFunc(token.NoPos, lp.types, ctor, sig))
 		}
 	}
 	out := &outputPackage{name: "kvcase", declared: map[string]bool{}}
@@ -196,6 +204,12 @@ func fuzzGenerate(t *testing.T, data []byte) {
 	require.True(t, ast.IsGenerated(af))
 	require.Equal(t, out.name, af.Name.Name)
 	imports := map[string]*types.Package{RegistryPath: reg}
+	for _, p := range reg.Imports() {
+		// context, which adapters name: export data holds the part of
+		// it that registry uses, which is the part adapters use.
+		p.MarkComplete()
+		imports[p.Path()] = p
+	}
 	for p, lp := range pkgs {
 		imports[p] = lp.types
 	}
@@ -205,25 +219,72 @@ func fuzzGenerate(t *testing.T, data []byte) {
 		}
 		return nil, errors.New("unexpected import " + p)
 	})}
-	_, err = conf.Check(out.name, fset, []*ast.File{af}, nil)
+	info := &types.Info{Types: map[ast.Expr]types.TypeAndValue{}}
+	_, err = conf.Check(out.name, fset, []*ast.File{af}, info)
 	require.NoError(t, err, "%s", got)
+	assertStaticEntries(t, af, info, got)
 
-	// Only the manifest's strings reach the file, as literals: one Entry
-	// per connector, nothing else declared.
-	var decls []string
+	// Only the manifest's strings reach the file, as literals: one entry
+	// per connector, Registry the only exported name, and no function but
+	// adapters that call a constructor.
+	var exported []string
 	for _, d := range af.Decls {
-		if g, ok := d.(*ast.GenDecl); ok && g.Tok == token.VAR {
-			for _, s := range g.Specs {
-				for _, n := range s.(*ast.ValueSpec).Names {
-					decls = append(decls, n.Name)
+		switch d := d.(type) {
+		case *ast.GenDecl:
+			switch d.Tok {
+			case token.IMPORT:
+			case token.VAR:
+				for _, s := range d.Specs {
+					for _, n := range s.(*ast.ValueSpec).Names {
+						if n.IsExported() {
+							exported = append(exported, n.Name)
+						}
+					}
 				}
+			default:
+				t.Fatalf("unexpected declaration in the generated file:\n%s", got)
 			}
-		} else if g, ok := d.(*ast.GenDecl); !ok || g.Tok != token.IMPORT {
-			t.Fatalf("unexpected declaration in the generated file:\n%s", got)
+		case *ast.FuncDecl:
+			require.False(t, d.Name.IsExported(), "%s", got)
+			require.Len(t, d.Body.List, 1, "an adapter only calls the constructor:\n%s", got)
+			ret, ok := d.Body.List[0].(*ast.ReturnStmt)
+			require.True(t, ok, "%s", got)
+			require.Len(t, ret.Results, 1)
+			_, ok = ret.Results[0].(*ast.CallExpr)
+			require.True(t, ok, "%s", got)
 		}
 	}
-	assert.Equal(t, []string{"Registry"}, decls)
-	assert.Equal(t, len(m.Connectors), bytes.Count(got, []byte("registry.Entry{")))
+	assert.Equal(t, []string{"Registry"}, exported)
+	assert.Equal(t, len(m.Connectors), bytes.Count(got, []byte("\t\tFactory: ")))
+}
+
+// assertStaticEntries checks that the package's variables are static data
+// but for one call of registry.MustNew: their initialisers call nothing
+// else, conversions aside, so that the code the compiler generates for
+// them does not grow with the number of entries. Package initialisation is
+// one function, and the compiler's passes over a function cost more than
+// linear time in its size.
+func assertStaticEntries(t *testing.T, f *ast.File, info *types.Info, src []byte) {
+	t.Helper()
+	calls := 0
+	for _, d := range f.Decls {
+		g, ok := d.(*ast.GenDecl)
+		if !ok || g.Tok != token.VAR {
+			continue
+		}
+		ast.Inspect(g, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok || info.Types[call.Fun].IsType() {
+				return true
+			}
+			calls++
+			sel, ok := call.Fun.(*ast.SelectorExpr)
+			require.True(t, ok && sel.Sel.Name == "MustNew" && len(call.Args) == 1 && call.Ellipsis.IsValid(),
+				"a call in a variable's initialiser other than MustNew(entries...):\n%s", src)
+			return true
+		})
+	}
+	require.Equal(t, 1, calls, "%s", src)
 }
 
 // assertInManifest checks that a rejection is a list of errors, each at a

@@ -43,12 +43,12 @@ func inspectOutput(m *manifest.Manifest, out, absOut string, bctx build.Context)
 		return nil, err
 	}
 	if f, ok := declaredIn["Registry"]; ok {
-		return nil, fmt.Errorf("%s already declares Registry, which the generated file declares; rename it", f)
+		return nil, fmt.Errorf("%s already declares Registry, which the generated file declares; rename it", quotePath(f))
 	}
 	switch {
 	case existing != "" && m.Package.Set && m.Package.V != existing:
 		return nil, fmt.Errorf("package %q: the Go files in %s are package %s; make them agree or drop package: to use %s",
-			m.Package.V, dir, existing, existing)
+			m.Package.V, quotePath(dir), existing, existing)
 	case existing != "":
 		o.name = existing
 	case m.Package.Set:
@@ -56,7 +56,7 @@ func inspectOutput(m *manifest.Manifest, out, absOut string, bctx build.Context)
 	default:
 		o.name = strings.NewReplacer("-", "_", ".", "_").Replace(filepath.Base(abs))
 		if !token.IsIdentifier(o.name) || token.IsKeyword(o.name) {
-			return nil, fmt.Errorf("cannot name the package of %s after its directory; set package: in the manifest", out)
+			return nil, fmt.Errorf("cannot name the package of %s after its directory; set package: in the manifest", quotePath(out))
 		}
 	}
 	o.path = importPath(abs)

@@ -37,5 +37,5 @@ func TestOutputPackageFollowsTheGivenEnvironment(t *testing.T) {
 	assert.Equal(t, "onwindows", o.name)
 
 	_, err = inspectOutput(m, "srv/connectors_gen.go", out, buildContext([]string{"GOOS=linux"}, []string{"edge"}))
-	assert.EqualError(t, err, "srv/srv_tagged.go already declares Registry, which the generated file declares; rename it")
+	assert.EqualError(t, err, `"srv/srv_tagged.go" already declares Registry, which the generated file declares; rename it`)
 }

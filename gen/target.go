@@ -17,6 +17,7 @@ import (
 	"github.com/kvgen/kvgen/gen/manifest"
 	"github.com/kvgen/kvgen/internal/atomicfile"
 	"github.com/kvgen/kvgen/internal/readfile"
+	"github.com/kvgen/kvgen/internal/suggest"
 )
 
 // The first line of every file kvgen generates is "// " headerPrefix, the
@@ -71,9 +72,9 @@ func checkTarget(path, abs, root string) (string, error) {
 	linked := filepath.Clean(abs) != resolved
 	if !inside {
 		if linked {
-			return "", fmt.Errorf("%s leads outside the module through a symbolic link, to %s; kvgen writes only inside the module at %s", path, resolved, root)
+			return "", fmt.Errorf("%s leads outside the module through a symbolic link, to %s; kvgen writes only inside the module at %s", quotePath(path), quotePath(resolved), quotePath(root))
 		}
-		return "", fmt.Errorf("%s is outside the module; kvgen writes only inside the module at %s", path, root)
+		return "", fmt.Errorf("%s is outside the module; kvgen writes only inside the module at %s", quotePath(path), quotePath(root))
 	}
 	fi, err := os.Stat(resolved)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -82,9 +83,9 @@ func checkTarget(path, abs, root string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	shown := path
+	shown := quotePath(path)
 	if linked {
-		shown = fmt.Sprintf("%s (a symbolic link to %s)", path, resolved)
+		shown = fmt.Sprintf("%s (a symbolic link to %s)", shown, quotePath(resolved))
 	}
 	if !fi.Mode().IsRegular() {
 		return "", fmt.Errorf("%s is not a regular file; kvgen writes the registry only to a file", shown)
@@ -104,12 +105,15 @@ func checkTarget(path, abs, root string) (string, error) {
 func targetError(m *manifest.Manifest, flag string, err error) error {
 	switch {
 	case flag != "":
-		return fmt.Errorf("-o %s: %w", flag, err)
+		return fmt.Errorf("-o %s: %w", quotePath(flag), err)
 	case m.Output.Set:
-		return diag.Errorf(m.Output.Pos, "output %s: %v", m.Output.V, err)
+		return diag.Errorf(m.Output.Pos, "output %s: %v", suggest.Quote(m.Output.V), err)
 	}
-	return diag.Errorf(token.Position{Filename: m.File, Line: 1, Column: 1}, "output %s (the default; set output: to choose another): %v", m.Output.V, err)
+	return diag.Errorf(token.Position{Filename: m.File, Line: 1, Column: 1}, "output %s (the default; set output: to choose another): %v", suggest.Quote(m.Output.V), err)
 }
+
+// quotePath shows a file path in a message; see suggest.QuotePath.
+func quotePath(p string) string { return suggest.QuotePath(p) }
 
 // checkTarget checks that kvgen may write r.Path, and sets r.target.
 func (r *Result) checkTarget() error {

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"github.com/kvgen/kvgen/examples/connectors/filesystem"
 	"github.com/kvgen/kvgen/examples/connectors/memory"
 	"github.com/kvgen/kvgen/registry"
@@ -10,30 +11,38 @@ import (
 
 // Registry holds the connectors that connectors.yaml lists, in its order.
 // Create a connector with Registry.Create(ctx, cfg, role).
-var Registry = registry.MustNew(
-	registry.Entry{
+var Registry = registry.MustNew(entries...)
+
+// entries is static data: constants and functions only.
+var entries = []registry.Entry{
+	{
 		Name:        "memory",
 		ImportPath:  "github.com/kvgen/kvgen/examples/connectors/memory",
 		Constructor: "New",
 		Module:      "github.com/kvgen/kvgen",
-		Roles:       registry.NewRoleSet(registry.RoleScheduler, registry.RoleWorker),
+		Roles:       registry.RoleSet(registry.RoleScheduler | registry.RoleWorker),
 		Factory:     memory.New,
 	},
-	registry.Entry{
+	{
 		Name:        "filesystem",
 		Aliases:     []string{"ExampleConnector", "SharedStorageConnector"},
 		ImportPath:  "github.com/kvgen/kvgen/examples/connectors/filesystem",
 		Constructor: "New",
 		Module:      "github.com/kvgen/kvgen",
-		Roles:       registry.NewRoleSet(registry.RoleScheduler, registry.RoleWorker),
-		Factory:     registry.Adapt(filesystem.New),
+		Roles:       registry.RoleSet(registry.RoleScheduler | registry.RoleWorker),
+		Factory:     adapt_filesystem,
 	},
-	registry.Entry{
+	{
 		Name:        "MultiConnector",
 		ImportPath:  "github.com/kvgen/kvgen/registry",
 		Constructor: "NewMultiConnector",
 		Module:      "github.com/kvgen/kvgen",
-		Roles:       registry.NewRoleSet(registry.RoleScheduler, registry.RoleWorker),
+		Roles:       registry.RoleSet(registry.RoleScheduler | registry.RoleWorker),
 		Factory:     registry.NewMultiConnector,
 	},
-)
+}
+
+// adapt_filesystem adapts filesystem.New, which returns a concrete type, to registry.Factory.
+func adapt_filesystem(ctx context.Context, cfg registry.Config, role registry.Role) (registry.Connector, error) {
+	return filesystem.New(ctx, cfg, role)
+}

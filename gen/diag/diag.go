@@ -1,6 +1,6 @@
 // Package diag holds kvgen's positioned errors: every problem kvgen reports
-// points at a place in a manifest or in Go source, and a run reports all of
-// them, sorted by position.
+// points at a place in a manifest or in Go source, and a run finds all of
+// them and shows them sorted by position, the first MaxErrors of them.
 //
 // An Error is a value: its position, its message, the error underneath it
 // and the other places it concerns (where a duplicate was first given,
@@ -15,7 +15,9 @@ import (
 	"fmt"
 	"go/token"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Error is a problem at a position. Pos.Filename is the file as the user
@@ -66,12 +68,42 @@ func Errorf(pos token.Position, format string, args ...any) *Error {
 }
 
 // Error prints the error as the compiler does: file:line:col: message,
-// with the related positions in the message's words.
+// with the related positions in the message's words. It is always one line
+// of printable text: see [OneLine].
 func (e *Error) Error() string {
 	if !e.Pos.IsValid() && e.Pos.Filename == "" {
-		return e.Msg
+		return OneLine(e.Msg)
 	}
-	return e.Pos.String() + ": " + e.Msg
+	return OneLine(e.Pos.String() + ": " + e.Msg)
+}
+
+// OneLine returns s with every byte that is not printable text escaped as
+// in a Go string literal: a newline as \n, an escape as \x1b, U+202E as
+// \u202e, invalid UTF-8 as \xff. Messages quote what the user gave them,
+// but some repeat text from elsewhere (the go command, a YAML parser); this
+// is the last defence, so that no message can forge a second line, move
+// the cursor or reorder what a terminal shows.
+func OneLine(s string) string {
+	i := strings.IndexFunc(s, func(r rune) bool { return r == utf8.RuneError || !strconv.IsPrint(r) })
+	if i < 0 {
+		return s
+	}
+	var b strings.Builder
+	b.WriteString(s[:i])
+	for s = s[i:]; s != ""; {
+		r, size := utf8.DecodeRuneInString(s)
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[0])
+		case strconv.IsPrint(r):
+			b.WriteString(s[:size])
+		default:
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		}
+		s = s[size:]
+	}
+	return b.String()
 }
 
 // Unwrap returns the underlying error.
@@ -98,7 +130,8 @@ func jsonPos(p token.Position) position {
 
 // MarshalJSON encodes e for tools, in the spirit of go vet -json:
 // {"file", "line", "column", "message", "related": [{"file", "line",
-// "column", "message"}]}. The message holds no position of its own.
+// "column", "message"}]}. The message holds no position of its own, and is
+// one line of printable text as Error's is.
 func (e *Error) MarshalJSON() ([]byte, error) {
 	type related struct {
 		position
@@ -108,9 +141,9 @@ func (e *Error) MarshalJSON() ([]byte, error) {
 		position
 		Message string    `json:"message"`
 		Related []related `json:"related,omitempty"`
-	}{position: jsonPos(e.Pos), Message: e.Msg}
+	}{position: jsonPos(e.Pos), Message: OneLine(e.Msg)}
 	for _, r := range e.Related {
-		v.Related = append(v.Related, related{jsonPos(r.Pos), r.Msg})
+		v.Related = append(v.Related, related{jsonPos(r.Pos), OneLine(r.Msg)})
 	}
 	return json.Marshal(v)
 }
@@ -223,16 +256,40 @@ func (l List) Err() error {
 	return l.Sort()
 }
 
-// Error prints one error per line.
+// MaxErrors is how many problems a list shows, as go/types reports at
+// most ten: past that a line says how many more there are. A manifest of
+// 50,000 unknown keys is a mistake to fix at its first lines, not 5 MB of
+// output.
+const MaxErrors = 10
+
+// more stands for the n problems of a list past MaxErrors.
+func more(n int) *Error {
+	if n == 1 {
+		return &Error{Msg: "... and 1 more problem"}
+	}
+	return &Error{Msg: fmt.Sprintf("... and %d more problems", n)}
+}
+
+// Error prints one error per line: the first MaxErrors of them, then a
+// line saying how many more there are.
 func (l List) Error() string {
 	var b strings.Builder
-	for i, e := range l {
+	for i, e := range limit(l) {
 		if i > 0 {
 			b.WriteByte('\n')
 		}
 		b.WriteString(e.Error())
 	}
 	return b.String()
+}
+
+// limit returns the first MaxErrors of errs, and an Error without a
+// position saying how many more there are, if there are more.
+func limit(errs []*Error) []*Error {
+	if len(errs) <= MaxErrors {
+		return errs
+	}
+	return append(slices.Clip(errs[:MaxErrors]), more(len(errs)-MaxErrors))
 }
 
 // Unwrap returns the errors of the list.
@@ -247,14 +304,18 @@ func (l List) Unwrap() []error {
 // Flatten returns the problems err holds, one Error each: the errors of a
 // List, the parts of a joined error (errors.Join) each flattened, an
 // *Error inside a wrapper, or err itself as an Error without a position.
-func Flatten(err error) []*Error {
+// As List.Error prints them, there are at most MaxErrors, then an Error
+// without a position whose message says how many more there are.
+func Flatten(err error) []*Error { return limit(flatten(err)) }
+
+func flatten(err error) []*Error {
 	if err == nil {
 		return nil
 	}
 	if parts, ok := joined(err); ok {
 		var out []*Error
 		for _, p := range parts {
-			out = append(out, Flatten(p)...)
+			out = append(out, flatten(p)...)
 		}
 		return out
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"go/token"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -125,4 +126,56 @@ func TestErrorJSON(t *testing.T) {
 	data, err = json.Marshal(&Error{Msg: "no position"})
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"message": "no position"}`, string(data))
+}
+
+// Whatever a message repeats, it prints as one line of printable text: no
+// text can forge another error line, clear the screen or reorder what a
+// terminal shows.
+func TestErrorIsOneLineOfPrintableText(t *testing.T) {
+	var l List
+	l.Add(pos(2, 9), "replace ../x\x1b[2J: no go.mod there")
+	l.Add(pos(3, 9), "version %s is not valid", "v1\nconnectors.yaml:1:1: forged")
+	l.Add(pos(4, 9), "name a\u202egnp.exe\ttab \xff done")
+	l.Append(token.Position{Filename: "odd\nname.yaml", Line: 1, Column: 1}, errors.New("go: \r\n\x07bell"))
+	err := l.Err()
+	require.Error(t, err)
+	assert.Equal(t, `connectors.yaml:2:9: replace ../x\x1b[2J: no go.mod there
+connectors.yaml:3:9: version v1\nconnectors.yaml:1:1: forged is not valid
+connectors.yaml:4:9: name a\u202egnp.exe\ttab \xff done
+odd\nname.yaml:1:1: go: \r\n\abell`, err.Error())
+	assert.Equal(t, `ünïcödé “quotes” and € stay`, OneLine(`ünïcödé “quotes” and € stay`))
+	assert.Equal(t, `already "quoted\x1b" text is left`, OneLine(`already "quoted\x1b" text is left`))
+
+	data, jerr := json.Marshal(Errorf(pos(1, 1), "x\x1b[2Jy\nz %s", At(pos(2, 2), "here\u202e")))
+	require.NoError(t, jerr)
+	assert.JSONEq(t, `{"file": "connectors.yaml", "line": 1, "column": 1,
+		"message": "x\\x1b[2Jy\\nz connectors.yaml:2:2",
+		"related": [{"file": "connectors.yaml", "line": 2, "column": 2, "message": "here\\u202e"}]}`, string(data))
+}
+
+// A list shows its first MaxErrors problems and says how many more there
+// are, in text and in what Flatten gives -json; up to MaxErrors, all.
+func TestListShowsTheFirstTenProblems(t *testing.T) {
+	list := func(n int) List {
+		var l List
+		for i := range n {
+			l.Add(pos(i+1, 1), "problem %d", i+1)
+		}
+		return l
+	}
+	lines := strings.Split(list(50000).Err().Error(), "\n")
+	require.Len(t, lines, MaxErrors+1)
+	assert.Equal(t, "connectors.yaml:1:1: problem 1", lines[0])
+	assert.Equal(t, "connectors.yaml:10:1: problem 10", lines[9])
+	assert.Equal(t, "... and 49990 more problems", lines[10])
+	assert.Equal(t, "... and 1 more problem", strings.Split(list(11).Error(), "\n")[10])
+	assert.NotContains(t, list(10).Error(), "more")
+
+	flat := Flatten(fmt.Errorf("wrapped: %w", list(25).Err()))
+	require.Len(t, flat, MaxErrors+1)
+	assert.Equal(t, "problem 10", flat[9].Msg)
+	last, err := json.Marshal(flat[10])
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"message": "... and 15 more problems"}`, string(last))
+	assert.Len(t, Flatten(list(10).Err()), 10)
 }

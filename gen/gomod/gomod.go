@@ -30,6 +30,7 @@ import (
 	"github.com/kvgen/kvgen/internal/atomicfile"
 	"github.com/kvgen/kvgen/internal/gocmd"
 	"github.com/kvgen/kvgen/internal/readfile"
+	"github.com/kvgen/kvgen/internal/suggest"
 )
 
 // Main is the main module: the module whose go.mod is linked.
@@ -337,7 +338,7 @@ func modulePath(dir string) (string, error) {
 	data, err := readfile.Read(filepath.Join(dir, "go.mod"), readfile.Max)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return "", fmt.Errorf("no go.mod in %s; replace names the directory of the connector's module, relative to the manifest", dir)
+			return "", fmt.Errorf("no go.mod in %s; replace names the directory of the connector's module, relative to the manifest", suggest.QuotePath(dir))
 		}
 		return "", err
 	}
@@ -434,7 +435,7 @@ func (u *Update) Write(ctx context.Context) error {
 			return err
 		}
 		if !inside {
-			return fmt.Errorf("%s leads outside the module at %s, to %s, through a symbolic link; kvgen writes only inside the module, so make it a file there", f.path, main.Dir, resolved)
+			return fmt.Errorf("%s leads outside the module at %s, to %s, through a symbolic link; kvgen writes only inside the module, so make it a file there", suggest.QuotePath(f.path), suggest.QuotePath(main.Dir), suggest.QuotePath(resolved))
 		}
 		files[i].path = resolved
 	}

@@ -222,7 +222,7 @@ func readManifest(file, path string) ([]byte, error) {
 	var nr *readfile.NotRegularError
 	switch {
 	case errors.As(err, &nr):
-		return nil, fmt.Errorf("%s is not a regular file; name the manifest file with -manifest", path)
+		return nil, fmt.Errorf("%s is not a regular file; name the manifest file with -manifest", suggest.Quote(path))
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("open %s: %w; run kvgen in the directory that holds the manifest, or name it with -manifest", path, fs.ErrNotExist)
 	case err != nil:

@@ -24,6 +24,7 @@ const formatVersion = 1
 //	default  the value an absent key takes
 //	example  a value shown in error messages and in the schema
 //	minItems the least number of items a list given must hold
+//	maxItems the most items a list may hold
 //	unique   "true" when a list may not hold a value twice
 //	pattern  the regular expression a string must match
 //	maxLength the most bytes a string may hold
@@ -34,7 +35,7 @@ type fileV1 struct {
 	Extends    Value[string]   `yaml:"extends" example:"../connectors.yaml" doc:"A manifest this one builds on, relative to this one: its connectors, less those dropped, with versions and replacements pinned here, and then this manifest's own."`
 	Drop       []Value[string] `yaml:"drop" unique:"true" pattern:"^[A-Za-z][A-Za-z0-9_.-]*$" maxLength:"128" example:"[memory]" doc:"Names of connectors of the extended manifest to leave out."`
 	Pin        []pinV1         `yaml:"pin" example:"[{name: redis, version: v0.2.0}]" doc:"Connectors of the extended manifest whose module version or local replacement this manifest sets."`
-	Connectors []connectorV1   `yaml:"connectors" required:"true" unless:"extends" example:"[]" doc:"The connectors linked into the binary, in registry order; an empty list links none."`
+	Connectors []connectorV1   `yaml:"connectors" required:"true" unless:"extends" maxItems:"10000" example:"[]" doc:"The connectors linked into the binary, in registry order; an empty list links none. At most 10000: compiling the registry costs time and memory in proportion to its entries."`
 }
 
 // pinV1 sets the version: or replace: of a connector an extended manifest
@@ -84,6 +85,7 @@ type field struct {
 	def      string
 	example  string
 	minItems int
+	maxItems int
 	unique   bool
 	pattern  string
 	maxLen   int
@@ -124,7 +126,7 @@ func tagFields(t reflect.Type) []field {
 			unique:   sf.Tag.Get("unique") == "true",
 			pattern:  sf.Tag.Get("pattern"),
 		}
-		for tag, dst := range map[string]*int{"minItems": &f.minItems, "maxLength": &f.maxLen} {
+		for tag, dst := range map[string]*int{"minItems": &f.minItems, "maxItems": &f.maxItems, "maxLength": &f.maxLen} {
 			if s := sf.Tag.Get(tag); s != "" {
 				n, err := strconv.Atoi(s)
 				if err != nil {

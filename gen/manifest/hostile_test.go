@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -114,4 +115,79 @@ func TestLoadRefusesWhatIsNotAFile(t *testing.T) {
 	_, err := Load(t.TempDir())
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "is not a regular file")
+}
+
+// go build reads a name ending in a GOOS or GOARCH as a build constraint:
+// a registry written there is missing from the package on every other
+// system, so such a name is refused, with the part that restricts it.
+func TestOutputMustBuildOnEverySystem(t *testing.T) {
+	refused := map[string]string{
+		"srv/x_windows.go":        `"_windows"`,
+		"x_arm64.go":              `"_arm64"`,
+		"x_linux_amd64.go":        `"_linux_amd64"`,
+		"gen/reg_wasip1.go":       `"_wasip1"`,
+		"a_b_darwin_arm64.go":     `"_darwin_arm64"`,
+		"connectors_js_gen_js.go": `"_js"`,
+	}
+	for out, suffix := range refused {
+		t.Run(out, func(t *testing.T) {
+			m, err := Parse(file, []byte("version: 1\noutput: "+out+"\nconnectors: []\n"))
+			require.Error(t, err)
+			assert.Nil(t, m)
+			assert.Equal(t, `connectors.yaml:2:9: output "`+out+`" ends in `+suffix+`, a GOOS or GOARCH name, so go build compiles it only for that system and the package lacks Registry everywhere else; give another name, e.g. "connectors_gen.go"`, err.Error())
+		})
+	}
+	for _, out := range []string{"windows.go", "x_unix.go", "x_windows_gen.go", "amd64/x.go", "x_amd64x.go"} {
+		_, err := Parse(file, []byte("version: 1\noutput: "+out+"\nconnectors: []\n"))
+		assert.NoError(t, err, out)
+	}
+	assert.Equal(t, `-o "srv/x_windows.go" ends in "_windows", a GOOS or GOARCH name, so go build compiles it only for that system and the package lacks Registry everywhere else; give another name, e.g. "connectors_gen.go"`,
+		CheckFileName("-o", "srv/x_windows.go"))
+	assert.Contains(t, CheckFileName("-o", "srv/x_test.go"), "is a test file")
+	assert.Contains(t, CheckFileName("-o", "srv/_x.go"), `starts with "_"`)
+	assert.Contains(t, CheckFileName("-o", "srv/.x.go"), `starts with "."`)
+}
+
+// 50,000 unknown keys are ten lines and a count, not 5 MB; the ten shown
+// keep their suggestions, and a second document, found first, takes no
+// place from them.
+func TestManyProblemsShowTheFirstTen(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("version: 1\nconnectors:\n  - name: a\n    import: example.com/a\n")
+	for i := range 50000 {
+		fmt.Fprintf(&b, "    importt%d: x\n", i)
+	}
+	b.WriteString("---\nversion: 1\n")
+	require.Less(t, b.Len(), MaxSize)
+	_, err := Parse(file, []byte(b.String()))
+	require.Error(t, err)
+	lines := strings.Split(err.Error(), "\n")
+	require.Len(t, lines, diag.MaxErrors+1)
+	for i, l := range lines[:diag.MaxErrors] {
+		assert.Equal(t, fmt.Sprintf(`connectors.yaml:%d:5: connector "a": unknown key "importt%d"; did you mean "import"?`, 5+i, i), l)
+	}
+	assert.Equal(t, "... and 49991 more problems", lines[diag.MaxErrors])
+	assert.Less(t, len(err.Error()), 2000)
+}
+
+// A registry's compilation costs time and memory in proportion to its
+// entries: past 10,000 the manifest is refused at the list, before any
+// entry is decoded, and the schema publishes the limit.
+func TestConnectorsAreAtMostTenThousand(t *testing.T) {
+	manifest := func(n int) []byte {
+		var b strings.Builder
+		b.WriteString("version: 1\nconnectors:\n")
+		for i := range n {
+			fmt.Fprintf(&b, "  - {name: c%d, import: a/c%d}\n", i, i)
+		}
+		return []byte(b.String())
+	}
+	m, err := Parse(file, manifest(10000))
+	require.NoError(t, err)
+	assert.Len(t, m.Connectors, 10000)
+
+	m, err = Parse(file, manifest(10001))
+	assert.Nil(t, m)
+	assert.EqualError(t, err, "connectors.yaml:3:3: connectors lists 10001 items; kvgen takes at most 10000")
+	assert.Contains(t, string(Schema()), `"maxItems": 10000`)
 }

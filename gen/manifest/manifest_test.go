@@ -481,7 +481,7 @@ var badManifests = []struct {
 	{
 		name: "alias",
 		src:  head + "  - &c {name: a, import: example.com/a}\n  - *c\n",
-		want: []string{"connectors.yaml:4:5: connector 2: YAML aliases (*c) are not supported in a manifest; write the value out"},
+		want: []string{"connectors.yaml:4:5: connector 2: YAML aliases (\"*c\") are not supported in a manifest; write the value out"},
 	},
 	{
 		name: "merge key",

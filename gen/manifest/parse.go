@@ -125,13 +125,17 @@ func (p *parser) parse() *Manifest {
 		return nil
 	}
 	var next yaml.Node
-	switch err := dec.Decode(&next); {
-	case errors.Is(err, io.EOF):
-	case err != nil:
-		p.syntaxError(err)
-	default:
-		p.errs.Add(p.pos(&next), "a second YAML document; a manifest is a single document, so remove this \"---\" and what follows or move it to its own file")
-	}
+	// Reported last, as it lies after the first document: problems are
+	// then found in the order of their positions (see crowded).
+	defer func(err error) {
+		switch {
+		case errors.Is(err, io.EOF):
+		case err != nil:
+			p.syntaxError(err)
+		default:
+			p.errs.Add(p.pos(&next), "a second YAML document; a manifest is a single document, so remove this \"---\" and what follows or move it to its own file")
+		}
+	}(dec.Decode(&next))
 
 	root := doc.Content[0]
 	if isNull(root) {
@@ -256,7 +260,7 @@ func (p *parser) decodeMapping(n *yaml.Node, v reflect.Value, errs *diag.List) {
 		}
 		switch {
 		case k.Kind == yaml.AliasNode:
-			errs.Add(p.pos(k), "YAML aliases (*%s) are not supported in a manifest; write the key out", k.Value)
+			errs.Add(p.pos(k), "YAML aliases (%s) are not supported in a manifest; write the key out", suggest.Quote("*"+k.Value))
 			continue
 		case k.Tag == "!!merge":
 			errs.Add(p.pos(k), "YAML merge keys (<<) are not supported in a manifest; write the keys out")
@@ -268,7 +272,11 @@ func (p *parser) decodeMapping(n *yaml.Node, v reflect.Value, errs *diag.List) {
 		f, ok := fieldByKey(v.Type(), k.Value)
 		if !ok {
 			known := keys(v.Type())
-			if near := suggest.Nearest(k.Value, known, 1); len(near) > 0 {
+			var near []string
+			if !p.crowded(errs) {
+				near = suggest.Nearest(k.Value, known, 1)
+			}
+			if len(near) > 0 {
 				errs.Add(p.pos(k), "unknown key %s; did you mean %q?", suggest.Quote(k.Value), near[0])
 			} else {
 				errs.Add(p.pos(k), "unknown key %s; the keys are %s", suggest.Quote(k.Value), strings.Join(known, ", "))
@@ -293,6 +301,19 @@ func (p *parser) decodeMapping(n *yaml.Node, v reflect.Value, errs *diag.List) {
 			v.Field(f.index).Addr().Interface().(scalar).setDefault(f.def)
 		}
 	}
+}
+
+// crowded reports whether diag.MaxErrors problems precede the node being
+// decoded, errs being where its problems go: one found now is never shown,
+// so it is not worth a suggestion. Decoding finds problems in the order of
+// their positions, and validation's come after, so the count of those
+// found so far is the count of those before.
+func (p *parser) crowded(errs *diag.List) bool {
+	n := len(p.errs)
+	if errs != &p.errs {
+		n += len(*errs)
+	}
+	return n >= diag.MaxErrors
 }
 
 // scalar is a Value that decodes itself from a YAML scalar.
@@ -353,7 +374,7 @@ func parseRole(s string) (registry.Role, string) {
 // decodeValue sets dst, the field f, from n.
 func (p *parser) decodeValue(n *yaml.Node, dst reflect.Value, f field, errs *diag.List) {
 	if n.Kind == yaml.AliasNode {
-		errs.Add(p.pos(n), "YAML aliases (*%s) are not supported in a manifest; write the value out", n.Value)
+		errs.Add(p.pos(n), "YAML aliases (%s) are not supported in a manifest; write the value out", suggest.Quote("*"+n.Value))
 		return
 	}
 	pos := p.pos(n)
@@ -396,6 +417,10 @@ func (p *parser) decodeList(n *yaml.Node, dst reflect.Value, f field, errs *diag
 		return
 	case len(n.Content) < f.minItems:
 		errs.Add(pos, "%s is an empty list; list at least %d, e.g. %q, or leave the key out", f.key, f.minItems, f.key+": "+f.example)
+		return
+	case f.maxItems > 0 && len(n.Content) > f.maxItems:
+		// Refused before its items are decoded: they are not worth it.
+		errs.Add(pos, "%s lists %d items; kvgen takes at most %d", f.key, len(n.Content), f.maxItems)
 		return
 	}
 	elem := dst.Type().Elem()
@@ -496,5 +521,5 @@ func describe(n *yaml.Node) string {
 	case "!!binary":
 		return "binary data"
 	}
-	return "a value tagged " + n.Tag
+	return "a value tagged " + suggest.Quote(n.Tag)
 }

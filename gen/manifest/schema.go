@@ -31,6 +31,7 @@ type schema struct {
 	Examples             []any      `json:"examples,omitempty"`
 	Items                *schema    `json:"items,omitempty"`
 	MinItems             int        `json:"minItems,omitempty"`
+	MaxItems             int        `json:"maxItems,omitempty"`
 	UniqueItems          bool       `json:"uniqueItems,omitempty"`
 	Properties           properties `json:"properties,omitempty"`
 	Required             []string   `json:"required,omitempty"`
@@ -122,6 +123,7 @@ func objectSchema(t reflect.Type) *schema {
 		}
 		str.Pattern, str.MaxLength = f.pattern, f.maxLen
 		ps.MinItems = f.minItems
+		ps.MaxItems = f.maxItems
 		ps.UniqueItems = f.unique
 		s.Properties = append(s.Properties, property{f.key, ps})
 		switch {

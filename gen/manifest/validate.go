@@ -3,7 +3,9 @@ package manifest
 import (
 	"cmp"
 	"fmt"
+	"go/build"
 	"go/token"
+	"io"
 	"path"
 	"reflect"
 	"slices"
@@ -116,12 +118,12 @@ func checkName(kind, s string) string {
 	for i, r := range s {
 		if !nameRE.MatchString(s[:i+utf8.RuneLen(r)]) {
 			if i == 0 {
-				return fmt.Sprintf("%s %q cannot start with %q; %s", kind, s, r, rule)
+				return fmt.Sprintf("%s %s cannot start with %q; %s", kind, suggest.Quote(s), r, rule)
 			}
-			return fmt.Sprintf("%s %q cannot contain %q; %s", kind, s, r, rule)
+			return fmt.Sprintf("%s %s cannot contain %q; %s", kind, suggest.Quote(s), r, rule)
 		}
 	}
-	return fmt.Sprintf("%s %q is not a valid name; %s", kind, s, rule)
+	return fmt.Sprintf("%s %s is not a valid name; %s", kind, suggest.Quote(s), rule)
 }
 
 func isAbs(p string) bool {
@@ -166,7 +168,46 @@ func CheckFileName(what, p string) string {
 	case strings.HasPrefix(base, ".") || strings.HasPrefix(base, "_"):
 		return fmt.Sprintf("%s %s starts with %q, so go build ignores it; give another name, e.g. %q", what, q, base[:1], example)
 	}
+	if suffix := systemSuffix(base); suffix != "" {
+		return fmt.Sprintf("%s %s ends in %s, a GOOS or GOARCH name, so go build compiles it only for that system and the package lacks Registry everywhere else; give another name, e.g. %q",
+			what, q, suggest.Quote(suffix), example)
+	}
 	return ""
+}
+
+// nowhere is a build context for no real system: a file name that it does
+// not match names a GOOS or GOARCH, as go build reads file names. Asking
+// go/build keeps the lists of systems the standard library's.
+var nowhere = build.Context{
+	GOOS:     "kvgennone",
+	GOARCH:   "kvgennone",
+	Compiler: "gc",
+	// Only the name is in question: every file reads as a plain one.
+	OpenFile: func(string) (io.ReadCloser, error) {
+		return io.NopCloser(strings.NewReader("package p\n")), nil
+	},
+}
+
+// systemSuffix returns the part of the Go file name base, such as
+// "_windows" or "_linux_amd64", that restricts it to one GOOS or GOARCH,
+// or "" when go build compiles it everywhere.
+func systemSuffix(base string) string {
+	if ok, err := nowhere.MatchFile(".", base); err != nil || ok {
+		return ""
+	}
+	stem := strings.TrimSuffix(base, ".go")
+	// A file name restricts at most its last two parts: _GOOS_GOARCH.
+	for range 2 {
+		i := strings.LastIndex(stem, "_")
+		if i < 0 {
+			break
+		}
+		stem = stem[:i]
+		if ok, _ := nowhere.MatchFile(".", stem+".go"); ok {
+			return strings.TrimSuffix(base[len(stem):], ".go")
+		}
+	}
+	return strings.TrimSuffix(base[len(stem):], ".go")
 }
 
 // plainPath says what is wrong with a slash-separated relative file path

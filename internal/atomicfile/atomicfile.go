@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/kvgen/kvgen/internal/suggest"
 )
 
 // Write writes data to path atomically: it writes a temporary file in
@@ -120,7 +122,7 @@ func Resolve(abs string) (string, error) {
 		}
 		if fi, err := os.Lstat(cur); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
 			dest, _ := os.Readlink(cur)
-			return "", fmt.Errorf("%s is a symbolic link to %s, which does not exist; remove the link, or make it point at a file inside the module", cur, dest)
+			return "", fmt.Errorf("%s is a symbolic link to %s, which does not exist; remove the link, or make it point at a file inside the module", suggest.QuotePath(cur), suggest.QuotePath(dest))
 		}
 		parent := filepath.Dir(cur)
 		if parent == cur {

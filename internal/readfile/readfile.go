@@ -12,6 +12,8 @@ import (
 	"io"
 	"io/fs"
 	"os"
+
+	"github.com/kvgen/kvgen/internal/suggest"
 )
 
 // Max bounds every file kvgen reads through this package: far larger than
@@ -26,7 +28,7 @@ type NotRegularError struct {
 }
 
 func (e *NotRegularError) Error() string {
-	return fmt.Sprintf("%s is not a regular file but %s; kvgen reads only files", e.Path, kind(e.Mode))
+	return fmt.Sprintf("%s is not a regular file but %s; kvgen reads only files", suggest.QuotePath(e.Path), kind(e.Mode))
 }
 
 // TooLargeError is a file larger than the bound it was read with.
@@ -36,7 +38,7 @@ type TooLargeError struct {
 }
 
 func (e *TooLargeError) Error() string {
-	return fmt.Sprintf("%s is larger than %d bytes, more than kvgen reads of such a file: is it the right file?", e.Path, e.Limit)
+	return fmt.Sprintf("%s is larger than %d bytes, more than kvgen reads of such a file: is it the right file?", suggest.QuotePath(e.Path), e.Limit)
 }
 
 // kind names a file mode's type as a message shows it.

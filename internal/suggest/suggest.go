@@ -126,3 +126,17 @@ func cut(s string) int {
 	}
 	return n
 }
+
+// maxPath is the longest path the system takes (PATH_MAX on Linux); a
+// message shows a longer one cut short.
+const maxPath = 4096
+
+// QuotePath shows a file path in a message, as a Go string literal: a name
+// in it cannot end the line or hide what it is. Paths are shown whole up
+// to maxPath bytes, since a path cut short is of no use.
+func QuotePath(p string) string {
+	if len(p) > maxPath {
+		return Quote(p)
+	}
+	return strconv.Quote(p)
+}

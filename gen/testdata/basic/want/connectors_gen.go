@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"example.com/kvcase/concrete"
 	"example.com/kvcase/fake"
 	"example.com/kvcase/value"
@@ -11,38 +12,51 @@ import (
 
 // Registry holds the connectors that connectors.yaml lists, in its order.
 // Create a connector with Registry.Create(ctx, cfg, role).
-var Registry = registry.MustNew(
-	registry.Entry{
+var Registry = registry.MustNew(entries...)
+
+// entries is static data: constants and functions only.
+var entries = []registry.Entry{
+	{
 		Name:        "fake",
 		Aliases:     []string{"Fake", "vllm.FakeConnector"},
 		ImportPath:  "example.com/kvcase/fake",
 		Constructor: "New",
 		Module:      "example.com/kvcase",
-		Roles:       registry.NewRoleSet(registry.RoleScheduler, registry.RoleWorker),
+		Roles:       registry.RoleSet(registry.RoleScheduler | registry.RoleWorker),
 		Factory:     fake.New,
 	},
-	registry.Entry{
+	{
 		Name:        "concrete",
 		ImportPath:  "example.com/kvcase/concrete",
 		Constructor: "New",
 		Module:      "example.com/kvcase",
-		Roles:       registry.NewRoleSet(registry.RoleWorker),
-		Factory:     registry.Adapt(concrete.New),
+		Roles:       registry.RoleSet(registry.RoleWorker),
+		Factory:     adapt_concrete,
 	},
-	registry.Entry{
+	{
 		Name:        "value",
 		ImportPath:  "example.com/kvcase/value",
 		Constructor: "Open",
 		Module:      "example.com/kvcase",
-		Roles:       registry.NewRoleSet(registry.RoleScheduler),
-		Factory:     registry.Adapt(value.Open),
+		Roles:       registry.RoleSet(registry.RoleScheduler),
+		Factory:     adapt_value,
 	},
-	registry.Entry{
+	{
 		Name:        "MultiConnector",
 		ImportPath:  "github.com/kvgen/kvgen/registry",
 		Constructor: "NewMultiConnector",
 		Module:      "github.com/kvgen/kvgen",
-		Roles:       registry.NewRoleSet(registry.RoleScheduler, registry.RoleWorker),
+		Roles:       registry.RoleSet(registry.RoleScheduler | registry.RoleWorker),
 		Factory:     registry.NewMultiConnector,
 	},
-)
+}
+
+// adapt_concrete adapts concrete.New, which returns a concrete type, to registry.Factory.
+func adapt_concrete(ctx context.Context, cfg registry.Config, role registry.Role) (registry.Connector, error) {
+	return concrete.New(ctx, cfg, role)
+}
+
+// adapt_value adapts value.Open, which returns a concrete type, to registry.Factory.
+func adapt_value(ctx context.Context, cfg registry.Config, role registry.Role) (registry.Connector, error) {
+	return value.Open(ctx, cfg, role)
+}

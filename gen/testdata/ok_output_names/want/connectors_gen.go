@@ -9,13 +9,16 @@ import (
 
 // Registry holds the connectors that connectors.yaml lists, in its order.
 // Create a connector with Registry.Create(ctx, cfg, role).
-var Registry = kvregistry.MustNew(
-	kvregistry.Entry{
+var Registry = kvregistry.MustNew(entries...)
+
+// entries is static data: constants and functions only.
+var entries = []kvregistry.Entry{
+	{
 		Name:        "fake",
 		ImportPath:  "example.com/kvcase/fake",
 		Constructor: "New",
 		Module:      "example.com/kvcase",
-		Roles:       kvregistry.NewRoleSet(kvregistry.RoleScheduler, kvregistry.RoleWorker),
+		Roles:       kvregistry.RoleSet(kvregistry.RoleScheduler | kvregistry.RoleWorker),
 		Factory:     fake2.New,
 	},
-)
+}

@@ -3,19 +3,28 @@
 package srv
 
 import (
+	"context"
 	"example.com/kvcase/ctors"
 	"github.com/kvgen/kvgen/registry"
 )
 
 // Registry holds the connectors that connectors.yaml lists, in its order.
 // Create a connector with Registry.Create(ctx, cfg, role).
-var Registry = registry.MustNew(
-	registry.Entry{
+var Registry = registry.MustNew(entries...)
+
+// entries is static data: constants and functions only.
+var entries = []registry.Entry{
+	{
 		Name:        "wo",
 		ImportPath:  "example.com/kvcase/ctors",
 		Constructor: "NewWorkerOnly",
 		Module:      "example.com/kvcase",
-		Roles:       registry.NewRoleSet(registry.RoleWorker),
-		Factory:     registry.Adapt(ctors.NewWorkerOnly),
+		Roles:       registry.RoleSet(registry.RoleWorker),
+		Factory:     adapt_wo,
 	},
-)
+}
+
+// adapt_wo adapts ctors.NewWorkerOnly, which returns a concrete type, to registry.Factory.
+func adapt_wo(ctx context.Context, cfg registry.Config, role registry.Role) (registry.Connector, error) {
+	return ctors.NewWorkerOnly(ctx, cfg, role)
+}

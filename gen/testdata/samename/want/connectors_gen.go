@@ -3,81 +3,95 @@
 package main
 
 import (
+	"context"
 	"example.com/kvcase/a/connector"
 	connector3 "example.com/kvcase/b/connector"
 	connector4 "example.com/kvcase/c/connector"
 	"example.com/kvcase/d/connector2"
 	registry2 "example.com/kvcase/e/registry"
-	"example.com/kvcase/f/ctx"
+	ctx2 "example.com/kvcase/f/ctx"
 	err1 "example.com/kvcase/g/err"
 	"github.com/kvgen/kvgen/registry"
 )
 
 // Registry holds the connectors that connectors.yaml lists, in its order.
 // Create a connector with Registry.Create(ctx, cfg, role).
-var Registry = registry.MustNew(
-	registry.Entry{
+var Registry = registry.MustNew(entries...)
+
+// entries is static data: constants and functions only.
+var entries = []registry.Entry{
+	{
 		Name:        "a",
 		ImportPath:  "example.com/kvcase/a/connector",
 		Constructor: "New",
 		Module:      "example.com/kvcase",
-		Roles:       registry.NewRoleSet(registry.RoleScheduler, registry.RoleWorker),
+		Roles:       registry.RoleSet(registry.RoleScheduler | registry.RoleWorker),
 		Factory:     connector.New,
 	},
-	registry.Entry{
+	{
 		Name:        "d",
 		ImportPath:  "example.com/kvcase/d/connector2",
 		Constructor: "New",
 		Module:      "example.com/kvcase",
-		Roles:       registry.NewRoleSet(registry.RoleScheduler, registry.RoleWorker),
+		Roles:       registry.RoleSet(registry.RoleScheduler | registry.RoleWorker),
 		Factory:     connector2.New,
 	},
-	registry.Entry{
+	{
 		Name:        "b",
 		ImportPath:  "example.com/kvcase/b/connector",
 		Constructor: "New",
 		Module:      "example.com/kvcase",
-		Roles:       registry.NewRoleSet(registry.RoleScheduler, registry.RoleWorker),
+		Roles:       registry.RoleSet(registry.RoleScheduler | registry.RoleWorker),
 		Factory:     connector3.New,
 	},
-	registry.Entry{
+	{
 		Name:        "c",
 		ImportPath:  "example.com/kvcase/c/connector",
 		Constructor: "New",
 		Module:      "example.com/kvcase",
-		Roles:       registry.NewRoleSet(registry.RoleScheduler, registry.RoleWorker),
+		Roles:       registry.RoleSet(registry.RoleScheduler | registry.RoleWorker),
 		Factory:     connector4.New,
 	},
-	registry.Entry{
+	{
 		Name:        "e",
 		ImportPath:  "example.com/kvcase/e/registry",
 		Constructor: "New",
 		Module:      "example.com/kvcase",
-		Roles:       registry.NewRoleSet(registry.RoleScheduler, registry.RoleWorker),
+		Roles:       registry.RoleSet(registry.RoleScheduler | registry.RoleWorker),
 		Factory:     registry2.New,
 	},
-	registry.Entry{
+	{
 		Name:        "f",
 		ImportPath:  "example.com/kvcase/f/ctx",
 		Constructor: "New",
 		Module:      "example.com/kvcase",
-		Roles:       registry.NewRoleSet(registry.RoleScheduler, registry.RoleWorker),
-		Factory:     registry.Adapt(ctx.New),
+		Roles:       registry.RoleSet(registry.RoleScheduler | registry.RoleWorker),
+		Factory:     adapt_f,
 	},
-	registry.Entry{
+	{
 		Name:        "g",
 		ImportPath:  "example.com/kvcase/g/err",
 		Constructor: "New",
 		Module:      "example.com/kvcase",
-		Roles:       registry.NewRoleSet(registry.RoleScheduler, registry.RoleWorker),
-		Factory:     registry.Adapt(err1.New),
+		Roles:       registry.RoleSet(registry.RoleScheduler | registry.RoleWorker),
+		Factory:     adapt_g,
 	},
-	registry.Entry{
+	{
 		Name:        "a-again",
 		ImportPath:  "example.com/kvcase/a/connector",
 		Constructor: "New",
 		Module:      "example.com/kvcase",
-		Roles:       registry.NewRoleSet(registry.RoleScheduler, registry.RoleWorker),
+		Roles:       registry.RoleSet(registry.RoleScheduler | registry.RoleWorker),
 		Factory:     connector.New,
 	},
-)
+}
+
+// adapt_f adapts ctx.New, which returns a concrete type, to registry.Factory.
+func adapt_f(ctx context.Context, cfg registry.Config, role registry.Role) (registry.Connector, error) {
+	return ctx2.New(ctx, cfg, role)
+}
+
+// adapt_g adapts err.New, which returns a concrete type, to registry.Factory.
+func adapt_g(ctx context.Context, cfg registry.Config, role registry.Role) (registry.Connector, error) {
+	return err1.New(ctx, cfg, role)
+}
