@@ -24,7 +24,7 @@ import (
 // compiler's passes over one function's code cost more than linear time in
 // its size, and a registry of 10,000 entries built in one call expression
 // took minutes and gigabytes to compile.
-func emit(manifestFile, pkgName string, entries []*Entry, declared map[string]bool) ([]byte, error) {
+func emit(manifestFile, pkgName string, desc string, entries []*Entry, declared map[string]bool) ([]byte, error) {
 	f := jen.NewFile(pkgName)
 	name := commentName(filepath.Base(manifestFile))
 	f.HeaderComment(header(name))
@@ -42,6 +42,7 @@ func emit(manifestFile, pkgName string, entries []*Entry, declared map[string]bo
 	reg := func(name string) *jen.Statement { return jen.Qual(RegistryPath, name) }
 	names := newIdents(declared, imports)
 	list := names.free("entries")
+	descName := names.free("manifestDescription")
 	var adapters []jen.Code
 	items := make([]jen.Code, 0, len(entries)+1)
 	for _, e := range entries {
@@ -78,7 +79,10 @@ func emit(manifestFile, pkgName string, entries []*Entry, declared map[string]bo
 
 	f.Comment(fmt.Sprintf("Registry holds the connectors that %s lists, in its order.", name))
 	f.Comment("Create a connector with Registry.Create(ctx, cfg, role).")
-	f.Var().Id("Registry").Op("=").Add(reg("MustNew")).Call(jen.Id(list).Op("..."))
+	f.Var().Id("Registry").Op("=").Add(reg("MustNewDescribed")).Call(jen.Id(descName), jen.Id(list).Op("..."))
+	f.Line()
+	f.Comment(descName + " describes " + name + " and its connectors, for kvgen inspect to read from a binary.")
+	f.Const().Id(descName).Op("=").Lit(desc)
 	f.Line()
 	f.Comment(list + " is static data: constants and functions only.")
 	f.Var().Id(list).Op("=").Index().Add(reg("Entry")).Values(items...)
@@ -249,11 +253,11 @@ func importNames(entries []*Entry, declared map[string]bool, adapt bool) []impor
 // renderKey names everything emit reads, so that the check cache can tell
 // that a file already rendered from the same inputs is current without
 // rendering it again. salt names the generator.
-func renderKey(salt, manifestFile, pkgName string, entries []*Entry, declared map[string]bool) string {
+func renderKey(salt, manifestFile, pkgName, desc string, entries []*Entry, declared map[string]bool) string {
 	if salt == "" {
 		return ""
 	}
-	fields := []string{salt, manifestFile, pkgName}
+	fields := []string{salt, manifestFile, pkgName, desc}
 	for _, name := range slices.Sorted(maps.Keys(declared)) {
 		fields = append(fields, "declared", name)
 	}

@@ -168,7 +168,9 @@ func fuzzGenerate(t *testing.T, data []byte) {
 	res.Entries = checkEntries(&errs, m, pkgs, out, func(s string) string { return s })
 	err = errs.Err()
 	if err == nil {
-		res.Content, err = emit(m.File, res.Package, res.Entries, out.declared)
+		desc, derr := describe(m, "", res.Entries)
+		require.NoError(t, derr)
+		res.Content, err = emit(m.File, res.Package, desc, res.Entries, out.declared)
 		require.NoError(t, err, "emitting what was checked must work")
 	}
 	if err == nil {
@@ -233,6 +235,14 @@ func fuzzGenerate(t *testing.T, data []byte) {
 		case *ast.GenDecl:
 			switch d.Tok {
 			case token.IMPORT:
+			case token.CONST:
+				// The description for kvgen inspect: one string.
+				require.Len(t, d.Specs, 1, "%s", got)
+				v := d.Specs[0].(*ast.ValueSpec)
+				require.Len(t, v.Values, 1, "%s", got)
+				lit, ok := v.Values[0].(*ast.BasicLit)
+				require.True(t, ok && lit.Kind == token.STRING, "%s", got)
+				require.False(t, v.Names[0].IsExported(), "%s", got)
 			case token.VAR:
 				for _, s := range d.Specs {
 					for _, n := range s.(*ast.ValueSpec).Names {
@@ -259,7 +269,7 @@ func fuzzGenerate(t *testing.T, data []byte) {
 }
 
 // assertStaticEntries checks that the package's variables are static data
-// but for one call of registry.MustNew: their initialisers call nothing
+// but for one call of registry.MustNewDescribed: their initialisers call nothing
 // else, conversions aside, so that the code the compiler generates for
 // them does not grow with the number of entries. Package initialisation is
 // one function, and the compiler's passes over a function cost more than
@@ -279,8 +289,8 @@ func assertStaticEntries(t *testing.T, f *ast.File, info *types.Info, src []byte
 			}
 			calls++
 			sel, ok := call.Fun.(*ast.SelectorExpr)
-			require.True(t, ok && sel.Sel.Name == "MustNew" && len(call.Args) == 1 && call.Ellipsis.IsValid(),
-				"a call in a variable's initialiser other than MustNew(entries...):\n%s", src)
+			require.True(t, ok && sel.Sel.Name == "MustNewDescribed" && len(call.Args) == 2 && call.Ellipsis.IsValid(),
+				"a call in a variable's initialiser other than MustNewDescribed(description, entries...):\n%s", src)
 			return true
 		})
 	}

@@ -86,11 +86,12 @@ type Result struct {
 	// The packages were loaded with it.
 	Modules *gomod.Update
 
-	declared map[string]bool // top-level names of the output package's other files
-	abs      string          // Path made absolute
-	target   string          // Path with symbolic links resolved: the file Write replaces
-	flag     string          // the -o value that named Path, if any
-	root     string          // the module's root directory
+	declared   map[string]bool // top-level names of the output package's other files
+	abs        string          // Path made absolute
+	target     string          // Path with symbolic links resolved: the file Write replaces
+	flag       string          // the -o value that named Path, if any
+	importPath string          // the output package's import path, if known
+	root       string          // the module's root directory
 }
 
 // Generate runs every stage and returns the file to write. An error in the
@@ -104,14 +105,18 @@ func Generate(ctx context.Context, opts Options) (*Result, error) {
 		return nil, err
 	}
 	defer cache.save()
-	key := renderKey(cache.salt, res.Manifest.File, res.Package, res.Entries, res.declared)
+	desc, err := describe(res.Manifest, res.importPath, res.Entries)
+	if err != nil {
+		return nil, err
+	}
+	key := renderKey(cache.salt, res.Manifest.File, res.Package, desc, res.Entries, res.declared)
 	// An existing file that is what these inputs rendered last time is
 	// what they render now: kvgen check on an unchanged tree stops here.
 	if old, err := readfile.Read(res.abs, readfile.Max); err == nil && cache.rendered(key, old) {
 		res.Content = old
 		return res, nil
 	}
-	res.Content, err = emit(res.Manifest.File, res.Package, res.Entries, res.declared)
+	res.Content, err = emit(res.Manifest.File, res.Package, desc, res.Entries, res.declared)
 	if err != nil {
 		return nil, err
 	}
@@ -181,7 +186,7 @@ func resolve(ctx context.Context, opts Options, forWrite bool) (*Result, *checkC
 	if err != nil {
 		errs.Append(outputPos(m), err)
 	} else {
-		res.Package, res.declared = out.name, out.declared
+		res.Package, res.declared, res.importPath = out.name, out.declared, out.path
 	}
 
 	paths := make([]string, 0, len(m.Connectors))

@@ -43,6 +43,9 @@ type Registry struct {
 	names   []string // sorted primary names
 	keys    []string // names and aliases, for suggestions
 	logger  *slog.Logger
+	// desc describes the manifest the registry was generated from, for
+	// kvgen inspect to find in the binary's file; nothing reads it here.
+	desc string
 }
 
 // New builds a registry from entries, kept in the given order. It rejects an
@@ -100,6 +103,16 @@ func MustNew(entries ...Entry) *Registry {
 	if err != nil {
 		panic(err)
 	}
+	return r
+}
+
+// MustNewDescribed is MustNew for generated code: desc is kvgen's
+// description of the manifest the entries come from, which the registry
+// holds so that the binary's file holds it too, for `kvgen inspect` to read
+// without running the binary. Nothing reads it at run time.
+func MustNewDescribed(desc string, entries ...Entry) *Registry {
+	r := MustNew(entries...)
+	r.desc = desc
 	return r
 }
 

@@ -10,6 +10,7 @@
 //	kvgen [generate] [-manifest connectors.yaml] [-o FILE] [-tags TAGS] [-mod mod|readonly] [-json]
 //	kvgen check      [-manifest connectors.yaml] [-o FILE] [-tags TAGS] [-json]
 //	kvgen build      -manifest FILE -o BINARY [-target GOOS/GOARCH ...] [-for CONFIG.json] [-tags TAGS] [-ldflags FLAGS] [-v] [-json] PACKAGE
+//	kvgen inspect    [-json] BINARY|DIR...
 //	kvgen list       [-manifest connectors.yaml] [-tags TAGS] [-json]
 //	kvgen doc        [-manifest connectors.yaml] [-tags TAGS]
 //	kvgen new        NAME [-module PATH] [-dir DIR] [-replace DIR]
@@ -204,6 +205,8 @@ func commands() []command {
 			"%[1]s check -manifest connectors.yaml", runCheck},
 		{"build", "build a binary with the connectors of a deployment manifest",
 			"%[1]s build -manifest deploy/edge.yaml -o bin/server-edge ./cmd/server", runBuild},
+		{"inspect", "list the connectors a binary links, read from its file",
+			"%[1]s inspect -json bin/", runInspect},
 		{"list", "list the manifest's connectors as resolved",
 			"%[1]s list -json", runList},
 		{"doc", "print a Markdown table of the manifest's connectors",

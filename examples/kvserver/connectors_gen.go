@@ -11,7 +11,10 @@ import (
 
 // Registry holds the connectors that connectors.yaml lists, in its order.
 // Create a connector with Registry.Create(ctx, cfg, role).
-var Registry = registry.MustNew(entries...)
+var Registry = registry.MustNewDescribed(manifestDescription, entries...)
+
+// manifestDescription describes connectors.yaml and its connectors, for kvgen inspect to read from a binary.
+const manifestDescription = "\x00kvgen registry v1\x00000002e7{\"manifest\":\"connectors.yaml\",\"manifest_sha256\":\"5c1d4769068954dedbf12ac4033ccc90d96fd6c5832d554ad4a3d558d58e1bb7\",\"package\":\"github.com/kvgen/kvgen/examples/kvserver\",\"connectors\":[{\"name\":\"memory\",\"roles\":[\"scheduler\",\"worker\"],\"import\":\"github.com/kvgen/kvgen/examples/connectors/memory\",\"constructor\":\"New\",\"module\":\"github.com/kvgen/kvgen\"},{\"name\":\"filesystem\",\"aliases\":[\"ExampleConnector\",\"SharedStorageConnector\"],\"roles\":[\"scheduler\",\"worker\"],\"import\":\"github.com/kvgen/kvgen/examples/connectors/filesystem\",\"constructor\":\"New\",\"module\":\"github.com/kvgen/kvgen\"},{\"name\":\"MultiConnector\",\"roles\":[\"scheduler\",\"worker\"],\"import\":\"github.com/kvgen/kvgen/registry\",\"constructor\":\"NewMultiConnector\",\"module\":\"github.com/kvgen/kvgen\"}]}"
 
 // entries is static data: constants and functions only.
 var entries = []registry.Entry{

@@ -111,7 +111,7 @@ type Binary struct {
 }
 
 // ErrNoRegistry says that a Go binary links no kvgen registry.
-var ErrNoRegistry = errors.New("no kvgen registry in it")
+var ErrNoRegistry = errors.New("no kvgen registry")
 
 // MaxSize bounds the binaries File reads.
 const MaxSize = 2 << 30
@@ -154,7 +154,7 @@ func File(path string) (*Binary, error) {
 	}
 	b.Registries = decodeAll(data)
 	if len(b.Registries) == 0 {
-		return nil, fmt.Errorf("%s: %w", path, ErrNoRegistry)
+		return nil, fmt.Errorf("%w in %s: kvgen inspect reads binaries that link a registry kvgen generated", ErrNoRegistry, path)
 	}
 	mods := map[string]*debug.Module{info.Main.Path: &info.Main}
 	for _, m := range info.Deps {

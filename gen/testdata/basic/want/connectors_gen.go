@@ -12,7 +12,10 @@ import (
 
 // Registry holds the connectors that connectors.yaml lists, in its order.
 // Create a connector with Registry.Create(ctx, cfg, role).
-var Registry = registry.MustNew(entries...)
+var Registry = registry.MustNewDescribed(manifestDescription, entries...)
+
+// manifestDescription describes connectors.yaml and its connectors, for kvgen inspect to read from a binary.
+const manifestDescription = "\x00kvgen registry v1\x00000002f7{\"manifest\":\"connectors.yaml\",\"manifest_sha256\":\"397d4ff7b8c57b7dcda94e466e1ed7a5dc0206542e4b3f65bd09e8222c99a9bc\",\"package\":\"example.com/kvcase/srv\",\"connectors\":[{\"name\":\"fake\",\"aliases\":[\"Fake\",\"vllm.FakeConnector\"],\"roles\":[\"scheduler\",\"worker\"],\"import\":\"example.com/kvcase/fake\",\"constructor\":\"New\",\"module\":\"example.com/kvcase\"},{\"name\":\"concrete\",\"roles\":[\"worker\"],\"import\":\"example.com/kvcase/concrete\",\"constructor\":\"New\",\"module\":\"example.com/kvcase\"},{\"name\":\"value\",\"roles\":[\"scheduler\"],\"import\":\"example.com/kvcase/value\",\"constructor\":\"Open\",\"module\":\"example.com/kvcase\"},{\"name\":\"MultiConnector\",\"roles\":[\"scheduler\",\"worker\"],\"import\":\"github.com/kvgen/kvgen/registry\",\"constructor\":\"NewMultiConnector\",\"module\":\"github.com/kvgen/kvgen\"}]}"
 
 // entries is static data: constants and functions only.
 var entries = []registry.Entry{

@@ -1,0 +1,29 @@
+package gen
+
+import (
+	"path/filepath"
+
+	"github.com/kvgen/kvgen/gen/inspect"
+	"github.com/kvgen/kvgen/gen/manifest"
+)
+
+// describe is the description of the manifest and its checked entries that
+// the registry file embeds, for kvgen inspect to read from a binary. It
+// names the manifest by its file name alone, so that where kvgen ran from
+// does not change the binary.
+func describe(m *manifest.Manifest, importPath string, entries []*Entry) (string, error) {
+	d := inspect.Description{
+		Manifest:       filepath.Base(m.File),
+		ManifestSHA256: m.SHA256,
+		Package:        importPath,
+		Connectors:     make([]inspect.Connector, len(entries)),
+	}
+	for i, e := range entries {
+		c := inspect.Connector{Name: e.Name, Aliases: e.Aliases, Import: e.ImportPath, Constructor: e.Constructor, Module: e.Module}
+		for _, r := range e.Roles.List() {
+			c.Roles = append(c.Roles, r.String())
+		}
+		d.Connectors[i] = c
+	}
+	return inspect.Encode(d)
+}
