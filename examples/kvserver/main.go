@@ -34,15 +34,17 @@ import (
 )
 
 func main() {
-	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(run(context.Background(), Registry, os.Args[1:], os.Stdout, os.Stderr))
 }
 
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// run is kvserver with the registry it links: the generated one, or in
+// tests one built for the case.
+func run(ctx context.Context, linked *registry.Registry, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("kvserver", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	list := fs.Bool("list-connectors", false, "list the linked connectors and exit")
 	asJSON := fs.Bool("json", false, "print JSON")
-	configJSON := fs.String("kv-transfer-config", `{"kv_connector":"memory"}`, "vLLM-style KV transfer config (JSON)")
+	configJSON := fs.String("kv-transfer-config", "", "vLLM-style KV transfer config (JSON); default: "+describeDefault(linked))
 	model := fs.String("model", "", "the model whose KV this is; connectors keep each model's KV apart")
 	prompt := fs.String("prompt", "The quick brown fox jumps over the lazy dog", "the prompt")
 	tokens := fs.Int("tokens", 100, "prompt length in tokens; the prompt's tokens repeat to fill it")
@@ -54,7 +56,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if *list {
-		if err := listConnectors(stdout, Registry, *asJSON); err != nil {
+		if err := listConnectors(stdout, linked, *asJSON); err != nil {
 			fmt.Fprintln(stderr, "kvserver:", err)
 			return 1
 		}
@@ -77,6 +79,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kvserver: unknown mode %q (want %s)\n", mode, strings.Join(modeNames(), ", "))
 		return 2
 	}
+	if *configJSON == "" {
+		*configJSON = defaultConfig(linked)
+	}
 	cfg, err := registry.ParseTransferConfig([]byte(*configJSON))
 	if err != nil {
 		fmt.Fprintln(stderr, "kvserver:", err)
@@ -95,7 +100,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// The connectors log through the registry: slog.Default stays as it is.
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	req := &registry.Request{ID: "req-0", PromptTokens: tokenize(*prompt, *tokens)}
-	e := &engine{reg: Registry.WithLogger(logger), log: logger, cfg: cfg}
+	e := &engine{reg: linked.WithLogger(logger), log: logger, cfg: cfg}
 	defer e.Close()
 
 	var report any
