@@ -3,6 +3,7 @@ package registry
 import (
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
 )
 
 // EventKind says what a [KVEvent] reports.
@@ -138,4 +139,26 @@ func (p Prefixes) StoredEvent(req *Request, numTokens int, medium string) KVEven
 // RemovedEvent returns the BlockRemoved event of the prefix whose hash is h.
 func RemovedEvent(h BlockHash, medium string) KVEvent {
 	return KVEvent{Kind: BlockRemoved, BlockHashes: []BlockHash{h}, Medium: medium}
+}
+
+// EventFunc holds the function an [EventReporter] reports to: a connector
+// keeps one, sets it in ReportEvents, and builds an event only when Get
+// returns a function. The zero value holds none.
+type EventFunc struct{ p atomic.Pointer[func(KVEvent)] }
+
+// Set holds emit, or none for nil.
+func (f *EventFunc) Set(emit func(KVEvent)) {
+	if emit == nil {
+		f.p.Store(nil)
+		return
+	}
+	f.p.Store(&emit)
+}
+
+// Get returns the function held, or nil.
+func (f *EventFunc) Get() func(KVEvent) {
+	if p := f.p.Load(); p != nil {
+		return *p
+	}
+	return nil
 }

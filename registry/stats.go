@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"errors"
 	"maps"
 	"sync/atomic"
 	"time"
@@ -255,4 +256,23 @@ func (r *StatsRecorder) Stats() Stats {
 		s.Errors[k] = r.errors[k].Load()
 	}
 	return s
+}
+
+// LoadDone counts a load, begun at start, that returned n bytes of KV or
+// failed with err, as LoadLayer's errors say: a [LoadError] is stored KV
+// that failed (a miss and ErrorCorrupt), another miss is a miss, and any
+// other error is ErrorLoad.
+func (r *StatsRecorder) LoadDone(start time.Time, n int, err error) {
+	if err == nil {
+		r.Loaded(start, n)
+		return
+	}
+	if _, ok := errors.AsType[*LoadError](err); ok {
+		r.Failed(ErrorCorrupt)
+		r.Missed(start)
+	} else if errors.Is(err, ErrMiss) {
+		r.Missed(start)
+	} else {
+		r.Failed(ErrorLoad)
+	}
 }

@@ -151,7 +151,8 @@ func TestEntryCostCoversHeap(t *testing.T) {
 						binary.LittleEndian.PutUint32(h[:], uint32(i))
 					}
 					layer := fmt.Sprintf("model.layers.%d.self_attn", i)
-					require.NoError(t, s.put(itemKey{h, layer}, make([]byte, i%100)))
+					_, _, err := s.put(itemKey{h, layer}, make([]byte, i%100), false, 1)
+					require.NoError(t, err)
 				}
 				held := heapInUse() - before
 				assert.LessOrEqual(t, held, s.used, "heap held by %d items against their counted cost", n)
