@@ -5,6 +5,7 @@
 //
 //	kvserver -list-connectors [-json]
 //	kvserver [-kv-transfer-config JSON] [-model NAME] [-prompt TEXT] [-tokens N] [-json] [-v] [demo|prefill|decode]
+//	kvserver [-kv-transfer-config JSON] [-model NAME] [-listen ADDR] serve
 //
 // prefill computes the prompt's KV and saves it through the worker side;
 // as in vLLM, the last prompt token is always computed, so prefill saves the
@@ -13,6 +14,12 @@
 // through the worker side, verifies every byte against recomputation and
 // reports how many tokens it loaded and how many it recomputed; demo does
 // both in one process.
+//
+// serve is a long-running process: POST /prefill and POST /decode run a
+// step for the prompt their JSON body names ({"prompt": ..., "tokens": N}),
+// /metrics exports the connector's stats in Prometheus' text format,
+// /events streams its KV events as JSON lines, /healthz answers ok, and
+// SIGTERM stops it once the requests in flight are answered.
 package main
 
 //go:generate go tool kvgen -manifest ../../connectors.yaml
@@ -49,6 +56,7 @@ func run(ctx context.Context, linked *registry.Registry, args []string, stdout, 
 	prompt := fs.String("prompt", "The quick brown fox jumps over the lazy dog", "the prompt")
 	tokens := fs.Int("tokens", 100, "prompt length in tokens; the prompt's tokens repeat to fill it")
 	verbose := fs.Bool("v", false, "log each connector created")
+	listen := fs.String("listen", "127.0.0.1:8080", "serve: the address to listen on")
 	fs.Usage = func() { usage(fs) }
 	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -105,6 +113,12 @@ func run(ctx context.Context, linked *registry.Registry, args []string, stdout, 
 
 	var report any
 	switch mode {
+	case "serve":
+		if err := serve(ctx, e, *listen, stdout); err != nil {
+			fmt.Fprintln(stderr, "kvserver:", err)
+			return 1
+		}
+		return 0
 	case "prefill":
 		report, err = e.prefill(ctx, req)
 	case "decode":
@@ -139,6 +153,7 @@ var modes = []struct{ name, summary string }{
 	{"demo", "prefill, then decode, in one process (the default)"},
 	{"prefill", "compute the prompt's KV and save it through the connector"},
 	{"decode", "load what the connector holds for the prompt, verify every byte, recompute the rest"},
+	{"serve", "serve prefill and decode over HTTP (POST /prefill, POST /decode), with /metrics, /healthz and /events, until SIGTERM"},
 }
 
 func modeNames() []string {
