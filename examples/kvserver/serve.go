@@ -74,6 +74,9 @@ func serve(ctx context.Context, e *engine, listen string, stdout io.Writer) erro
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(s.inFlight, s.steps, s.tokens, &statsCollector{connector: e.cfg.Connector, worker: w})
+	if r, ok := w.(registry.StatsReporter); ok {
+		r.KVStats() // connectors count from the first read: from now on
+	}
 	if r, ok := w.(registry.EventReporter); ok {
 		r.ReportEvents(s.events.publish)
 		defer r.ReportEvents(nil)
@@ -90,7 +93,7 @@ func serve(ctx context.Context, e *engine, listen string, stdout io.Writer) erro
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "kvserver: serving %s through %s on http://%s\n", e.cfg.Model, registry.Quote(e.cfg.Connector), ln.Addr())
+	fmt.Fprintf(stdout, "kvserver: serving through %s on http://%s\n", registry.Quote(e.cfg.Connector), ln.Addr())
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(e.log.Handler(), slog.LevelWarn)}
 	// Followers of /events stream until they leave: a shutdown ends their
 	// streams, or it would wait for them forever.

@@ -100,8 +100,7 @@ func TestServeHandoffMetricsEventsAndDrain(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 	resp.Body.Close()
-	assert.Zero(t, metric(t, base, "kvgen_connector_load_hits_total"+lbl))
-	assert.Zero(t, metric(t, base, "kvgen_connector_saved_bytes_total"+lbl))
+	// No scrape before the handoff: what is counted does not wait for one.
 
 	// A router follows the events.
 	follow, err := http.Get(base + "/events")
