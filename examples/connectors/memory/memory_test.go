@@ -30,7 +30,7 @@ func TestConformanceDefaultSettings(t *testing.T) {
 const bs = 4
 
 // open creates a connector on the store called name, closed when t ends.
-func open(t *testing.T, name string, capacity int64, layers ...string) *connector {
+func open(t testing.TB, name string, capacity int64, layers ...string) *connector {
 	t.Helper()
 	extra := map[string]any{"store": name}
 	if capacity > 0 {
