@@ -81,6 +81,9 @@ type decodeReport struct {
 	Loaded     int    `json:"loaded_tokens"`
 	Recomputed int    `json:"recomputed_tokens"`
 	Verified   bool   `json:"verified"`
+	// FailedBlocks are the blocks [first, end) a load reported failed, if
+	// one did.
+	FailedBlocks []int `json:"failed_blocks,omitempty"`
 }
 
 // loadablePrefix is how many prompt tokens a decode step can load: the full
@@ -149,6 +152,7 @@ func (e *engine) decode(ctx context.Context, req *registry.Request) (*decodeRepo
 	// One buffer serves every layer: a connector that can load into it
 	// (registry.LayerAppender) allocates nothing per layer.
 	var buf []byte
+load:
 	for _, layer := range e.cfg.LayerNames {
 		if n == 0 {
 			break
@@ -156,11 +160,23 @@ func (e *engine) decode(ctx context.Context, req *registry.Request) (*decodeRepo
 		kv, err := registry.AppendLayer(ctx, wc, req, layer, n, buf[:0])
 		buf = kv
 		if err != nil {
-			if err := e.loadFailed("loading "+registry.Quote(layer), err); err != nil {
-				return nil, err
+			// As vLLM does with the blocks a connector reports failed: the
+			// blocks before the first failed one are kept, the rest
+			// recomputed, or the request fails naming them.
+			bs := e.cfg.BlockSize
+			first, end := registry.FailedBlocks(err, n, bs)
+			r.FailedBlocks = []int{first, end}
+			if e.cfg.LoadFailurePolicy == registry.PolicyFail {
+				return nil, fmt.Errorf("loading %s: blocks %d to %d (tokens %d to %d) failed: %w (kv_load_failure_policy is fail)",
+					registry.Quote(layer), first, end-1, first*bs, end*bs-1, err)
 			}
-			n = 0
-			break
+			e.log.Warn("kv load failed; recomputing from the first failed block", "layer", layer, "first_block", first, "end_block", end, "error", err)
+			if keep := max(first, 0) * bs; keep < n {
+				n = keep
+			} else {
+				n = 0 // a report that keeps everything is no report
+			}
+			goto load // the layers loaded so far held more than is kept now
 		}
 		if want := computeKV(req.PromptTokens[:n], layer); !bytes.Equal(kv, want) {
 			return nil, fmt.Errorf("%s, layer %s, %d tokens: %w", registry.Quote(e.cfg.Connector), registry.Quote(layer), n, errWrongData)

@@ -5,6 +5,7 @@
 //
 //	kvserver -list-connectors [-json]
 //	kvserver [-kv-transfer-config JSON] [-model NAME] [-prompt TEXT] [-tokens N] [-json] [-v] [demo|prefill|decode]
+//	kvserver [-kv-transfer-config JSON] [-model NAME] [-listen ADDR] serve
 //
 // prefill computes the prompt's KV and saves it through the worker side;
 // as in vLLM, the last prompt token is always computed, so prefill saves the
@@ -13,6 +14,12 @@
 // through the worker side, verifies every byte against recomputation and
 // reports how many tokens it loaded and how many it recomputed; demo does
 // both in one process.
+//
+// serve is a long-running process: POST /prefill and POST /decode run a
+// step for the prompt their JSON body names ({"prompt": ..., "tokens": N}),
+// /metrics exports the connector's stats in Prometheus' text format,
+// /events streams its KV events as JSON lines, /healthz answers ok, and
+// SIGTERM stops it once the requests in flight are answered.
 package main
 
 //go:generate go tool kvgen -manifest ../../connectors.yaml
@@ -34,19 +41,22 @@ import (
 )
 
 func main() {
-	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(run(context.Background(), Registry, os.Args[1:], os.Stdout, os.Stderr))
 }
 
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// run is kvserver with the registry it links: the generated one, or in
+// tests one built for the case.
+func run(ctx context.Context, linked *registry.Registry, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("kvserver", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	list := fs.Bool("list-connectors", false, "list the linked connectors and exit")
 	asJSON := fs.Bool("json", false, "print JSON")
-	configJSON := fs.String("kv-transfer-config", `{"kv_connector":"memory"}`, "vLLM-style KV transfer config (JSON)")
+	configJSON := fs.String("kv-transfer-config", "", "vLLM-style KV transfer config (JSON); default: "+describeDefault(linked))
 	model := fs.String("model", "", "the model whose KV this is; connectors keep each model's KV apart")
 	prompt := fs.String("prompt", "The quick brown fox jumps over the lazy dog", "the prompt")
 	tokens := fs.Int("tokens", 100, "prompt length in tokens; the prompt's tokens repeat to fill it")
 	verbose := fs.Bool("v", false, "log each connector created")
+	listen := fs.String("listen", "127.0.0.1:8080", "serve: the address to listen on")
 	fs.Usage = func() { usage(fs) }
 	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -54,7 +64,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if *list {
-		if err := listConnectors(stdout, Registry, *asJSON); err != nil {
+		if err := listConnectors(stdout, linked, *asJSON); err != nil {
 			fmt.Fprintln(stderr, "kvserver:", err)
 			return 1
 		}
@@ -77,6 +87,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kvserver: unknown mode %q (want %s)\n", mode, strings.Join(modeNames(), ", "))
 		return 2
 	}
+	if *configJSON == "" {
+		*configJSON = defaultConfig(linked)
+	}
 	cfg, err := registry.ParseTransferConfig([]byte(*configJSON))
 	if err != nil {
 		fmt.Fprintln(stderr, "kvserver:", err)
@@ -95,11 +108,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// The connectors log through the registry: slog.Default stays as it is.
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	req := &registry.Request{ID: "req-0", PromptTokens: tokenize(*prompt, *tokens)}
-	e := &engine{reg: Registry.WithLogger(logger), log: logger, cfg: cfg}
+	e := &engine{reg: linked.WithLogger(logger), log: logger, cfg: cfg}
 	defer e.Close()
 
 	var report any
 	switch mode {
+	case "serve":
+		if err := serve(ctx, e, *listen, stdout); err != nil {
+			fmt.Fprintln(stderr, "kvserver:", err)
+			return 1
+		}
+		return 0
 	case "prefill":
 		report, err = e.prefill(ctx, req)
 	case "decode":
@@ -134,6 +153,7 @@ var modes = []struct{ name, summary string }{
 	{"demo", "prefill, then decode, in one process (the default)"},
 	{"prefill", "compute the prompt's KV and save it through the connector"},
 	{"decode", "load what the connector holds for the prompt, verify every byte, recompute the rest"},
+	{"serve", "serve prefill and decode over HTTP (POST /prefill, POST /decode), with /metrics, /healthz and /events, until SIGTERM"},
 }
 
 func modeNames() []string {

@@ -11,12 +11,20 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kvgen/kvgen/registry"
 )
 
 func runServer(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
+	return runWith(t, Registry, args...)
+}
+
+// runWith runs kvserver as a build linking reg would.
+func runWith(t *testing.T, reg *registry.Registry, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
 	var out, errb bytes.Buffer
-	code = run(context.Background(), args, &out, &errb)
+	code = run(context.Background(), reg, args, &out, &errb)
 	return code, out.String(), errb.String()
 }
 

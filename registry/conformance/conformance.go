@@ -15,8 +15,13 @@
 // computed tokens, slices that are not shared with the caller, loads into
 // the caller's buffer for a [registry.LayerAppender], concurrent use,
 // idempotent Close, rejected unknown settings, and models kept apart:
-// engines of two models sharing one store never see each other's KV. Run it
-// with -race.
+// engines of two models sharing one store never see each other's KV. It
+// checks each optional interface a connector implements and skips the
+// others: stats that add up to what the suite did
+// ([registry.StatsReporter]), events that match its saves
+// ([registry.EventReporter]), and the blocks a load of damaged KV reports
+// as failed ([registry.LoadError], with [Options.Damage]). Run it with
+// -race.
 package conformance
 
 import (
@@ -40,6 +45,11 @@ type Options struct {
 	Extra func(t testing.TB) map[string]any
 	// Roles the connector serves; zero means both.
 	Roles registry.RoleSet
+	// Damage, if set, breaks the stored KV of one layer of the prefix with
+	// hash prefix in the store extra configures, as a torn write or a bad
+	// disk would, so that the suite checks the [registry.LoadError] a load
+	// of it returns. Nil skips that check.
+	Damage func(t testing.TB, extra map[string]any, prefix registry.BlockHash, layer string)
 }
 
 // name is the registry key the suite gives the connector under test.
@@ -89,6 +99,11 @@ func Run(t *testing.T, factory registry.Factory, opts Options) {
 	t.Run("UnknownSetting", s.unknownSetting)
 	t.Run("IsolatedByModel", s.isolatedByModel)
 	t.Run("Finished", s.finished)
+	// Optional interfaces: each is checked where implemented, and skipped
+	// where not.
+	t.Run("StatsAddUp", s.statsAddUp)
+	t.Run("EventsMatchSaves", s.eventsMatchSaves)
+	t.Run("LoadErrorsNamed", s.loadErrorsNamed)
 }
 
 // suite holds what every subtest shares.

@@ -142,6 +142,8 @@ type Connector struct {
 	maxLayer   int64 // max_layer_bytes
 	closed     atomic.Bool
 	closeOnce  sync.Once
+	stats      registry.StatsRecorder
+	emit       registry.EventFunc
 	stop       chan struct{} // closed by Close
 	swept      chan struct{} // closed when the sweeper returns; nil without one
 }
@@ -150,6 +152,8 @@ var (
 	_ registry.Scheduler     = (*Connector)(nil)
 	_ registry.Worker        = (*Connector)(nil)
 	_ registry.LayerAppender = (*Connector)(nil)
+	_ registry.StatsReporter = (*Connector)(nil)
+	_ registry.EventReporter = (*Connector)(nil)
 )
 
 var (
@@ -271,9 +275,9 @@ func (c *Connector) RequestFinished(ctx context.Context, req *registry.Request) 
 	return nil
 }
 
-// SaveLayer writes kv to the layer's file for the prefix, replacing it
+// saveLayer writes kv to the layer's file for the prefix, replacing it
 // atomically.
-func (c *Connector) SaveLayer(ctx context.Context, req *registry.Request, layer string, numTokens int, kv []byte) error {
+func (c *Connector) saveLayer(ctx context.Context, req *registry.Request, layer string, numTokens int, kv []byte) error {
 	if c.closed.Load() {
 		return errClosed
 	}
@@ -311,9 +315,8 @@ func (c *Connector) LoadLayer(ctx context.Context, req *registry.Request, layer 
 	return kv, nil
 }
 
-// AppendLayer is LoadLayer reading into dst's spare capacity, growing it if
-// it is short.
-func (c *Connector) AppendLayer(ctx context.Context, req *registry.Request, layer string, numTokens int, dst []byte) ([]byte, error) {
+// appendLayer is AppendLayer without the counting.
+func (c *Connector) appendLayer(ctx context.Context, req *registry.Request, layer string, numTokens int, dst []byte) ([]byte, error) {
 	if c.closed.Load() {
 		return dst, errClosed
 	}
@@ -338,7 +341,9 @@ func (c *Connector) AppendLayer(ctx context.Context, req *registry.Request, laye
 	path := filepath.Join(c.dir, h.String(), name)
 	c.logger().LogAttrs(ctx, slog.LevelWarn, "kv file unusable, treated as a miss",
 		slog.String("file", path), slog.String("layer", layer), slog.String("reason", err.Error()))
-	return dst, fmt.Errorf("%w: %q: %w", registry.ErrMiss, path, err) // whole: a path cut short is no use
+	// Every block of the prefix fails with the layer's one checksum.
+	return dst, &registry.LoadError{Layer: layer, EndBlock: numTokens / c.prefixes.BlockSize(), BlockSize: c.prefixes.BlockSize(),
+		Err: fmt.Errorf("%q: %w", path, err)} // whole: a path cut short is no use
 }
 
 // readFile appends the checked KV bytes of the layer file name of prefix h

@@ -27,6 +27,15 @@ func TestConformance(t *testing.T) {
 		Extra: func(t testing.TB) map[string]any {
 			return map[string]any{"shared_storage_path": t.TempDir()}
 		},
+		// A bit flipped in the last byte of the layer's file, as a bad
+		// disk would.
+		Damage: func(t testing.TB, extra map[string]any, prefix registry.BlockHash, layer string) {
+			path := filepath.Join(extra["shared_storage_path"].(string), prefix.String(), fileName(layer))
+			b, err := os.ReadFile(path)
+			require.NoError(t, err)
+			b[len(b)-1] ^= 1
+			require.NoError(t, os.WriteFile(path, b, 0o644))
+		},
 	})
 }
 

@@ -72,7 +72,11 @@ func New(ctx context.Context, cfg registry.Config, role registry.Role) (registry
 	return &connector{cfg: cfg, prefixes: prefixes, hashes: prefixes.Cache(), store: s}, nil
 }
 
-var _ registry.LayerAppender = (*connector)(nil)
+var (
+	_ registry.LayerAppender = (*connector)(nil)
+	_ registry.StatsReporter = (*connector)(nil)
+	_ registry.EventReporter = (*connector)(nil)
+)
 
 // connector is one side of a shared store.
 type connector struct {
@@ -82,7 +86,20 @@ type connector struct {
 	hashes    *registry.PrefixCache // prefixes, remembering a request's
 	closed    atomic.Bool
 	closeOnce sync.Once
+	stats     registry.StatsRecorder
+	emit      registry.EventFunc
 }
+
+// KVStats returns what the connector counted since KVStats was first
+// called: layers loaded, missed and saved, their bytes and latencies.
+func (c *connector) KVStats() registry.Stats { return c.stats.Stats() }
+
+// ReportEvents reports, on medium CPU, a BlockStored event for each prefix
+// a save of this connector completed (every configured layer stored), and
+// a BlockRemoved event for each complete prefix its saves evicted a layer
+// of. Evictions are the saving connector's to report: connectors sharing
+// a store each report what their own saves did.
+func (c *connector) ReportEvents(emit func(registry.KVEvent)) { c.emit.Set(emit) }
 
 // Close releases the connector's reference to its store.
 func (c *connector) Close() error {
@@ -123,11 +140,30 @@ func (c *connector) SaveLayer(ctx context.Context, req *registry.Request, layer 
 	if layer == "" {
 		return errors.New("save: empty layer name")
 	}
+	start := c.stats.Start()
 	h, err := c.hashes.Hash(req.PromptTokens, numTokens)
 	if err != nil {
+		c.stats.Failed(registry.ErrorSave)
 		return fmt.Errorf("save layer %s: %w", registry.Quote(layer), err)
 	}
-	return c.store.put(itemKey{h, layer}, slices.Clone(kv))
+	emit := c.emit.Get()
+	stored, removed, err := c.store.put(itemKey{h, layer}, slices.Clone(kv), emit != nil, max(len(c.cfg.LayerNames), 1))
+	if err != nil {
+		c.stats.Failed(registry.ErrorSave)
+		return err
+	}
+	c.stats.Saved(start, len(kv))
+	if emit != nil {
+		// Removals first: a router that applies events in order then never
+		// drops what this save stored.
+		for _, r := range removed {
+			emit(registry.RemovedEvent(r, registry.MediumCPU))
+		}
+		if stored {
+			emit(c.prefixes.StoredEvent(req, numTokens, registry.MediumCPU))
+		}
+	}
+	return nil
 }
 
 // LoadLayer returns a copy of a stored layer and marks it recently used.
@@ -145,14 +181,18 @@ func (c *connector) AppendLayer(ctx context.Context, req *registry.Request, laye
 	if c.closed.Load() {
 		return dst, errClosed
 	}
+	start := c.stats.Start()
 	h, err := c.hashes.Hash(req.PromptTokens, numTokens)
 	if err != nil {
+		c.stats.Failed(registry.ErrorLoad)
 		return dst, fmt.Errorf("load layer %s: %w", registry.Quote(layer), err)
 	}
 	kv, ok := c.store.appendTo(dst, itemKey{h, layer})
 	if !ok {
+		c.stats.Missed(start)
 		return dst, fmt.Errorf("layer %s of a %d-token prefix: %w", registry.Quote(layer), numTokens, registry.ErrMiss)
 	}
+	c.stats.Loaded(start, len(kv)-len(dst))
 	return kv, nil
 }
 

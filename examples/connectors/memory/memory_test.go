@@ -30,7 +30,7 @@ func TestConformanceDefaultSettings(t *testing.T) {
 const bs = 4
 
 // open creates a connector on the store called name, closed when t ends.
-func open(t *testing.T, name string, capacity int64, layers ...string) *connector {
+func open(t testing.TB, name string, capacity int64, layers ...string) *connector {
 	t.Helper()
 	extra := map[string]any{"store": name}
 	if capacity > 0 {
@@ -151,7 +151,8 @@ func TestEntryCostCoversHeap(t *testing.T) {
 						binary.LittleEndian.PutUint32(h[:], uint32(i))
 					}
 					layer := fmt.Sprintf("model.layers.%d.self_attn", i)
-					require.NoError(t, s.put(itemKey{h, layer}, make([]byte, i%100)))
+					_, _, err := s.put(itemKey{h, layer}, make([]byte, i%100), false, 1)
+					require.NoError(t, err)
 				}
 				held := heapInUse() - before
 				assert.LessOrEqual(t, held, s.used, "heap held by %d items against their counted cost", n)

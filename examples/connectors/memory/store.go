@@ -97,14 +97,21 @@ func newStore(name string, capacity int64) *store {
 
 // put stores kv, which the caller hands over, replacing what k held and
 // evicting the least recently used items until it fits.
-func (s *store) put(k itemKey, kv []byte) error {
+//
+// With events asked for, a prefix counts as loadable once it holds
+// complete layers (at least one), and put reports whether k's prefix
+// became loadable by this put and which prefixes stopped being loadable
+// by its evictions; without, it reports nothing and allocates nothing for
+// it.
+func (s *store) put(k itemKey, kv []byte, events bool, complete int) (stored bool, removed []registry.BlockHash, err error) {
 	c := cost(k.layer, kv)
 	if c > s.capacity {
-		return fmt.Errorf("layer %s of %d bytes (%d with its name and bookkeeping) does not fit in store %s of %d bytes (capacity_bytes)",
+		return false, nil, fmt.Errorf("layer %s of %d bytes (%d with its name and bookkeeping) does not fit in store %s of %d bytes (capacity_bytes)",
 			registry.Quote(k.layer), len(kv), c, registry.Quote(s.name), s.capacity)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	had := s.layers[k.prefix] // with k's layer, if saved before: saving it again completes nothing
 	if it, ok := s.items[k]; ok {
 		k.layer = it.key.layer // already the store's own copy
 		s.remove(it)
@@ -113,14 +120,25 @@ func (s *store) put(k itemKey, kv []byte) error {
 		k.layer = strings.Clone(k.layer)
 	}
 	for s.used+c > s.capacity {
+		victim := s.head.prev.key.prefix
 		s.remove(s.head.prev)
+		if events && victim != k.prefix && s.layers[victim] == complete-1 {
+			removed = append(removed, victim)
+		}
 	}
 	it := &item{key: k, kv: kv, cost: c}
 	s.pushFront(it)
 	s.items[k] = it
 	s.layers[k.prefix]++
 	s.used += c
-	return nil
+	now := s.layers[k.prefix]
+	if events {
+		if had >= complete && now < complete {
+			removed = append(removed, k.prefix) // its own layers made room
+		}
+		stored = had < complete && now >= complete
+	}
+	return stored, removed, nil
 }
 
 // remove drops it; the caller holds s.mu.

@@ -1,9 +1,13 @@
 package redis_test
 
 import (
+	"net/url"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/kvgen/kvgen/examples/external/redis"
+	"github.com/kvgen/kvgen/registry"
 	"github.com/kvgen/kvgen/registry/conformance"
 )
 
@@ -18,6 +22,14 @@ func TestConformance(t *testing.T) {
 				"addrs":      []string{srv.Addr()},
 				"key_prefix": "conformance:" + t.Name() + ":",
 			}
+		},
+		// A byte appended to the layer's value, as a torn or foreign
+		// write would leave it.
+		Damage: func(t testing.TB, extra map[string]any, prefix registry.BlockHash, layer string) {
+			key := extra["key_prefix"].(string) + "{" + prefix.String() + "}:" + url.PathEscape(layer)
+			n, err := rawClient(t, srv.Addr()).Append(t.Context(), key, "x").Result()
+			require.NoError(t, err)
+			require.Greater(t, n, int64(1), "the layer was stored")
 		},
 	})
 }

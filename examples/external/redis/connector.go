@@ -128,12 +128,29 @@ type connector struct {
 
 	closeOnce sync.Once
 	closed    atomic.Bool // SaveLayer buffers, so it checks this itself
+
+	stats registry.StatsRecorder
+	emit  registry.EventFunc
 }
 
 var (
-	_ registry.Scheduler = (*connector)(nil)
-	_ registry.Worker    = (*connector)(nil)
+	_ registry.Scheduler     = (*connector)(nil)
+	_ registry.Worker        = (*connector)(nil)
+	_ registry.StatsReporter = (*connector)(nil)
+	_ registry.EventReporter = (*connector)(nil)
 )
+
+// KVStats returns what the connector counted since KVStats was first
+// called. A save is timed from SaveLayer until its batch is written, and
+// counts as failed when the batch fails; a stored value that fails its
+// check counts as a miss and as ErrorCorrupt.
+func (c *connector) KVStats() registry.Stats { return c.stats.Stats() }
+
+// ReportEvents reports a BlockStored event, on medium REDIS, for each
+// prefix whose last missing layer a write of this connector stored.
+// Nothing is reported as removed: Redis expires (ttl) and evicts
+// (maxmemory) keys without telling its clients.
+func (c *connector) ReportEvents(emit func(registry.KVEvent)) { c.emit.Set(emit) }
 
 // Close writes the saves still buffered, then closes the client's
 // connections. Later calls return nil, as the contract asks, and later

@@ -57,6 +57,14 @@ type reader struct {
 // reported by Finished, or readAheadTTL passes. Each value is checked when
 // it is handed out, as a value fetched alone is.
 func (c *connector) LoadLayer(ctx context.Context, req *registry.Request, layer string, numTokens int) ([]byte, error) {
+	start := c.stats.Start()
+	kv, err := c.loadLayer(ctx, req, layer, numTokens)
+	c.stats.LoadDone(start, len(kv), err)
+	return kv, err
+}
+
+// loadLayer is LoadLayer without the counting.
+func (c *connector) loadLayer(ctx context.Context, req *registry.Request, layer string, numTokens int) ([]byte, error) {
 	h, err := c.prefix(req, layer, numTokens)
 	if err != nil {
 		return nil, err
@@ -202,8 +210,10 @@ func (c *connector) decodeReply(ctx context.Context, req *registry.Request, h re
 	if err != nil {
 		c.logger.WarnContext(ctx, "redis kv connector: ignoring a stored value that fails its check",
 			slog.String("key", key), slog.String("request", req.ID), slog.String("reason", err.Error()))
-		return nil, fmt.Errorf("%w: layer %s of %d tokens of request %s: stored value rejected: %w",
-			registry.ErrMiss, registry.Quote(layer), numTokens, registry.Quote(req.ID), err)
+		// The value holds the whole layer: every block of the prefix fails.
+		bs := c.prefixes.BlockSize()
+		return nil, &registry.LoadError{Layer: layer, EndBlock: numTokens / bs, BlockSize: bs,
+			Err: fmt.Errorf("request %s: stored value rejected: %w", registry.Quote(req.ID), err)}
 	}
 	return kv, nil
 }

@@ -33,6 +33,12 @@ type pendingSave struct {
 	prefix registry.BlockHash
 	layer  string
 	value  []byte // encodeValue's output, owned by the connector
+	// For stats and events, and only while someone reads them: when
+	// SaveLayer was called, how many KV bytes it saved, and the prefix's
+	// tokens.
+	start  time.Time
+	size   int
+	tokens []uint32
 }
 
 // saveBatch is a set of saves written together.
@@ -141,8 +147,10 @@ func (l *lane) queueLocked() {
 // layers and marker in one MULTI so that the marker never outlives a failed
 // save of its layers. A failed write is reported by WaitForSave.
 func (c *connector) SaveLayer(ctx context.Context, req *registry.Request, layer string, numTokens int, kv []byte) error {
+	start := c.stats.Start()
 	h, err := c.prefix(req, layer, numTokens)
 	if err != nil {
+		c.stats.Failed(registry.ErrorSave)
 		return err
 	}
 	err = ctx.Err()
@@ -150,9 +158,14 @@ func (c *connector) SaveLayer(ctx context.Context, req *registry.Request, layer 
 		err = goredis.ErrClosed
 	}
 	if err != nil {
+		c.stats.Failed(registry.ErrorSave)
 		return fmt.Errorf("%s: save layer %s of %d tokens of request %s: %w", c.where, registry.Quote(layer), numTokens, registry.Quote(req.ID), err)
 	}
 	value := encodeValue(c.saver.getBuffer(), h, layer, kv)
+	sv := pendingSave{prefix: h, layer: layer, value: value, start: start, size: len(kv)}
+	if c.emit.Get() != nil {
+		sv.tokens = slices.Clone(req.PromptTokens[:numTokens])
+	}
 	s := &c.saver
 	l := &s.lanes[int(h[0])%lanes]
 	s.mu.Lock()
@@ -160,7 +173,7 @@ func (c *connector) SaveLayer(ctx context.Context, req *registry.Request, layer 
 		l.open = &saveBatch{done: make(chan struct{})}
 	}
 	b := l.open
-	b.saves = append(b.saves, pendingSave{prefix: h, layer: layer, value: value})
+	b.saves = append(b.saves, sv)
 	b.bytes += cap(value) // what the batch holds in memory, reused buffers included
 	if b.bytes < flushBytes {
 		s.mu.Unlock()
@@ -237,22 +250,47 @@ func (c *connector) write(ctx context.Context, l *lane, b *saveBatch) {
 		}
 		groups[sv.prefix] = append(groups[sv.prefix], sv)
 	}
+	emit := c.emit.Get()
 	tx := func(prefixes []registry.BlockHash) error {
+		// With events asked for, the transaction counts each prefix's
+		// keys before and after its writes: a prefix whose writes
+		// completed it became loadable.
+		var before, after []*goredis.IntCmd
 		_, err := c.client.TxPipelined(ctx, func(p goredis.Pipeliner) error {
 			for _, h := range prefixes {
+				if emit != nil {
+					before = append(before, p.Exists(ctx, c.keysOf(h)...))
+				}
 				for _, sv := range groups[h] {
 					p.Set(ctx, c.layerKey(h, sv.layer), sv.value, ttl)
 				}
 				p.Set(ctx, c.prefixKey(h), "", ttl)
+				if emit != nil {
+					after = append(after, p.Exists(ctx, c.keysOf(h)...))
+				}
 			}
 			return nil
 		})
 		if err != nil {
 			c.failed(err)
+			for _, h := range prefixes {
+				for range groups[h] {
+					c.stats.Failed(registry.ErrorSave)
+				}
+			}
 			return fmt.Errorf("%s: write %d layers of %d prefixes: %w", c.where, len(b.saves), len(prefixes), err)
 		}
-		for _, h := range prefixes {
+		want := int64(max(len(c.layers), 1))
+		for i, h := range prefixes {
 			c.reader.saved(h, groups[h])
+			for _, sv := range groups[h] {
+				c.stats.Saved(sv.start, sv.size)
+			}
+			if emit != nil && before[i].Val() < want && after[i].Val() == want {
+				if sv := groups[h][0]; sv.tokens != nil {
+					emit(c.prefixes.StoredEvent(&registry.Request{PromptTokens: sv.tokens}, len(sv.tokens), registry.MediumRedis))
+				}
+			}
 		}
 		return nil
 	}

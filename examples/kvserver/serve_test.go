@@ -1,0 +1,185 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// startServe builds kvserver and runs it in serve mode on a free port,
+// returning its base URL and the process.
+func startServe(t *testing.T, config string) (string, *exec.Cmd, *syncBuffer) {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "kvserver")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	cmd := exec.Command(bin, "-kv-transfer-config", config, "-listen", "127.0.0.1:0", "serve")
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	require.NoError(t, err, "stderr: %s", stderr.String())
+	m := regexp.MustCompile(`on (http://\S+)`).FindStringSubmatch(line)
+	require.NotNil(t, m, line)
+	return m[1], cmd, stderr
+}
+
+// syncBuffer is the process's stderr, read while it is written.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// metric returns the value of the series of /metrics that starts with
+// name (with its labels), or -1 if there is none.
+func metric(t *testing.T, base, series string) float64 {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			require.NoError(t, err)
+			return f
+		}
+	}
+	return -1
+}
+
+// post runs a step and decodes its report into report.
+func post(t *testing.T, base, step, body string, report any) {
+	t.Helper()
+	resp, err := http.Post(base+"/"+step, "application/json", strings.NewReader(body))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(report))
+}
+
+// An operator scrapes /metrics during a prefill/decode handoff and sees the
+// counts move; a router following /events sees the stored prefix; SIGTERM
+// answers the request in flight before the process exits.
+func TestServeHandoffMetricsEventsAndDrain(t *testing.T) {
+	base, cmd, stderr := startServe(t, `{"kv_connector":"memory"}`)
+	lbl := `{connector="memory"}`
+
+	resp, err := http.Get(base + "/healthz")
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	resp.Body.Close()
+	// No scrape before the handoff: what is counted does not wait for one.
+
+	// A router follows the events.
+	follow, err := http.Get(base + "/events")
+	require.NoError(t, err)
+	defer follow.Body.Close()
+	events := make(chan map[string]any, 16)
+	go func() {
+		defer close(events)
+		sc := bufio.NewScanner(follow.Body)
+		for sc.Scan() {
+			var e map[string]any
+			if json.Unmarshal(sc.Bytes(), &e) == nil {
+				events <- e
+			}
+		}
+	}()
+
+	var p prefillReport
+	post(t, base, "prefill", `{"prompt":"a shared system prompt","tokens":100}`, &p)
+	assert.Equal(t, 96, p.Saved)
+	layerBytes := float64(96 * kvBytesPerToken)
+	assert.Equal(t, 4*layerBytes, metric(t, base, "kvgen_connector_saved_bytes_total"+lbl), "four layers of 96 tokens saved")
+	assert.Zero(t, metric(t, base, "kvgen_connector_load_hits_total"+lbl))
+
+	var d decodeReport
+	post(t, base, "decode", `{"prompt":"a shared system prompt","tokens":100}`, &d)
+	assert.Equal(t, 96, d.Loaded)
+	assert.Equal(t, 4.0, metric(t, base, "kvgen_connector_load_hits_total"+lbl))
+	assert.Equal(t, 4*layerBytes, metric(t, base, "kvgen_connector_loaded_bytes_total"+lbl))
+	assert.Equal(t, 4.0, metric(t, base, "kvgen_connector_load_duration_seconds_count"+lbl))
+	assert.Equal(t, 96.0, metric(t, base, `kvserver_prompt_tokens_total{source="loaded"}`))
+	assert.Equal(t, 1.0, metric(t, base, `kvserver_steps_total{outcome="ok",step="decode"}`))
+
+	select {
+	case e := <-events:
+		assert.Equal(t, "BlockStored", e["type"])
+		assert.Len(t, e["block_hashes"], 6, "96 tokens in blocks of 16")
+		assert.Len(t, e["token_ids"], 96)
+		assert.Equal(t, 16.0, e["block_size"])
+		assert.Equal(t, "CPU", e["medium"])
+		assert.Nil(t, e["lora_name"])
+	case <-time.After(10 * time.Second):
+		t.Fatal("the follower saw no event")
+	}
+
+	// A decode whose body is still on its way when SIGTERM arrives is
+	// answered; then the process exits 0.
+	pr, pw := io.Pipe()
+	answered := make(chan *http.Response, 1)
+	go func() {
+		resp, err := http.Post(base+"/decode", "application/json", pr)
+		if err != nil {
+			close(answered)
+			return
+		}
+		answered <- resp
+	}()
+	_, err = io.WriteString(pw, `{"prompt":"a shared system prompt",`)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return metric(t, base, "kvserver_requests_in_flight") == 1 }, 10*time.Second, 10*time.Millisecond)
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	// The events stream ends with the shutdown, and new connections are
+	// refused.
+	require.Eventually(t, func() bool {
+		_, err := http.Get(base + "/healthz")
+		return err != nil
+	}, 10*time.Second, 10*time.Millisecond)
+	_, err = io.WriteString(pw, `"tokens":100}`)
+	require.NoError(t, err)
+	require.NoError(t, pw.Close())
+	resp, ok := <-answered
+	require.True(t, ok, "the request in flight was answered")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&d))
+	resp.Body.Close()
+	assert.Equal(t, 96, d.Loaded)
+	for range events { // drained: the stream ended
+	}
+	err = cmd.Wait()
+	require.NoError(t, err, "stderr: %s", stderr)
+	assert.Equal(t, 0, cmd.ProcessState.ExitCode())
+}
