@@ -275,24 +275,31 @@ func connectorModule(b *testing.B, n int, same bool) module {
 		fmt.Fprintf(&manifest, "  - name: conn%04d\n    import: %s\n    constructor: New\n", i, path)
 		files[filepath.Join(dir, "connector.go")] = connectorSource(b, pkg, i)
 	}
-	if _, err := os.Stat(filepath.Join(m.dir, "go.mod")); err == nil {
-		return m // written by an earlier -count repetition
+	files["connectors.yaml"] = manifest.String()
+	files[filepath.Join("cmd", "host", "main.go")] = hostMain
+	writeModule(b, m.dir, modPath, files)
+	return m
+}
+
+// writeModule writes, once per run, the module modPath in dir holding
+// files, which requires this checkout of kvgen.
+func writeModule(b *testing.B, dir, modPath string, files map[string]string) {
+	b.Helper()
+	if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+		return // written by an earlier -count repetition
 	}
 	root := repoRoot(b)
 	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
 	if err != nil {
 		b.Fatal(err)
 	}
-	files["go.sum"] = string(sum)
-	files["connectors.yaml"] = manifest.String()
-	files[filepath.Join("cmd", "host", "main.go")] = hostMain
+	writeFile(b, filepath.Join(dir, "go.sum"), string(sum))
 	for name, content := range files {
-		writeFile(b, filepath.Join(m.dir, name), content)
+		writeFile(b, filepath.Join(dir, name), content)
 	}
 	// go.mod last: its presence says the module is complete.
-	writeFile(b, filepath.Join(m.dir, "go.mod"), "module "+modPath+"\n\ngo 1.26.0\n\n"+
+	writeFile(b, filepath.Join(dir, "go.mod"), "module "+modPath+"\n\ngo 1.26.0\n\n"+
 		"require github.com/kvgen/kvgen v0.0.0\n\nreplace github.com/kvgen/kvgen => "+root+"\n")
-	return m
 }
 
 // hostMain is the module's program: it links the generated registry and
