@@ -55,6 +55,9 @@ type Worker interface {
 	// LoadLayer returns one layer's KV for the first numTokens prompt
 	// tokens, exactly as it was saved. If it is not stored, or cannot be
 	// trusted, the error wraps [ErrMiss]: wrong data is never returned.
+	// The returned slice is the caller's own: the connector keeps no
+	// reference to it, and changing it changes nothing stored (the
+	// conformance suite checks both).
 	LoadLayer(ctx context.Context, req *Request, layer string, numTokens int) ([]byte, error)
 	// WaitForSave blocks until every save started so far is stored.
 	WaitForSave(ctx context.Context) error

@@ -12,26 +12,22 @@ import (
 type vllmConnector struct {
 	// what it does, for messages.
 	what string
-	// Where kvgen has a connector that does the same, its import path
-	// and constructor.
+	// Where this package has a connector that does the same, its
+	// constructor's import path and name.
 	importPath, constructor string
 }
 
-// Import paths of kvgen's own connectors that stand in for vLLM's.
-const (
-	filesystemImport = "github.com/kvgen/kvgen/examples/connectors/filesystem"
-	memoryImport     = "github.com/kvgen/kvgen/examples/connectors/memory"
-	registryImport   = "github.com/kvgen/kvgen/registry"
-)
+// registryImport is this package's import path.
+const registryImport = "github.com/kvgen/kvgen/registry"
 
 // vllmConnectors are the names vLLM's KVConnectorFactory registers (older
 // names included), so that a vLLM user's name gets a helpful error rather
 // than a bare "unknown".
 var vllmConnectors = map[string]vllmConnector{
-	"ExampleConnector":       {"its example connector that shares KV through files", filesystemImport, "New"},
-	"SharedStorageConnector": {"its example connector that shares KV through files (now ExampleConnector)", filesystemImport, "New"},
+	"ExampleConnector":       {"its example connector that shares KV through files", "", ""},
+	"SharedStorageConnector": {"its example connector that shares KV through files (now ExampleConnector)", "", ""},
 	"MultiConnector":         {"its composite connector", registryImport, "NewMultiConnector"},
-	"OffloadingConnector":    {"its connector that offloads KV to CPU memory", memoryImport, "New"},
+	"OffloadingConnector":    {"its connector that offloads KV to CPU memory", "", ""},
 	"NixlConnector":          {"its NIXL transfer connector", "", ""},
 	"P2pNcclConnector":       {"its peer-to-peer NCCL connector", "", ""},
 	"LMCacheConnectorV1":     {"its LMCache connector", "", ""},

@@ -233,12 +233,15 @@ func TestCreateVLLMConnectorName(t *testing.T) {
 		return err
 	}
 
-	// vLLM's name for what a linked connector does: say which one.
+	// vLLM's name for a connector this package has no equivalent of: the
+	// registry knows nothing of the connectors it may be given, so it says
+	// how to serve the name.
 	r := registry.MustNew(fs, entry("memory"))
 	assert.EqualError(t, create(r, "SharedStorageConnector"), `unknown kv connector "SharedStorageConnector"; `+
-		`linked: filesystem, memory; SharedStorageConnector is vLLM's name for its example connector that shares KV through files (now ExampleConnector); `+
-		`kvgen's "filesystem" connector does the same and is linked: use "kv_connector": "filesystem", `+
-		`or add SharedStorageConnector to its aliases in connectors.yaml (aliases: [SharedStorageConnector]) and regenerate`)
+		`linked: filesystem, memory; SharedStorageConnector is vLLM's name for its example connector that shares KV through files (now ExampleConnector), `+
+		`which is Python and cannot be linked into a Go binary; `+
+		`to serve the name, add a Go connector to connectors.yaml as - {name: SharedStorageConnector, import: IMPORT/PATH} `+
+		`or give a linked one the alias (aliases: [SharedStorageConnector]), and regenerate`)
 
 	// Not linked: show the entry that links it.
 	r = registry.MustNew(entry("memory"))
