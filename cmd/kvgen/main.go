@@ -18,8 +18,7 @@
 //	kvgen version
 //
 // kvgen -h lists the commands, and each command's -h its flags and an
-// example. Hints name kvgen as it was run: "go tool kvgen" when the go
-// command ran it, "kvgen" when run by that name.
+// example. Hints name kvgen "go tool kvgen", as the README runs it.
 //
 // generate adds to go.mod and go.sum what the manifest's version: and
 // replace: name and they lack, as go get would, and says what it changed;
@@ -96,6 +95,10 @@ func stopOnSignal(parent context.Context) (context.Context, func()) {
 	}
 }
 
+// self is how hints and usage lines name kvgen: as the README runs it, a
+// tool of the module.
+const self = "go tool kvgen"
+
 // Exit codes.
 const (
 	exitOK    = 0
@@ -119,7 +122,7 @@ type env struct {
 	// ctx is the run's context: once a signal has ended it, errors are its
 	// consequences, and report says only that kvgen stopped.
 	ctx  context.Context
-	self string // "go tool kvgen", "kvgen", ...
+	self string // how hints name kvgen: always self
 	// asJSON collects the problems report and fail are given into diags,
 	// which run prints on stdout as JSON, instead of printing them.
 	asJSON bool
@@ -230,7 +233,7 @@ func lookup(name string) (command, bool) {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	e := &env{stdout: stdout, stderr: stderr, ctx: ctx, self: invocation(os.Args, parentArgs())}
+	e := &env{stdout: stdout, stderr: stderr, ctx: ctx, self: self}
 	name := "generate"
 	if len(args) > 0 {
 		switch args[0] {
