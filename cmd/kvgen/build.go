@@ -72,7 +72,7 @@ func runBuild(ctx context.Context, e *env, args []string) int {
 	opts.Tags = splitTags(tags)
 	opts.WorkDir, opts.Env = workDir(), os.Environ()
 	opts.Log = e.stderr
-	opts.CacheDir = cacheDir()
+	opts.CacheDir = e.cacheDir
 	if err := deploy.Build(ctx, opts); err != nil {
 		e.report(err)
 		return exitError

@@ -56,8 +56,8 @@ func (g *genFlags) report(e *env, err error) bool {
 	return true
 }
 
-func (g *genFlags) options() gen.Options {
-	return gen.Options{WorkDir: workDir(), Env: os.Environ(), Manifest: g.manifest, Output: g.output, Tags: splitTags(g.tags), CacheDir: cacheDir()}
+func (g *genFlags) options(e *env) gen.Options {
+	return gen.Options{WorkDir: workDir(), Env: os.Environ(), Manifest: g.manifest, Output: g.output, Tags: splitTags(g.tags), CacheDir: e.cacheDir}
 }
 
 // workDir is the working directory that kvgen's paths are relative to; ""
@@ -79,20 +79,24 @@ func splitTags(s string) []string {
 }
 
 // cacheDir is where kvgen keeps what it found checking constructors:
-// $KVGENCACHE, an absolute directory (run refuses a relative one), none if
-// it is "off", else kvgen/ in the user's cache directory.
-func cacheDir() string {
+// $KVGENCACHE, an absolute directory, none if it is "off", else kvgen/ in
+// the user's cache directory, if there is one. As the go command does
+// with GOCACHE, it refuses a relative KVGENCACHE, which would depend on
+// where kvgen runs.
+func cacheDir() (string, error) {
 	switch v := os.Getenv("KVGENCACHE"); {
 	case v == "off":
-		return ""
+		return "", nil
 	case filepath.IsAbs(v):
-		return v
+		return v, nil
+	case v != "":
+		return "", fmt.Errorf("KVGENCACHE=%q is not an absolute path; set it to an absolute directory, or to off", v)
 	}
 	dir, err := os.UserCacheDir()
 	if err != nil {
-		return ""
+		return "", nil // no cache directory: no cache
 	}
-	return filepath.Join(dir, "kvgen")
+	return filepath.Join(dir, "kvgen"), nil
 }
 
 func runGenerate(ctx context.Context, e *env, args []string) int {
@@ -108,7 +112,7 @@ func runGenerate(ctx context.Context, e *env, args []string) int {
 		e.errorf("generate takes no arguments, got %q", fs.Args())
 		return exitUsage
 	}
-	opts := g.options()
+	opts := g.options(e)
 	switch *mod {
 	case "mod":
 	case "readonly":
@@ -176,7 +180,7 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 		e.errorf("check takes no arguments, got %q", fs.Args())
 		return exitUsage
 	}
-	opts := g.options()
+	opts := g.options(e)
 	opts.ReadOnlyModules = true
 	res, err := gen.Generate(ctx, opts)
 	if err != nil {
@@ -230,8 +234,8 @@ func toListed(e *gen.Entry) listed {
 
 // resolveListed resolves the manifest's entries, with their package docs,
 // for list and doc.
-func resolveListed(ctx context.Context, g genFlags) ([]listed, error) {
-	opts := g.options()
+func resolveListed(ctx context.Context, e *env, g genFlags) ([]listed, error) {
+	opts := g.options(e)
 	opts.ReadOnlyModules = true // a listing changes nothing
 	res, err := gen.Resolve(ctx, opts)
 	if err != nil {
@@ -266,7 +270,7 @@ func runList(ctx context.Context, e *env, args []string) int {
 		e.errorf("list takes no arguments, got %q", fs.Args())
 		return exitUsage
 	}
-	items, err := resolveListed(ctx, g)
+	items, err := resolveListed(ctx, e, g)
 	if err != nil {
 		g.report(e, err)
 		return exitError

@@ -40,7 +40,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime/debug"
 	"syscall"
 
@@ -123,6 +122,8 @@ type env struct {
 	// consequences, and report says only that kvgen stopped.
 	ctx  context.Context
 	self string // how hints name kvgen: always self
+	// cacheDir is the check cache's directory, "" for none.
+	cacheDir string
 	// asJSON collects the problems report and fail are given into diags,
 	// which run prints on stdout as JSON, instead of printing them.
 	asJSON bool
@@ -256,10 +257,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if c, ok := lookup(name); ok {
-		// As the go command does with GOCACHE: a relative cache
-		// directory would depend on where kvgen runs.
-		if v := os.Getenv("KVGENCACHE"); v != "" && v != "off" && !filepath.IsAbs(v) {
-			e.errorf("KVGENCACHE=%q is not an absolute path; set it to an absolute directory, or to off", v)
+		var err error
+		if e.cacheDir, err = cacheDir(); err != nil {
+			e.errorf("%v", err)
 			return exitUsage
 		}
 		code := c.run(ctx, e, args)

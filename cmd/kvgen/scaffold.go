@@ -129,7 +129,7 @@ func runDoc(ctx context.Context, e *env, args []string) int {
 		e.errorf("doc takes no arguments, got %q", fs.Args())
 		return exitUsage
 	}
-	items, err := resolveListed(ctx, g)
+	items, err := resolveListed(ctx, e, g)
 	if err != nil {
 		g.report(e, err)
 		return exitError
