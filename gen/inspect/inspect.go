@@ -170,7 +170,8 @@ func File(path string) (*Binary, error) {
 			c.Version, c.Sum = m.Version, m.Sum
 			if r := m.Replace; r != nil {
 				c.Replace = r.Path
-				if r.Version != "" {
+				// A directory's "version" is (devel), which says nothing.
+				if r.Version != "" && r.Version != "(devel)" {
 					c.Replace += " " + r.Version
 				}
 				if r.Sum != "" {
