@@ -14,9 +14,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"runtime/debug"
 	"strconv"
+
+	"github.com/kvgen/kvgen/internal/readfile"
 )
 
 // Description is what kvgen generates into a registry file, for a binary
@@ -120,7 +121,7 @@ const MaxSize = 2 << 30
 // binary is an error from debug/buildinfo; a Go binary without a kvgen
 // registry is ErrNoRegistry, wrapped with its path.
 func File(path string) (*Binary, error) {
-	f, err := os.Open(path)
+	f, err := readfile.Open(path)
 	if err != nil {
 		return nil, err
 	}
@@ -128,9 +129,6 @@ func File(path string) (*Binary, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", path)
 	}
 	if fi.Size() > MaxSize {
 		return nil, fmt.Errorf("%s is %d bytes, larger than the %d bytes inspect reads", path, fi.Size(), int64(MaxSize))
