@@ -88,12 +88,14 @@ type DocRow struct {
 	Name, Aliases, Roles, Import, Constructor, Module, Summary string
 }
 
-// RenderDoc renders the Markdown table of a manifest's connectors.
-func RenderDoc(manifest string, rows []DocRow) ([]byte, error) {
+// RenderDoc renders the Markdown table of a manifest's connectors; factory
+// is the contract the manifest's factory: names, or "" for the KV
+// connectors', whose table has a column of roles.
+func RenderDoc(manifest, factory string, rows []DocRow) ([]byte, error) {
 	return render("doc.md.tmpl", struct {
-		Manifest string
-		Rows     []DocRow
-	}{manifest, rows})
+		Manifest, Factory string
+		Rows              []DocRow
+	}{manifest, factory, rows})
 }
 
 func render(name string, data any) ([]byte, error) {

@@ -129,7 +129,7 @@ func runDoc(ctx context.Context, e *env, args []string) int {
 		e.errorf("doc takes no arguments, got %q", fs.Args())
 		return exitUsage
 	}
-	items, err := resolveListed(ctx, g)
+	items, contract, err := resolveListed(ctx, g)
 	if err != nil {
 		g.report(e, err)
 		return exitError
@@ -141,7 +141,11 @@ func runDoc(ctx context.Context, e *env, args []string) int {
 			Import: l.Import, Constructor: l.Constructor, Module: l.moduleAtVersion(), Summary: l.Doc,
 		}
 	}
-	out, err := templates.RenderDoc(filepath.Base(g.manifest), rows)
+	var factory string
+	if !contract.KV() {
+		factory = contract.String()
+	}
+	out, err := templates.RenderDoc(filepath.Base(g.manifest), factory, rows)
 	if err != nil {
 		e.report(err)
 		return exitError
