@@ -1,9 +1,12 @@
 package gen
 
 import (
+	"context"
 	"fmt"
 	"go/token"
 	"go/types"
+
+	"golang.org/x/tools/go/packages"
 
 	"github.com/kvgen/kvgen/gen/manifest"
 	"github.com/kvgen/kvgen/internal/suggest"
@@ -24,9 +27,19 @@ type Contract struct {
 	// by package name, such as "func(next http.Handler, cfg
 	// json.RawMessage) (http.Handler, error)".
 	Signature string
-	// Imports are the packages Signature names, by import path, with the
-	// names it calls them by.
+	// Imports are the packages Signature, Params and Results name, by
+	// import path, with the names they call them by.
 	Imports map[string]string
+	// Params and Results are the zero values of a constructor's
+	// parameters and results, as Go expressions: what a stub returns, and
+	// what a test of it passes.
+	Params, Results []string
+	// ParamList and ResultList are a constructor's parameter and result
+	// lists as Go source writes them, such as "(next http.Handler, cfg
+	// json.RawMessage)" and "(http.Handler, error)".
+	ParamList, ResultList string
+	// ReturnsError is set when a constructor's last result is an error.
+	ReturnsError bool
 }
 
 // KV reports whether c is the KV connector contract.
@@ -106,14 +119,28 @@ func resolveContract(pkg *types.Package, c Contract) (*anyContract, Contract, st
 		imports[p.Path()] = p.Name()
 		return p.Name()
 	}
+	zeros := func(tuple *types.Tuple) []string {
+		var z []string
+		for v := range tuple.Variables() {
+			z = append(z, zero(v.Type(), named))
+		}
+		return z
+	}
 	switch u := t.Underlying().(type) {
 	case *types.Signature:
 		ac.sig = u
 		c.Signature = types.TypeString(u, named)
+		c.Params, c.Results = zeros(u.Params()), zeros(u.Results())
+		c.ParamList, c.ResultList = types.TypeString(u.Params(), named), types.TypeString(u.Results(), named)
+		if n := u.Results().Len(); n > 0 {
+			c.ReturnsError = types.Identical(u.Results().At(n-1).Type(), types.Universe.Lookup("error").Type())
+		}
 	case *types.Interface:
 		ac.iface = u
 		c.Interface = true
 		c.Signature = "func() " + types.TypeString(t, named)
+		c.Results = []string{"nil"}
+		c.ParamList, c.ResultList = "()", types.TypeString(t, named)
 	default:
 		return nil, c, fmt.Sprintf("%s.%s is %s, neither a function type nor an interface; factory: names the type every constructor is, or returns", pkg.Name(), c.Name, kindOf(u))
 	}
@@ -181,6 +208,25 @@ func paramProblem(sig, want *types.Signature, str func(types.Type) string) strin
 	return ""
 }
 
+// zero is the zero value of t as a Go expression, its packages named by
+// qual.
+func zero(t types.Type, qual types.Qualifier) string {
+	switch u := t.Underlying().(type) {
+	case *types.Basic:
+		switch {
+		case u.Info()&types.IsBoolean != 0:
+			return "false"
+		case u.Info()&types.IsString != 0:
+			return `""`
+		case u.Info()&types.IsNumeric != 0:
+			return "0"
+		}
+	case *types.Struct, *types.Array:
+		return types.TypeString(t, qual) + "{}"
+	}
+	return "nil"
+}
+
 // kindOf names the kind of an underlying type, as a message says it.
 func kindOf(t types.Type) string {
 	switch t := t.(type) {
@@ -200,4 +246,35 @@ func kindOf(t types.Type) string {
 		return "a channel type"
 	}
 	return "a type"
+}
+
+// LoadContract resolves the type factory names (IMPORT/PATH.TypeName), as
+// a manifest's factory: does, loading its package as the go command does
+// in dir with env: what `kvgen new` scaffolds a constructor of.
+func LoadContract(ctx context.Context, dir string, env []string, factory string) (*Contract, error) {
+	path, name, err := manifest.ParseFactory(factory)
+	if err != nil {
+		return nil, err
+	}
+	cfg := &packages.Config{Context: ctx, Dir: dir, Env: env, Mode: packages.NeedName | packages.NeedExportFile}
+	pkgs, err := packages.Load(cfg, path)
+	if err != nil {
+		return nil, fmt.Errorf("loading %s: %w", path, err)
+	}
+	if len(pkgs) != 1 || len(pkgs[0].Errors) > 0 || pkgs[0].ExportFile == "" {
+		msg := "does not build"
+		if len(pkgs) == 1 && len(pkgs[0].Errors) > 0 {
+			msg = oneLine(pkgs[0].Errors[0].Msg)
+		}
+		return nil, fmt.Errorf("factory %s: package %s: %s", suggest.Quote(factory), suggest.Quote(path), msg)
+	}
+	pkg, err := readExport(token.NewFileSet(), map[string]*types.Package{}, pkgs[0])
+	if err != nil {
+		return nil, err
+	}
+	_, c, problem := resolveContract(pkg, Contract{Path: path, Name: name})
+	if problem != "" {
+		return nil, fmt.Errorf("factory %s: %s", suggest.Quote(factory), problem)
+	}
+	return &c, nil
 }

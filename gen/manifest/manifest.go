@@ -7,6 +7,7 @@
 package manifest
 
 import (
+	"errors"
 	"fmt"
 	"go/token"
 	"strings"
@@ -63,6 +64,17 @@ func (m *Manifest) Contract() (path, name string, ok bool) {
 	}
 	path, name, ok = splitFactory(m.Factory.V)
 	return path, name, ok
+}
+
+// ParseFactory checks a factory: value given elsewhere, such as on a
+// command line, as the manifest checks its own, and splits it into the
+// import path and the type name.
+func ParseFactory(s string) (path, name string, err error) {
+	if msg := checkFactory(s); msg != "" {
+		return "", "", errors.New(msg)
+	}
+	path, name, _ = splitFactory(s)
+	return path, name, nil
 }
 
 // splitFactory splits IMPORT/PATH.TypeName at the last dot after the last
