@@ -15,6 +15,7 @@ require (
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/kvgen/kvgen/examples/gateway/cors v0.1.0
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/prometheus/client_model v0.6.3 // indirect
 	github.com/prometheus/common v0.72.0 // indirect
@@ -25,3 +26,5 @@ require (
 )
 
 tool github.com/kvgen/kvgen/cmd/kvgen
+
+replace github.com/kvgen/kvgen/examples/gateway/cors => ./examples/gateway/cors

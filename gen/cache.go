@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/kvgen/kvgen/internal/atomicfile"
@@ -85,11 +86,18 @@ func openCache(dir, manifestAbs, output string) *checkCache {
 }
 
 // key names the check of one entry.
-func (c *checkCache) key(reg, pkg, pkgPath, constructor string, roles registry.RoleSet) string {
+// reg holds the export files of the registry package and of the
+// contract's package, separated by NULs; contractName is "" for the KV
+// connector contract.
+func (c *checkCache) key(reg, pkg, pkgPath, constructor string, roles registry.RoleSet, contractName string) string {
 	if c.path == "" || reg == "" || pkg == "" {
 		return ""
 	}
-	return hashFields(c.salt, filepath.Base(reg), filepath.Base(pkg), pkgPath, constructor, strconv.Itoa(int(roles)))
+	var regs []string
+	for _, f := range strings.Split(reg, "\x00") {
+		regs = append(regs, filepath.Base(f))
+	}
+	return hashFields(c.salt, strings.Join(regs, "\x00"), filepath.Base(pkg), pkgPath, constructor, strconv.Itoa(int(roles)), contractName)
 }
 
 func (c *checkCache) get(key string) (cachedCheck, bool) {

@@ -167,3 +167,27 @@ func TestCacheUpToDateFile(t *testing.T) {
 	assert.True(t, stale)
 	assert.Contains(t, string(diff), "a hand edit")
 }
+
+// TestCacheFollowsTheContract changes the contract a factory: names, and
+// not the constructor, between runs that share a check cache: the
+// constructor is checked against the new contract.
+func TestCacheFollowsTheContract(t *testing.T) {
+	root, err := filepath.Abs("..")
+	require.NoError(t, err)
+	dir := caseModule(t, root, filepath.Join(root, "gen", "testdata", "ok_contract_func"))
+	t.Chdir(dir)
+	opts := gen.Options{WorkDir: cwd(t), Env: os.Environ(), Manifest: "connectors.yaml", CacheDir: t.TempDir()}
+	for range 2 {
+		_, err = gen.Generate(context.Background(), opts)
+		require.NoError(t, err)
+	}
+	path := filepath.Join("contract", "contract.go")
+	src, err := os.ReadFile(path)
+	require.NoError(t, err)
+	changed := strings.Replace(string(src), "cfg json.RawMessage) (http.Handler, error)", "cfg json.RawMessage, name string) (http.Handler, error)", 1)
+	require.NotEqual(t, string(src), changed)
+	require.NoError(t, os.WriteFile(path, []byte(changed), 0o644))
+	_, err = gen.Generate(context.Background(), opts)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `marked.New (declared at marked/marked.go:12) has 2 parameters; want 3`)
+}

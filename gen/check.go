@@ -123,7 +123,7 @@ func checkTypes(errs *diag.List, e *Entry, index int, namePos token.Position, lp
 	obj := lp.types.Scope().Lookup(name)
 	if obj == nil {
 		msg := fmt.Sprintf("%s: package %s has no function %s", label, suggest.Quote(p.PkgPath), suggest.Quote(name))
-		if near := suggest.Nearest(name, exportedFuncs(lp.types), 3); len(near) > 0 {
+		if near := suggest.Nearest(name, exported[*types.Func](lp.types), 3); len(near) > 0 {
 			msg += "; did you mean " + quoteJoin(near) + "?"
 		}
 		errs.Add(namePos, "%s", msg)
@@ -152,8 +152,9 @@ func checkTypes(errs *diag.List, e *Entry, index int, namePos token.Position, lp
 // checkSignature returns what is wrong with a constructor's signature in Go
 // terms, or "" if it fits the contract; it sets e.Adapt.
 func checkSignature(sig *types.Signature, c *contract, e *Entry) string {
-	qual := func(p *types.Package) string { return p.Name() }
-	str := func(t types.Type) string { return types.TypeString(t, qual) }
+	if c.any != nil {
+		return c.any.check(sig, e)
+	}
 	want := c.factory
 	wantSig := "func(ctx context.Context, cfg registry.Config, role registry.Role) (registry.Connector, error)"
 	if sig.TypeParams().Len() > 0 {
@@ -162,14 +163,8 @@ func checkSignature(sig *types.Signature, c *contract, e *Entry) string {
 	if sig.Params().Len() != want.Params().Len() {
 		return fmt.Sprintf("has %d parameters; want 3: %s", sig.Params().Len(), wantSig)
 	}
-	for i := range sig.Params().Len() {
-		got, wantT := sig.Params().At(i).Type(), want.Params().At(i).Type()
-		if !types.Identical(got, wantT) {
-			if sig.Variadic() && i == sig.Params().Len()-1 {
-				return fmt.Sprintf("parameter %d is variadic ...%s; want %s", i+1, str(got.(*types.Slice).Elem()), str(wantT))
-			}
-			return fmt.Sprintf("parameter %d is %s; want %s", i+1, str(got), str(wantT))
-		}
+	if problem := paramProblem(sig, want, str); problem != "" {
+		return problem
 	}
 	if sig.Results().Len() != 2 {
 		return fmt.Sprintf("has %d result(s); want 2: (registry.Connector, error)", sig.Results().Len())
@@ -295,10 +290,12 @@ func firstSentence(s string) string {
 	return s
 }
 
-func exportedFuncs(pkg *types.Package) []string {
+// exported lists the exported names of pkg that declare a T (a
+// *types.Func, a *types.TypeName), for suggestions.
+func exported[T types.Object](pkg *types.Package) []string {
 	var names []string
 	for _, n := range pkg.Scope().Names() {
-		if _, ok := pkg.Scope().Lookup(n).(*types.Func); ok && token.IsExported(n) {
+		if _, ok := pkg.Scope().Lookup(n).(T); ok && token.IsExported(n) {
 			names = append(names, n)
 		}
 	}
@@ -313,6 +310,8 @@ func objectKind(obj types.Object) string {
 		return "constant"
 	case *types.TypeName:
 		return "type"
+	case *types.Func:
+		return "function"
 	}
 	return "declaration"
 }

@@ -11,16 +11,22 @@ import (
 // the registry file embeds, for kvgen inspect to read from a binary. It
 // names the manifest by its file name alone, so that where kvgen ran from
 // does not change the binary.
-func describe(m *manifest.Manifest, importPath string, entries []*Entry) (string, error) {
+func describe(m *manifest.Manifest, contract *Contract, importPath string, entries []*Entry) (string, error) {
 	d := inspect.Description{
 		Manifest:       filepath.Base(m.File),
 		ManifestSHA256: m.SHA256,
 		Package:        importPath,
 		Connectors:     make([]inspect.Connector, len(entries)),
 	}
+	if !contract.KV() {
+		d.Factory = contract.String()
+	}
 	for i, e := range entries {
 		c := inspect.Connector{Name: e.Name, Aliases: e.Aliases, Import: e.ImportPath, Constructor: e.Constructor, Module: e.Module}
 		for _, r := range e.Roles.List() {
+			if !contract.KV() {
+				break // roles are the KV connector contract's
+			}
 			c.Roles = append(c.Roles, r.String())
 		}
 		d.Connectors[i] = c

@@ -24,13 +24,16 @@ import (
 // compiler's passes over one function's code cost more than linear time in
 // its size, and a registry of 10,000 entries built in one call expression
 // took minutes and gigabytes to compile.
-func emit(manifestFile, pkgName string, desc string, entries []*Entry, declared map[string]bool) ([]byte, error) {
+//
+// For a contract other than the KV connector's, the registry is a
+// registry.Table of the contract's factory type.
+func emit(manifestFile, pkgName string, c *Contract, desc string, entries []*Entry, declared map[string]bool) ([]byte, error) {
 	f := jen.NewFile(pkgName)
 	name := commentName(filepath.Base(manifestFile))
 	f.HeaderComment(header(name))
 
 	adapt := slices.ContainsFunc(entries, func(e *Entry) bool { return e.Adapt })
-	imports := importNames(entries, declared, adapt)
+	imports := importNames(c, entries, declared, adapt)
 	for _, imp := range imports {
 		if imp.alias {
 			f.ImportAlias(imp.path, imp.name)
@@ -66,26 +69,38 @@ func emit(manifestFile, pkgName string, desc string, entries []*Entry, declared 
 		factory := jen.Qual(e.ImportPath, e.Constructor)
 		if e.Adapt {
 			fn := names.free("adapt_" + identPart(e.Name))
-			adapters = append(adapters, adapter(fn, e, reg), jen.Line())
+			if c.KV() {
+				adapters = append(adapters, adapter(fn, e, reg), jen.Line())
+			} else {
+				adapters = append(adapters, interfaceAdapter(fn, e, c), jen.Line())
+			}
 			factory = jen.Id(fn)
 		}
-		fields = append(fields,
-			field("Roles", roleSet(e.Roles, reg)),
-			field("Factory", factory),
-			jen.Line())
+		if c.KV() {
+			fields = append(fields, field("Roles", roleSet(e.Roles, reg)))
+		}
+		fields = append(fields, field("Factory", factory), jen.Line())
 		items = append(items, jen.Line().Values(fields...))
 	}
 	items = append(items, jen.Line())
 
-	f.Comment(fmt.Sprintf("Registry holds the connectors that %s lists, in its order.", name))
-	f.Comment("Create a connector with Registry.Create(ctx, cfg, role).")
-	f.Var().Id("Registry").Op("=").Add(reg("MustNewDescribed")).Call(jen.Id(descName), jen.Id(list).Op("..."))
+	kind, newFunc, entry := "connectors", reg("MustNewDescribed"), reg("Entry")
+	if !c.KV() {
+		kind, newFunc, entry = "plugins", reg("MustNewTable"), reg("Plugin").Types(factoryType(c))
+	}
+	f.Comment(fmt.Sprintf("Registry holds the %s that %s lists, in its order.", kind, name))
+	if c.KV() {
+		f.Comment("Create a connector with Registry.Create(ctx, cfg, role).")
+	} else {
+		f.Comment(fmt.Sprintf("Registry.Lookup(name) returns one's constructor, a %s.", c.typeName()))
+	}
+	f.Var().Id("Registry").Op("=").Add(newFunc).Call(jen.Id(descName), jen.Id(list).Op("..."))
 	f.Line()
-	f.Comment(descName + " describes " + name + " and its connectors, for kvgen inspect to read from a binary.")
+	f.Comment(descName + " describes " + name + " and its " + kind + ", for kvgen inspect to read from a binary.")
 	f.Const().Id(descName).Op("=").Lit(desc)
 	f.Line()
 	f.Comment(list + " is static data: constants and functions only.")
-	f.Var().Id(list).Op("=").Index().Add(reg("Entry")).Values(items...)
+	f.Var().Id(list).Op("=").Index().Add(entry).Values(items...)
 	if len(adapters) > 0 {
 		f.Line()
 		f.Add(adapters...)
@@ -110,6 +125,24 @@ func adapter(fn string, e *Entry, reg func(string) *jen.Statement) jen.Code {
 		jen.Id("role").Add(reg("Role")),
 	).Params(reg("Connector"), jen.Error()).Block(
 		jen.Return(jen.Qual(e.ImportPath, e.Constructor).Call(jen.Id("ctx"), jen.Id("cfg"), jen.Id("role"))),
+	)
+}
+
+// factoryType is the type of a table's factories: the named function
+// type, or a function that returns the interface.
+func factoryType(c *Contract) jen.Code {
+	if c.Interface {
+		return jen.Func().Params().Qual(c.Path, c.Name)
+	}
+	return jen.Qual(c.Path, c.Name)
+}
+
+// interfaceAdapter declares fn, which calls the entry's constructor, whose
+// result is a concrete type, and returns that as the contract's interface.
+func interfaceAdapter(fn string, e *Entry, c *Contract) jen.Code {
+	return jen.Commentf("%s adapts %s.%s, which returns a concrete type, to %s.", fn, e.PkgName, e.Constructor, c.typeName()).Line().
+		Func().Id(fn).Params().Qual(c.Path, c.Name).Block(
+		jen.Return(jen.Qual(e.ImportPath, e.Constructor).Call()),
 	)
 }
 
@@ -194,7 +227,7 @@ type importName struct {
 // appended. kvgen assigns them itself because jennifer's collision search
 // grows with the cube of the number of same-named packages. adapt says
 // whether the file declares adapter functions, which import context.
-func importNames(entries []*Entry, declared map[string]bool, adapt bool) []importName {
+func importNames(c *Contract, entries []*Entry, declared map[string]bool, adapt bool) []importName {
 	// The registry package keeps its name unless the output package
 	// declares it.
 	reg := importName{path: RegistryPath, name: "registry"}
@@ -206,7 +239,7 @@ func importNames(entries []*Entry, declared map[string]bool, adapt bool) []impor
 	// Besides the imports, the file uses these identifiers; an import
 	// named like one of them would shadow it or be shadowed.
 	taken := map[string]bool{reg.name: true, "Registry": true, "string": true}
-	if adapt {
+	if adapt && c.KV() {
 		// An adapter's parameters and result.
 		for _, n := range []string{"ctx", "cfg", "role", "error"} {
 			taken[n] = true
@@ -217,7 +250,7 @@ func importNames(entries []*Entry, declared map[string]bool, adapt bool) []impor
 	}
 	// An alias is never another imported package's own name, so that
 	// package can keep it.
-	realNames := map[string]bool{"registry": true, "context": adapt}
+	realNames := map[string]bool{"registry": true, "context": adapt && c.KV(), c.PkgName: true}
 	for _, e := range entries {
 		realNames[e.PkgName] = true
 	}
@@ -241,8 +274,11 @@ func importNames(entries []*Entry, declared map[string]bool, adapt bool) []impor
 		taken[imp.name] = true
 		imports = append(imports, imp)
 	}
-	if adapt {
+	if adapt && c.KV() {
 		add("context", "context")
+	}
+	if !c.KV() {
+		add(c.Path, c.PkgName)
 	}
 	for _, e := range entries {
 		add(e.ImportPath, e.PkgName)
@@ -253,11 +289,11 @@ func importNames(entries []*Entry, declared map[string]bool, adapt bool) []impor
 // renderKey names everything emit reads, so that the check cache can tell
 // that a file already rendered from the same inputs is current without
 // rendering it again. salt names the generator.
-func renderKey(salt, manifestFile, pkgName, desc string, entries []*Entry, declared map[string]bool) string {
+func renderKey(salt, manifestFile, pkgName string, c *Contract, desc string, entries []*Entry, declared map[string]bool) string {
 	if salt == "" {
 		return ""
 	}
-	fields := []string{salt, manifestFile, pkgName, desc}
+	fields := []string{salt, manifestFile, pkgName, c.String(), c.PkgName, c.Signature, strconv.FormatBool(c.Interface), desc}
 	for _, name := range slices.Sorted(maps.Keys(declared)) {
 		fields = append(fields, "declared", name)
 	}

@@ -39,7 +39,7 @@ func TestEmitAvoidsTheNamesOfThePackage(t *testing.T) {
 		entries = append(entries, &Entry{Name: []string{"x", "x-", "x.", "ctx", "cfg", "role", "error", "y"}[i],
 			ImportPath: p, PkgName: name, Constructor: "New", Adapt: true, Roles: registry.NewRoleSet()})
 	}
-	src, err := emit("connectors.yaml", "kvcase", "", entries, declared)
+	src, err := emit("connectors.yaml", "kvcase", &kvContract, "", entries, declared)
 	require.NoError(t, err)
 
 	fset := token.NewFileSet()

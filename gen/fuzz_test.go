@@ -168,9 +168,9 @@ func fuzzGenerate(t *testing.T, data []byte) {
 	res.Entries = checkEntries(&errs, m, pkgs, out, func(s string) string { return s })
 	err = errs.Err()
 	if err == nil {
-		desc, derr := describe(m, "", res.Entries)
+		desc, derr := describe(m, &kvContract, "", res.Entries)
 		require.NoError(t, derr)
-		res.Content, err = emit(m.File, res.Package, desc, res.Entries, out.declared)
+		res.Content, err = emit(m.File, res.Package, &kvContract, desc, res.Entries, out.declared)
 		require.NoError(t, err, "emitting what was checked must work")
 	}
 	if err == nil {

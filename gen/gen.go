@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"go/token"
+	"go/types"
 	"os"
 	"path/filepath"
 	"slices"
@@ -23,6 +24,7 @@ import (
 	"github.com/kvgen/kvgen/gen/manifest"
 	"github.com/kvgen/kvgen/internal/gocmd"
 	"github.com/kvgen/kvgen/internal/readfile"
+	"github.com/kvgen/kvgen/internal/suggest"
 )
 
 // Options says what to generate. gen reads no state of the process it runs
@@ -81,6 +83,8 @@ type Result struct {
 	Package string
 	// Content is the gofmt'd file.
 	Content []byte
+	// Contract is what the constructors were checked against.
+	Contract *Contract
 	// Modules is the main module's go.mod and go.sum linked with the
 	// modules the manifest names, or nil when go.mod already has them.
 	// The packages were loaded with it.
@@ -105,18 +109,18 @@ func Generate(ctx context.Context, opts Options) (*Result, error) {
 		return nil, err
 	}
 	defer cache.save()
-	desc, err := describe(res.Manifest, res.importPath, res.Entries)
+	desc, err := describe(res.Manifest, res.Contract, res.importPath, res.Entries)
 	if err != nil {
 		return nil, err
 	}
-	key := renderKey(cache.salt, res.Manifest.File, res.Package, desc, res.Entries, res.declared)
+	key := renderKey(cache.salt, res.Manifest.File, res.Package, res.Contract, desc, res.Entries, res.declared)
 	// An existing file that is what these inputs rendered last time is
 	// what they render now: kvgen check on an unchanged tree stops here.
 	if old, err := readfile.Read(res.abs, readfile.Max); err == nil && cache.rendered(key, old) {
 		res.Content = old
 		return res, nil
 	}
-	res.Content, err = emit(res.Manifest.File, res.Package, desc, res.Entries, res.declared)
+	res.Content, err = emit(res.Manifest.File, res.Package, res.Contract, desc, res.Entries, res.declared)
 	if err != nil {
 		return nil, err
 	}
@@ -209,7 +213,8 @@ func resolve(ctx context.Context, opts Options, forWrite bool) (*Result, *checkC
 			errs.Append(outputPos(m), err)
 		}
 	}
-	lc := loadConfig{dir: absDir, workDir: opts.WorkDir, environ: opts.Env, tags: opts.Tags, loaderAbove: opts.loaderAbove, trimPath: opts.TrimPath}
+	kind := contractOf(m)
+	lc := loadConfig{contract: kind.Path, dir: absDir, workDir: opts.WorkDir, environ: opts.Env, tags: opts.Tags, loaderAbove: opts.loaderAbove, trimPath: opts.TrimPath}
 	// What the go command leaves when a signal stops it goes with tmp.
 	if lc.tmp, err = gocmd.TempDir(opts.Env); err != nil {
 		return nil, nil, err
@@ -290,8 +295,16 @@ func resolve(ctx context.Context, opts Options, forWrite bool) (*Result, *checkC
 		return nil, nil, stop(err)
 	}
 	listed.explainMissing(ctx, lc)
+	listed.kind = kind
+	contractOK := true
+	if !kind.KV() {
+		res.Contract, contractOK = resolveNamed(&errs, m, listed)
+		listed.kind = res.Contract
+	} else {
+		res.Contract = kind
+	}
 	cache := openCache(opts.CacheDir, abs(opts.Manifest), res.Path)
-	res.Entries, err = checkEntriesCached(&errs, m, listed, out, relativeTo(opts.WorkDir), cache)
+	res.Entries, err = checkEntriesCached(&errs, m, listed, out, relativeTo(opts.WorkDir), cache, contractOK)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -302,18 +315,50 @@ func resolve(ctx context.Context, opts Options, forWrite bool) (*Result, *checkC
 	return res, cache, nil
 }
 
+// resolveNamed reads the type that m's factory: names from its package's
+// export data, and returns the contract it is; a problem is reported at
+// factory:, and ok is false.
+func resolveNamed(errs *diag.List, m *manifest.Manifest, listed *listing) (c *Contract, ok bool) {
+	c = listed.kind
+	at := func(format string, args ...any) (*Contract, bool) {
+		errs.Add(m.Factory.Pos, "factory %s: %s", suggest.Quote(m.Factory.V), fmt.Sprintf(format, args...))
+		return c, false
+	}
+	p := listed.contract
+	switch {
+	case p == nil:
+		return at("package %s was not loaded", suggest.Quote(c.Path))
+	case len(p.Errors) > 0:
+		// Without the position, which may lie in the loader package.
+		return at("package %s: %s", suggest.Quote(c.Path), oneLine(p.Errors[0].Msg))
+	case p.ExportFile == "":
+		return at("package %s does not build", suggest.Quote(c.Path))
+	}
+	pkg, err := readExport(token.NewFileSet(), map[string]*types.Package{}, p)
+	if err != nil {
+		return at("%v", err)
+	}
+	_, filled, problem := resolveContract(pkg, *c)
+	if problem != "" {
+		return at("%s", problem)
+	}
+	return &filled, true
+}
+
 // checkEntries checks every entry of m against its loaded package, all of
 // them decoded, and returns those that pass; out is the package the
 // registry goes into, nil when it could not be inspected.
 func checkEntries(errs *diag.List, m *manifest.Manifest, pkgs map[string]*loadedPackage, out *outputPackage, rel func(string) string) []*Entry {
-	entries, _ := checkEntriesCached(errs, m, &listing{pkgs: pkgs}, out, rel, openCache("", "", ""))
+	entries, _ := checkEntriesCached(errs, m, &listing{pkgs: pkgs}, out, rel, openCache("", "", ""), true)
 	return entries
 }
 
 // checkEntriesCached is checkEntries with the check cache: an entry whose
 // check the cache remembers needs no types, and the packages of the others
-// are decoded together, in parallel, if they are not yet.
-func checkEntriesCached(errs *diag.List, m *manifest.Manifest, listed *listing, out *outputPackage, rel func(string) string, cache *checkCache) ([]*Entry, error) {
+// are decoded together, in parallel, if they are not yet. Without
+// contractOK, the contract could not be read, and only what does not need
+// it is checked.
+func checkEntriesCached(errs *diag.List, m *manifest.Manifest, listed *listing, out *outputPackage, rel func(string) string, cache *checkCache, contractOK bool) ([]*Entry, error) {
 	type miss struct {
 		index   int
 		e       *Entry
@@ -323,9 +368,15 @@ func checkEntriesCached(errs *diag.List, m *manifest.Manifest, listed *listing, 
 	}
 	var misses []miss
 	var decode []*loadedPackage
-	var regExport string
+	// The contract's export data is part of every key: a changed contract
+	// is checked afresh.
+	var regExport, contractName string
 	if listed.registry != nil {
 		regExport = listed.registry.ExportFile
+	}
+	if listed.contract != nil {
+		regExport += "\x00" + listed.contract.ExportFile
+		contractName = listed.kind.String()
 	}
 	entries := make([]*Entry, len(m.Connectors))
 	for i, c := range m.Connectors {
@@ -341,7 +392,10 @@ func checkEntriesCached(errs *diag.List, m *manifest.Manifest, listed *listing, 
 		if e == nil {
 			continue
 		}
-		key := cache.key(regExport, lp.pkg.ExportFile, e.ImportPath, e.Constructor, e.Roles)
+		if !contractOK {
+			continue
+		}
+		key := cache.key(regExport, lp.pkg.ExportFile, e.ImportPath, e.Constructor, e.Roles, contractName)
 		if r, ok := cache.get(key); ok {
 			e.Adapt = r.Adapt
 			e.Decl = position(token.Position{Filename: r.DeclFile, Line: r.DeclLine}, e.ImportPath, lp.pkg.GoFiles, rel)
@@ -393,7 +447,10 @@ func (r *Result) Stale() (bool, []byte, error) {
 
 // loadConfig says how the go command loads the connectors' packages.
 type loadConfig struct {
-	dir string
+	// contract is the import path of the package of the type a
+	// manifest's factory: names, or "".
+	contract string
+	dir      string
 	// workDir is the command's working directory, which messages show
 	// paths relative to; environ is the go command's environment.
 	workDir string

@@ -45,6 +45,9 @@ type contract struct {
 	factory   *types.Signature
 	connector *types.Interface
 	roles     map[registry.Role]*types.Interface // Scheduler, Worker
+	// any is the contract a manifest's factory: names; nil for the KV
+	// connector contract, which the fields above describe.
+	any *anyContract
 }
 
 // loaderDir is the directory, inside the directory packages are loaded
@@ -80,7 +83,13 @@ func load(ctx context.Context, lc loadConfig, overlay map[string][]byte, paths [
 	ov := make(map[string][]byte, len(overlay)+1)
 	maps.Copy(ov, overlay)
 	loader := filepath.Join(lc.dir, loaderDir, "load.go")
-	patterns := append([]string{"./" + loaderDir, RegistryPath}, paths...)
+	// The contract's package is listed with the connectors, and so costs
+	// no go list run of its own.
+	wanted := []string{RegistryPath}
+	if lc.contract != "" && lc.contract != RegistryPath {
+		wanted = append(wanted, lc.contract)
+	}
+	patterns := append(append([]string{"./" + loaderDir}, wanted...), paths...)
 	mode := packages.NeedName | packages.NeedFiles | packages.NeedModule | packages.NeedExportFile
 	limit := maxPatternBytes
 	if lc.loaderAbove > 0 {
@@ -89,7 +98,7 @@ func load(ctx context.Context, lc loadConfig, overlay map[string][]byte, paths [
 	if patternBytes(patterns) <= limit {
 		ov[loader] = loaderSource(nil)
 	} else {
-		ov[loader] = loaderSource(paths)
+		ov[loader] = loaderSource(append(wanted[1:], paths...))
 		patterns = patterns[:1]
 		mode |= packages.NeedImports | packages.NeedDeps
 	}
@@ -132,6 +141,9 @@ func load(ctx context.Context, lc loadConfig, overlay map[string][]byte, paths [
 	}
 
 	out := &listing{registry: reg, pkgs: make(map[string]*loadedPackage, len(paths))}
+	if lc.contract != "" {
+		out.contract = byPath[lc.contract]
+	}
 	for _, r := range roots {
 		if r.Name == "kvgenload" && r.Module != nil {
 			out.goMod = r.Module.GoMod
@@ -177,7 +189,13 @@ func load(ctx context.Context, lc loadConfig, overlay map[string][]byte, paths [
 // the registry package, before any export data is read.
 type listing struct {
 	registry *packages.Package
-	pkgs     map[string]*loadedPackage // by import path
+	// contract is the package of the type a manifest's factory: names,
+	// or nil.
+	contract *packages.Package
+	// kind is the contract the connectors are checked against; decode
+	// resolves it in each worker's type universe.
+	kind *Contract
+	pkgs map[string]*loadedPackage // by import path
 	// goMod is the main module's go.mod as the go command used it.
 	goMod string
 	// missing are the packages no module provides.
@@ -205,11 +223,7 @@ func (l *listing) decode(todo []*loadedPackage) error {
 	for w := range workers {
 		wg.Go(func() {
 			imports := make(map[string]*types.Package)
-			regTypes, err := readExport(fset, imports, l.registry)
-			var c *contract
-			if err == nil {
-				c, err = newContract(regTypes)
-			}
+			c, err := l.newContract(fset, imports)
 			if err != nil {
 				setupErrs[w] = err
 				return // the other workers take the packages; load fails anyway
@@ -295,6 +309,27 @@ func readExport(fset *token.FileSet, imports map[string]*types.Package, p *packa
 		return nil, fmt.Errorf("reading export data of %s: %w", p.PkgPath, err)
 	}
 	return gcexportdata.Read(r, fset, imports, p.PkgPath)
+}
+
+// newContract reads the contract into a worker's type universe: the KV
+// connector's from package registry, or the type factory: names.
+func (l *listing) newContract(fset *token.FileSet, imports map[string]*types.Package) (*contract, error) {
+	if l.kind == nil || l.kind.KV() {
+		reg, err := readExport(fset, imports, l.registry)
+		if err != nil {
+			return nil, err
+		}
+		return newContract(reg)
+	}
+	pkg, err := readExport(fset, imports, l.contract)
+	if err != nil {
+		return nil, err
+	}
+	ac, _, problem := resolveContract(pkg, *l.kind)
+	if ac == nil {
+		return nil, errors.New(problem) // resolve reported it already
+	}
+	return &contract{any: ac}, nil
 }
 
 func newContract(reg *types.Package) (*contract, error) {

@@ -138,9 +138,10 @@ func interleave(b *testing.B, sides []string, run []func()) {
 	}
 }
 
-// BenchmarkLookup compares, interleaved, Registry.Lookup with an unguarded
-// map from name to factory (the floor) and with the RWMutex registry Go
-// programs usually write by hand. Every side uses what it looked up.
+// BenchmarkLookup compares, interleaved, Registry.Lookup and Table.Lookup
+// with an unguarded map from name to factory (the floor) and with the
+// RWMutex registry Go programs usually write by hand. Every side uses what
+// it looked up.
 func BenchmarkLookup(b *testing.B) {
 	for _, n := range benchSizes {
 		names := benchNames(n)
@@ -149,11 +150,14 @@ func BenchmarkLookup(b *testing.B) {
 			r := registry.MustNew(benchEntries(names)...)
 			rw := &rwRegistry{m: map[string]registry.Factory{}}
 			m := map[string]registry.Factory{}
+			var plugins []registry.Plugin[registry.Factory]
 			for _, nm := range names {
 				rw.Register(nm, newBenchConnector)
 				m[nm] = newBenchConnector
+				plugins = append(plugins, registry.Plugin[registry.Factory]{Name: nm, Factory: newBenchConnector})
 			}
-			interleave(b, []string{"registry", "map", "rwmutex"}, []func(){
+			table := registry.MustNewTable("", plugins...)
+			interleave(b, []string{"registry", "map", "rwmutex", "table"}, []func(){
 				func() {
 					e, ok := r.Lookup(name)
 					if !ok {
@@ -170,6 +174,13 @@ func BenchmarkLookup(b *testing.B) {
 				},
 				func() {
 					f, ok := rw.Lookup(name)
+					if !ok {
+						b.Fatal("not found")
+					}
+					lookedUp, lookedUpLen = f, len(name)
+				},
+				func() {
+					f, ok := table.Lookup(name)
 					if !ok {
 						b.Fatal("not found")
 					}

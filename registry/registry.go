@@ -39,10 +39,8 @@ type Entry struct {
 // immutable once built and safe for concurrent use; reads take no lock.
 type Registry struct {
 	entries []Entry
-	index   map[string]int
-	names   []string // sorted primary names
-	keys    []string // names and aliases, for suggestions
-	logger  *slog.Logger
+	keyIndex
+	logger *slog.Logger
 	// desc describes the manifest the registry was generated from, for
 	// kvgen inspect to find in the binary's file; nothing reads it here.
 	desc string
@@ -52,44 +50,17 @@ type Registry struct {
 // empty name or alias, a name or alias used twice, and a nil factory,
 // reporting every problem at once.
 func New(entries ...Entry) (*Registry, error) {
-	r := &Registry{
-		entries: make([]Entry, len(entries)),
-		index:   make(map[string]int, len(entries)),
-	}
-	var errs []error
-	claim := func(i int, kind, key string) {
-		if key == "" {
-			errs = append(errs, fmt.Errorf("registry: entry %d (%q): empty %s", i+1, entries[i].Name, kind))
-			return
-		}
-		if j, dup := r.index[key]; dup {
-			what := "the name"
-			if entries[j].Name != key {
-				what = "an alias"
-			}
-			errs = append(errs, fmt.Errorf("registry: entry %d (%q): %s %q is already %s of entry %d (%q)",
-				i+1, entries[i].Name, kind, key, what, j+1, entries[j].Name))
-			return
-		}
-		r.index[key] = i
-		r.keys = append(r.keys, key)
-	}
-	for i, e := range entries {
-		claim(i, "name", e.Name)
-		for _, a := range e.Aliases {
-			claim(i, "alias", a)
-		}
-		if e.Factory == nil {
-			errs = append(errs, fmt.Errorf("registry: entry %d (%q): nil factory", i+1, e.Name))
-		}
-		e.Aliases = slices.Clone(e.Aliases)
-		r.entries[i] = e
-		r.names = append(r.names, e.Name)
-	}
-	if err := errors.Join(errs...); err != nil {
+	index, err := newKeyIndex(len(entries),
+		func(i int) (string, []string) { return entries[i].Name, entries[i].Aliases },
+		func(i int) bool { return entries[i].Factory == nil })
+	if err != nil {
 		return nil, err
 	}
-	slices.Sort(r.names)
+	r := &Registry{entries: make([]Entry, len(entries)), keyIndex: index}
+	for i, e := range entries {
+		e.Aliases = slices.Clone(e.Aliases)
+		r.entries[i] = e
+	}
 	// Read once here, so that nothing changes after New returns and
 	// Lookup stays a map access: a few microseconds at program start.
 	r.fillVersions()
@@ -290,11 +261,8 @@ func isNil(c Connector) bool {
 	if c == nil {
 		return true
 	}
-	switch v := reflect.ValueOf(c); v.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
-		return v.IsNil()
-	}
-	return false
+	v := reflect.ValueOf(c)
+	return nilable(v.Kind()) && v.IsNil()
 }
 
 // UnknownConnectorError is returned by Create for a name that is neither a
@@ -314,24 +282,7 @@ type UnknownConnectorError struct {
 func (e *UnknownConnectorError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "unknown kv connector %s", suggest.Quote(e.Name))
-	if len(e.Suggestions) > 0 {
-		b.WriteString(" (did you mean ")
-		for i, s := range e.Suggestions {
-			if i > 0 {
-				b.WriteString(" or ")
-			}
-			fmt.Fprintf(&b, "%q", s)
-		}
-		b.WriteString("?)")
-	}
-	switch n := len(e.Linked); {
-	case n == 0:
-		b.WriteString("; this binary links no connectors")
-	case n <= 12:
-		fmt.Fprintf(&b, "; linked: %s", strings.Join(e.Linked, ", "))
-	default:
-		fmt.Fprintf(&b, "; %d connectors are linked", n)
-	}
+	writeNearest(&b, e.Suggestions, e.Linked, "connectors")
 	if e.Hint != "" {
 		b.WriteString("; " + e.Hint)
 	} else {

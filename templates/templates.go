@@ -11,13 +11,15 @@ import (
 	"go/format"
 	"io/fs"
 	"path"
+	"slices"
 	"strings"
 	"text/template"
 
 	"golang.org/x/mod/modfile"
+	"golang.org/x/tools/imports"
 )
 
-//go:embed connector/*.tmpl doc.md.tmpl
+//go:embed connector/*.tmpl plugin/*.tmpl doc.md.tmpl
 var files embed.FS
 
 // Scaffold is what a new connector module is rendered from.
@@ -83,17 +85,67 @@ func goMod(s Scaffold) ([]byte, error) {
 	return f.Format()
 }
 
+// Plugin is what the package of a new plugin of a contract other than the
+// KV connector's is rendered from.
+type Plugin struct {
+	// Name is the package's name.
+	Name string
+	// Contract is the contract as factory: names it; TypeName the type of
+	// its constructors as Go code names it, such as "middleware.Factory".
+	Contract, TypeName string
+	// Params and Results are the constructor's parameter and result lists.
+	Params, Results string
+	// Return is what the stub returns; Call is the test's call of it.
+	Return, Call string
+	// ReturnsError is set when Return holds an error, which imports errors.
+	ReturnsError bool
+	// Imports are the packages the files may name; each file keeps those
+	// it does.
+	Imports []Import
+}
+
+// Import is an imported package and the name the code calls it by.
+type Import struct{ Path, Name string }
+
+// RenderPlugin returns the new plugin package's files by name: its
+// constructor, marked for kvgen, and a test that checks it fits the
+// contract and calls it.
+func RenderPlugin(p Plugin) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	p.Imports = slices.Clone(p.Imports)
+	for i, imp := range p.Imports {
+		if path.Base(imp.Path) == imp.Name {
+			p.Imports[i].Name = "" // no alias where the package's name is its path's
+		}
+	}
+	for _, name := range []string{"plugin.go", "plugin_test.go"} {
+		data, err := render("plugin/"+name+".tmpl", p)
+		if err != nil {
+			return nil, err
+		}
+		file := strings.Replace(name, "plugin", p.Name, 1)
+		// The imports the file does not name go.
+		if data, err = imports.Process(file, data, &imports.Options{Comments: true, TabIndent: true, TabWidth: 8}); err != nil {
+			return nil, fmt.Errorf("template %s: %w", name, err)
+		}
+		out[file] = data
+	}
+	return out, nil
+}
+
 // DocRow is one connector in the `kvgen doc` table.
 type DocRow struct {
 	Name, Aliases, Roles, Import, Constructor, Module, Summary string
 }
 
-// RenderDoc renders the Markdown table of a manifest's connectors.
-func RenderDoc(manifest string, rows []DocRow) ([]byte, error) {
+// RenderDoc renders the Markdown table of a manifest's connectors; factory
+// is the contract the manifest's factory: names, or "" for the KV
+// connectors', whose table has a column of roles.
+func RenderDoc(manifest, factory string, rows []DocRow) ([]byte, error) {
 	return render("doc.md.tmpl", struct {
-		Manifest string
-		Rows     []DocRow
-	}{manifest, rows})
+		Manifest, Factory string
+		Rows              []DocRow
+	}{manifest, factory, rows})
 }
 
 func render(name string, data any) ([]byte, error) {

@@ -213,7 +213,7 @@ type listed struct {
 	Aliases     []string `json:"aliases,omitempty"`
 	Import      string   `json:"import"`
 	Constructor string   `json:"constructor"`
-	Roles       []string `json:"roles"`
+	Roles       []string `json:"roles,omitempty"` // the KV connector contract's alone
 	Module      string   `json:"module,omitempty"`
 	Version     string   `json:"version,omitempty"`
 	Doc         string   `json:"doc,omitempty"`
@@ -221,32 +221,35 @@ type listed struct {
 	Declared    string   `json:"declared"`
 }
 
-func toListed(e *gen.Entry) listed {
+func toListed(c *gen.Contract, e *gen.Entry) listed {
 	l := listed{
 		Name: e.Name, Aliases: e.Aliases, Import: e.ImportPath, Constructor: e.Constructor,
 		Module: e.Module, Version: e.ModuleVersion, Doc: e.Doc, Adapted: e.Adapt, Declared: e.Decl.String(),
 	}
 	for _, r := range e.Roles.List() {
+		if !c.KV() {
+			break
+		}
 		l.Roles = append(l.Roles, r.String())
 	}
 	return l
 }
 
 // resolveListed resolves the manifest's entries, with their package docs,
-// for list and doc.
-func resolveListed(ctx context.Context, e *env, g genFlags) ([]listed, error) {
+// for list and doc, and says which contract they fit.
+func resolveListed(ctx context.Context, e *env, g genFlags) ([]listed, *gen.Contract, error) {
 	opts := g.options(e)
 	opts.ReadOnlyModules = true // a listing changes nothing
 	res, err := gen.Resolve(ctx, opts)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	res.Docs()
 	items := make([]listed, len(res.Entries))
 	for i, en := range res.Entries {
-		items[i] = toListed(en)
+		items[i] = toListed(res.Contract, en)
 	}
-	return items, nil
+	return items, res.Contract, nil
 }
 
 // moduleAtVersion is how listings print a module: path@version.
@@ -270,7 +273,7 @@ func runList(ctx context.Context, e *env, args []string) int {
 		e.errorf("list takes no arguments, got %q", fs.Args())
 		return exitUsage
 	}
-	items, err := resolveListed(ctx, e, g)
+	items, contract, err := resolveListed(ctx, e, g)
 	if err != nil {
 		g.report(e, err)
 		return exitError
@@ -286,13 +289,20 @@ func runList(ctx context.Context, e *env, args []string) int {
 		return exitOK
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tROLES\tCONSTRUCTOR\tMODULE\tSUMMARY")
+	// Roles are the KV connector contract's; other contracts have none.
+	roles := func(l listed) string { return strings.Join(l.Roles, ",") + "\t" }
+	header := "NAME\tROLES\tCONSTRUCTOR\tMODULE\tSUMMARY"
+	if !contract.KV() {
+		roles = func(listed) string { return "" }
+		header = "NAME\tCONSTRUCTOR\tMODULE\tSUMMARY"
+	}
+	fmt.Fprintln(tw, header)
 	for _, l := range items {
 		name := l.Name
 		if len(l.Aliases) > 0 {
 			name += " (" + strings.Join(l.Aliases, ", ") + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s.%s\t%s\t%s\n", name, strings.Join(l.Roles, ","), l.Import, l.Constructor, l.moduleAtVersion(), l.Doc)
+		fmt.Fprintf(tw, "%s\t%s%s.%s\t%s\t%s\n", name, roles(l), l.Import, l.Constructor, l.moduleAtVersion(), l.Doc)
 	}
 	tw.Flush()
 	return exitOK

@@ -1,4 +1,5 @@
-// Command kvgen links KV-cache connectors into a Go binary at compile time.
+// Command kvgen links KV-cache connectors, or the plugins of any contract
+// a manifest's factory: names, into a Go binary at compile time.
 //
 // It reads connectors.yaml, checks every entry against its Go package and
 // writes one static registry file:
@@ -14,6 +15,7 @@
 //	kvgen list       [-manifest connectors.yaml] [-tags TAGS] [-json]
 //	kvgen doc        [-manifest connectors.yaml] [-tags TAGS]
 //	kvgen new        NAME [-module PATH] [-dir DIR] [-replace DIR]
+//	kvgen new        NAME -factory IMPORT/PATH.TypeName [-dir DIR]
 //	kvgen schema
 //	kvgen version
 //

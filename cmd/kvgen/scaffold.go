@@ -4,15 +4,18 @@ import (
 	"context"
 	"fmt"
 	"go/token"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 
 	"golang.org/x/mod/module"
 
+	"github.com/kvgen/kvgen/gen"
 	"github.com/kvgen/kvgen/internal/atomicfile"
 	"github.com/kvgen/kvgen/templates"
 )
@@ -22,8 +25,9 @@ import (
 var packageName = regexp.MustCompile(`^[a-z][a-z0-9]*$`)
 
 func runNew(ctx context.Context, e *env, args []string) int {
-	fs := newFlags(e, "new", "NAME [-module PATH] [-dir DIR] [-replace DIR]")
+	fs := newFlags(e, "new", "NAME [-module PATH] [-dir DIR] [-replace DIR] | NAME -factory IMPORT/PATH.TypeName [-dir DIR]")
 	modPath := fs.String("module", "", "module path of the new connector (default example.com/NAME)")
+	factory := fs.String("factory", "", "scaffold a plugin package of this contract, as a manifest's factory: names it, in this module")
 	dir := fs.String("dir", "", "directory to create (default ./NAME)")
 	replace := fs.String("replace", "", "local kvgen checkout to develop against (adds a replace directive)")
 	// Flags may follow the name: kvgen new acme -module example.com/acme.
@@ -48,6 +52,16 @@ func runNew(ctx context.Context, e *env, args []string) int {
 	if reservedNames[name] {
 		e.errorf("connector name %q: the scaffold's code and tests import a package of that name; choose another", name)
 		return exitUsage
+	}
+	if *factory != "" {
+		if *modPath != "" || *replace != "" {
+			e.errorf("new: -factory scaffolds a package in this module; -module and -replace make a KV connector module")
+			return exitUsage
+		}
+		if *dir == "" {
+			*dir = name
+		}
+		return newPlugin(ctx, e, name, *factory, *dir)
 	}
 	if *modPath == "" {
 		*modPath = "example.com/" + name
@@ -100,6 +114,65 @@ func runNew(ctx context.Context, e *env, args []string) int {
 	return exitOK
 }
 
+// newPlugin scaffolds, in dir, a package holding a constructor of the
+// contract factory names and a test of it.
+func newPlugin(ctx context.Context, e *env, name, factory, dir string) int {
+	if _, err := os.Stat(dir); err == nil {
+		e.errorf("%s already exists; choose another -dir", dir)
+		return exitError
+	}
+	c, err := gen.LoadContract(ctx, workDir(), os.Environ(), factory)
+	if err != nil {
+		e.report(err)
+		return exitError
+	}
+	if c.Imports[c.Path] == name || slices.Contains(slices.Collect(maps.Values(c.Imports)), name) {
+		e.errorf("plugin name %q: the contract's signature names a package of that name; choose another", name)
+		return exitUsage
+	}
+	p := templates.Plugin{
+		Name: name, Contract: c.String(), TypeName: c.PkgName + "." + c.Name,
+		Params: c.ParamList, Results: c.ResultList, ReturnsError: c.ReturnsError,
+		Imports: []templates.Import{{Path: c.Path, Name: c.PkgName}},
+	}
+	if c.Interface {
+		p.TypeName = "func() " + p.TypeName
+	}
+	for _, path := range slices.Sorted(maps.Keys(c.Imports)) {
+		if path != c.Path {
+			p.Imports = append(p.Imports, templates.Import{Path: path, Name: c.Imports[path]})
+		}
+	}
+	results := slices.Clone(c.Results)
+	if c.ReturnsError {
+		results[len(results)-1] = fmt.Sprintf("errors.New(%q)", name+": not implemented")
+	}
+	p.Return = strings.Join(results, ", ")
+	p.Call = "New(" + strings.Join(c.Params, ", ") + ")"
+	if n := len(c.Results); n > 0 {
+		p.Call = strings.Repeat("_, ", n-1) + "_ = " + p.Call
+	}
+	files, err := templates.RenderPlugin(p)
+	if err != nil {
+		e.report(err)
+		return exitError
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		e.report(err)
+		return exitError
+	}
+	names := slices.Sorted(maps.Keys(files))
+	for _, n := range names {
+		if err := atomicfile.Write(filepath.Join(dir, n), files[n]); err != nil {
+			e.report(err)
+			return exitError
+		}
+	}
+	fmt.Fprintf(e.stdout, "created %s, a plugin of %s: %s\n", dir, c.String(), strings.Join(names, ", "))
+	fmt.Fprintf(e.stdout, "next: go test ./%s, then list its import path in the manifest (New is marked, so no constructor: line) and run go generate\n", filepath.ToSlash(filepath.Clean(dir)))
+	return exitOK
+}
+
 var nonAlnum = regexp.MustCompile(`[^A-Za-z0-9]`)
 
 // reservedNames are the packages the scaffold imports: a connector named
@@ -129,7 +202,7 @@ func runDoc(ctx context.Context, e *env, args []string) int {
 		e.errorf("doc takes no arguments, got %q", fs.Args())
 		return exitUsage
 	}
-	items, err := resolveListed(ctx, e, g)
+	items, contract, err := resolveListed(ctx, e, g)
 	if err != nil {
 		g.report(e, err)
 		return exitError
@@ -141,7 +214,11 @@ func runDoc(ctx context.Context, e *env, args []string) int {
 			Import: l.Import, Constructor: l.Constructor, Module: l.moduleAtVersion(), Summary: l.Doc,
 		}
 	}
-	out, err := templates.RenderDoc(filepath.Base(g.manifest), rows)
+	var factory string
+	if !contract.KV() {
+		factory = contract.String()
+	}
+	out, err := templates.RenderDoc(filepath.Base(g.manifest), factory, rows)
 	if err != nil {
 		e.report(err)
 		return exitError

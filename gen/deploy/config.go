@@ -15,6 +15,9 @@ import (
 // a MultiConnector, its children, theirs, and so on. A name the manifest
 // does not list is an error that names every such name.
 func connectorsFor(m *manifest.Manifest, file string, data []byte) ([]string, error) {
+	if m.Factory.Set {
+		return nil, fmt.Errorf("-for %s: -for takes a KV connector's --kv-transfer-config, and %s names another contract (factory: %s); list what this deployment links in its manifest instead", file, m.File, m.Factory.V)
+	}
 	cfg, err := registry.ParseTransferConfig(data)
 	if err != nil {
 		return nil, fmt.Errorf("-for %s: %w", file, err)

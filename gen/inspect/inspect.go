@@ -28,7 +28,10 @@ type Description struct {
 	Manifest       string `json:"manifest"`
 	ManifestSHA256 string `json:"manifest_sha256"`
 	// Package is the import path of the package the registry is in.
-	Package    string      `json:"package,omitempty"`
+	Package string `json:"package,omitempty"`
+	// Factory is the contract the manifest's factory: names, or "" for
+	// the KV connectors'.
+	Factory    string      `json:"factory,omitempty"`
 	Connectors []Connector `json:"connectors"`
 }
 
@@ -36,7 +39,7 @@ type Description struct {
 type Connector struct {
 	Name        string   `json:"name"`
 	Aliases     []string `json:"aliases,omitempty"`
-	Roles       []string `json:"roles"`
+	Roles       []string `json:"roles,omitempty"` // none for contracts other than the KV connectors''
 	Import      string   `json:"import"`
 	Constructor string   `json:"constructor"`
 	// Module is the connector's module; Version, Sum and Replace come

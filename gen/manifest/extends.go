@@ -124,6 +124,13 @@ func merge(m, base *Manifest, baseDir string, errs *diag.List) {
 	if base.Version.V != m.Version.V {
 		errs.Add(m.Extends.Pos, "extends %q: %s is manifest version %d, this one %d; give both the same version", m.Extends.V, base.File, base.Version.V, m.Version.V)
 	}
+	// A deployment builds the same program as its base: one contract.
+	switch {
+	case !m.Factory.Set:
+		m.Factory = base.Factory
+	case m.Factory.V != base.Factory.V:
+		errs.Add(m.Factory.Pos, "factory %q: %s names the contract %s; a manifest has the contract of the manifest it extends, so remove factory: here", m.Factory.V, base.File, contractName(base))
+	}
 	find := func(name string) int {
 		return slices.IndexFunc(base.Connectors, func(c Connector) bool { return c.Name.V == name })
 	}
@@ -175,6 +182,14 @@ func merge(m, base *Manifest, baseDir string, errs *diag.List) {
 	own := m.Connectors
 	conflicts(merged, own, base.File, errs)
 	m.Connectors = append(merged, own...)
+}
+
+// contractName names m's contract in messages.
+func contractName(m *Manifest) string {
+	if m.Factory.Set {
+		return fmt.Sprintf("%q", m.Factory.V)
+	}
+	return "of the KV connectors (no factory:)"
 }
 
 // conflicts reports each name or alias of an entry of m's own that an entry

@@ -44,3 +44,24 @@ func TestExtendsKeepsReplaceRelativeToItsManifest(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotEqual(t, m.SHA256, m2.SHA256)
 }
+
+// A deployment manifest builds the program its base builds: it has the
+// base's contract, and naming another is an error at its factory: line.
+func TestExtendsKeepsTheContract(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644))
+	}
+	write("connectors.yaml", "version: 1\nfactory: example.com/gw/plugin.Factory\nconnectors:\n  - {name: a, import: example.com/a}\n")
+	write("edge.yaml", "version: 1\nextends: connectors.yaml\nconnectors: []\n")
+	m, err := manifest.LoadIn(dir, "edge.yaml")
+	require.NoError(t, err)
+	path, name, ok := m.Contract()
+	require.True(t, ok)
+	assert.Equal(t, "example.com/gw/plugin", path)
+	assert.Equal(t, "Factory", name)
+
+	write("other.yaml", "version: 1\nextends: connectors.yaml\nfactory: example.com/gw/plugin.Other\nconnectors: []\n")
+	_, err = manifest.LoadIn(dir, "other.yaml")
+	require.EqualError(t, err, `other.yaml:3:10: factory "example.com/gw/plugin.Other": connectors.yaml names the contract "example.com/gw/plugin.Factory"; a manifest has the contract of the manifest it extends, so remove factory: here`)
+}

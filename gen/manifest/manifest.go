@@ -7,8 +7,10 @@
 package manifest
 
 import (
+	"errors"
 	"fmt"
 	"go/token"
+	"strings"
 
 	"github.com/kvgen/kvgen/gen/diag"
 	"github.com/kvgen/kvgen/registry"
@@ -28,6 +30,10 @@ type Manifest struct {
 	// File is the file name as given to Parse; every position uses it.
 	File    string
 	Version Value[int]
+	// Factory names the contract every constructor must fit, as
+	// IMPORT/PATH.TypeName; when absent, the contract is the KV
+	// connector's registry.Factory. See [Manifest.Contract].
+	Factory Value[string]
 	// Package is the package of the generated file. When absent, gen uses
 	// the package of the output directory.
 	Package Value[string]
@@ -47,6 +53,39 @@ type Manifest struct {
 
 	drop []Value[string]
 	pin  []pinV1
+}
+
+// Contract returns the import path and type name that factory: names, or
+// ok false when the manifest names none and the contract is the KV
+// connector's.
+func (m *Manifest) Contract() (path, name string, ok bool) {
+	if !m.Factory.Set {
+		return "", "", false
+	}
+	path, name, ok = splitFactory(m.Factory.V)
+	return path, name, ok
+}
+
+// ParseFactory checks a factory: value given elsewhere, such as on a
+// command line, as the manifest checks its own, and splits it into the
+// import path and the type name.
+func ParseFactory(s string) (path, name string, err error) {
+	if msg := checkFactory(s); msg != "" {
+		return "", "", errors.New(msg)
+	}
+	path, name, _ = splitFactory(s)
+	return path, name, nil
+}
+
+// splitFactory splits IMPORT/PATH.TypeName at the last dot after the last
+// slash; an import path's last element may not hold a dot here.
+func splitFactory(s string) (path, name string, ok bool) {
+	slash := strings.LastIndex(s, "/")
+	dot := strings.LastIndex(s, ".")
+	if dot <= slash || dot == len(s)-1 {
+		return "", "", false
+	}
+	return s[:dot], s[dot+1:], true
 }
 
 // Connector is one entry of the connectors list.

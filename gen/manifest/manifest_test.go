@@ -217,7 +217,27 @@ var badManifests = []struct {
 	{
 		name: "unknown top-level key without suggestion",
 		src:  "version: 1\nconnectors: []\nplugins: []\n",
-		want: []string{`connectors.yaml:3:1: unknown key "plugins"; the keys are version, package, output, extends, drop, pin, connectors`},
+		want: []string{`connectors.yaml:3:1: unknown key "plugins"; the keys are version, factory, package, output, extends, drop, pin, connectors`},
+	},
+	{
+		name: "factory without a type name",
+		src:  "version: 1\nfactory: example.com/gateway/plugin\nconnectors: []\n",
+		want: []string{`connectors.yaml:2:10: factory "example.com/gateway/plugin" is not IMPORT/PATH.TypeName; name the contract's type with its package's import path, e.g. "example.com/gateway/plugin.Factory"`},
+	},
+	{
+		name: "factory with an unexported type",
+		src:  "version: 1\nfactory: example.com/gateway/plugin.factory\nconnectors: []\n",
+		want: []string{`connectors.yaml:2:10: factory "example.com/gateway/plugin.factory": "factory" is not an exported Go identifier; name an exported type, e.g. "example.com/gateway/plugin.Factory"`},
+	},
+	{
+		name: "factory with a bad import path",
+		src:  "version: 1\nfactory: ../plugin.Factory\nconnectors: []\n",
+		want: []string{`connectors.yaml:2:10: factory "../plugin.Factory": "../plugin" is not a valid Go import path: invalid path element ".."; e.g. "example.com/gateway/plugin.Factory"`},
+	},
+	{
+		name: "roles under another contract",
+		src:  "version: 1\nfactory: example.com/gateway/plugin.Factory\nconnectors:\n  - name: auth\n    import: example.com/auth\n    roles: [worker]\n",
+		want: []string{`connectors.yaml:6:13: connector "auth": roles: belong to the KV connector contract; the contract "example.com/gateway/plugin.Factory" has none, so remove roles:`},
 	},
 	{
 		name: "unknown connector key with suggestion",

@@ -151,6 +151,7 @@ func (p *parser) parse() *Manifest {
 	m := &Manifest{
 		File:    p.file,
 		Version: f.Version,
+		Factory: f.Factory,
 		Package: f.Package,
 		Output:  f.Output,
 		Extends: f.Extends,

@@ -108,6 +108,9 @@ func TestSchemaExamplesParse(t *testing.T) {
 		doc[k] = example(p)
 	}
 	doc["connectors"] = []any{entry}
+	// roles: belong to the KV contract alone; factory: names another.
+	factory := doc["factory"]
+	delete(doc, "factory")
 	data, err := yaml.Marshal(doc)
 	require.NoError(t, err)
 	m, err := Parse(file, data)
@@ -119,6 +122,16 @@ func TestSchemaExamplesParse(t *testing.T) {
 	}
 	assert.NotEmpty(t, c.Roles)
 	assert.NotEmpty(t, c.Aliases)
+
+	doc["factory"] = factory
+	delete(entry, "roles")
+	data, err = yaml.Marshal(doc)
+	require.NoError(t, err)
+	m, err = Parse(file, data)
+	require.NoError(t, err, "%s", data)
+	path, name, ok := m.Contract()
+	assert.True(t, ok)
+	assert.Equal(t, factory, path+"."+name)
 }
 
 func TestSchemaConstraints(t *testing.T) {

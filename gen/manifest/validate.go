@@ -26,6 +26,11 @@ func (p *parser) validate(m *Manifest) {
 	if v := m.Version; v.Set && v.V != formatVersion {
 		p.errs.Add(v.Pos, "unsupported manifest version %d; this kvgen reads version %d", v.V, formatVersion)
 	}
+	if v := m.Factory; v.Set {
+		if msg := checkFactory(v.V); msg != "" {
+			p.errs.Add(v.Pos, "%s", msg)
+		}
+	}
 	if v := m.Package; v.Set {
 		switch {
 		case v.V == "_":
@@ -44,6 +49,9 @@ func (p *parser) validate(m *Manifest) {
 	for i, c := range m.Connectors {
 		n := len(p.errs)
 		p.validateConnector(c, c.Label(i))
+		if len(c.Roles) > 0 && m.Factory.Set {
+			p.errs.Add(c.Roles[0].Pos, "%s: roles: belong to the KV connector contract; the contract %s has none, so remove roles:", c.Label(i), suggest.Quote(m.Factory.V))
+		}
 		p.markInvalid(m.Connectors, i, len(p.errs)-n)
 	}
 	p.checkUnique(m.Connectors)
@@ -102,6 +110,26 @@ func (p *parser) validateConnector(c Connector, label string) {
 			add(v.Pos, "replace %s is not a clean path; write %s", suggest.Quote(v.V), suggest.Quote(path.Clean(v.V)))
 		}
 	}
+}
+
+// checkFactory says what is wrong with a factory: value, or returns "".
+func checkFactory(s string) string {
+	example := mustField(reflect.TypeFor[fileV1](), "factory").example
+	path, name, ok := splitFactory(s)
+	if !ok {
+		return fmt.Sprintf("factory %s is not IMPORT/PATH.TypeName; name the contract's type with its package's import path, e.g. %q", suggest.Quote(s), example)
+	}
+	if err := module.CheckImportPath(path); err != nil {
+		reason := err
+		if ip, ok := err.(*module.InvalidPathError); ok {
+			reason = ip.Err
+		}
+		return fmt.Sprintf("factory %s: %s is not a valid Go import path: %v; e.g. %q", suggest.Quote(s), suggest.Quote(path), reason, example)
+	}
+	if !token.IsIdentifier(name) || !token.IsExported(name) {
+		return fmt.Sprintf("factory %s: %s is not an exported Go identifier; name an exported type, e.g. %q", suggest.Quote(s), suggest.Quote(name), example)
+	}
+	return ""
 }
 
 // checkName says what is wrong with a connector name or alias, or returns "".
