@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"go/token"
 	"go/types"
-	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -285,16 +284,14 @@ func rootErrors(roots []*packages.Package) string {
 
 // goListError returns what the go command says when it lists args.
 func goListError(ctx context.Context, lc loadConfig, args ...string) string {
-	cmd := gocmd.Command(ctx, append(append([]string{"list"}, lc.buildFlags()...), args...)...)
-	cmd.Dir, cmd.Env = lc.dir, lc.env()
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = io.Discard, &out
-	if err := cmd.Run(); err == nil {
+	_, stderr, err := gocmd.Run(ctx, lc.dir, lc.env(), append(append([]string{"list"}, lc.buildFlags()...), args...)...)
+	switch {
+	case err == nil:
 		return "the go command lists it without error now; run kvgen again"
-	} else if out.Len() == 0 {
+	case len(bytes.TrimSpace(stderr)) == 0:
 		return err.Error()
 	}
-	return strings.TrimSpace(out.String())
+	return string(bytes.TrimSpace(stderr))
 }
 
 // readExport decodes a package's export data into imports.

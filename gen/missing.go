@@ -76,15 +76,12 @@ func moduleDirs(ctx context.Context, lc loadConfig, mods map[string][]*loadedPac
 	for m := range mods {
 		args = append(args, m)
 	}
-	cmd := gocmd.Command(ctx, args...)
-	cmd.Dir, cmd.Env = lc.dir, lc.env()
-	var out bytes.Buffer
-	cmd.Stdout = &out
 	dirs := map[string]string{}
-	if err := cmd.Run(); err != nil {
+	out, _, err := gocmd.Run(ctx, lc.dir, lc.env(), args...)
+	if err != nil {
 		return dirs
 	}
-	dec := json.NewDecoder(&out)
+	dec := json.NewDecoder(bytes.NewReader(out))
 	for {
 		var m struct{ Path, Dir string }
 		if err := dec.Decode(&m); err != nil {

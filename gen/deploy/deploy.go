@@ -8,9 +8,9 @@
 package deploy
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"go/build"
 	"io"
@@ -312,22 +312,21 @@ func (b *builder) compile(ctx context.Context) error {
 // standard error is passed on; on failure, the lines that name a
 // manifest entry's package or module get that entry's position.
 func (b *builder) goOutput(ctx context.Context, dir string, args ...string) (string, error) {
-	cmd := gocmd.Command(ctx, args...)
-	cmd.Dir = dir
-	cmd.Env = b.env()
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if b.opts.Verbose {
 		fmt.Fprintf(b.opts.Log, "kvgen: go %s\n", strings.Join(args, " "))
 	}
-	err := cmd.Run()
+	stdout, stderr, err := gocmd.Run(ctx, dir, b.env(), args...)
 	if err == nil {
 		if b.opts.Verbose {
-			b.opts.Log.Write(stderr.Bytes())
+			b.opts.Log.Write(stderr)
 		}
-		return stdout.String(), nil
+		return string(stdout), nil
 	}
-	return "", fmt.Errorf("go %s: %w\n%s", args[0], err, b.annotate(stderr.String()))
+	var ge *gocmd.Error
+	if errors.As(err, &ge) {
+		err = ge.Err // the go command's words follow, annotated
+	}
+	return "", fmt.Errorf("go %s: %w\n%s", args[0], err, b.annotate(string(stderr)))
 }
 
 // annotate prefixes each line of the go command's output that names an

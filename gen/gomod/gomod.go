@@ -652,26 +652,8 @@ func changes(before, after *modfile.File) []string {
 }
 
 // goCmd runs the go command in dir, outside workspace mode, and returns
-// its standard output; on failure the error holds what it printed.
+// its standard output; on failure the error is the go command's words.
 func goCmd(ctx context.Context, dir string, env []string, args ...string) (string, error) {
-	cmd := gocmd.Command(ctx, args...)
-	cmd.Dir = dir
-	cmd.Env = gocmd.WithoutWorkspace(env)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		// The go command's own words, one line, without its "go: "
-		// prefixes.
-		var lines []string
-		for _, l := range strings.Split(stderr.String(), "\n") {
-			if l = strings.TrimPrefix(strings.TrimSpace(l), "go: "); l != "" {
-				lines = append(lines, l)
-			}
-		}
-		if len(lines) == 0 {
-			lines = append(lines, err.Error())
-		}
-		return "", fmt.Errorf("go %s: %s", args[0], strings.Join(lines, "; "))
-	}
-	return stdout.String(), nil
+	stdout, _, err := gocmd.Run(ctx, dir, gocmd.WithoutWorkspace(env), args...)
+	return string(stdout), err
 }

@@ -12,7 +12,6 @@ package gocmd
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"slices"
@@ -104,17 +103,11 @@ func Lookup(env []string, key string) string {
 // never. Without it the go command's default holds: read-only, or the
 // vendor directory.
 func ReadOnlyModules(ctx context.Context, dir string, env []string) ([]string, error) {
-	cmd := Command(ctx, "env", "GOFLAGS")
-	cmd.Dir, cmd.Env = dir, env
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		if ctx.Err() != nil {
-			return nil, context.Cause(ctx)
-		}
-		return nil, fmt.Errorf("go env GOFLAGS: %v: %s", err, strings.TrimSpace(stderr.String()))
+	stdout, _, err := Run(ctx, dir, env, "env", "GOFLAGS")
+	if err != nil {
+		return nil, err
 	}
-	flags := strings.Fields(stdout.String())
+	flags := strings.Fields(string(stdout))
 	kept := slices.DeleteFunc(slices.Clone(flags), func(f string) bool {
 		name, value, _ := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(f, "-"), "-"), "=")
 		return name == "mod" && value == "mod"

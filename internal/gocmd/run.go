@@ -1,0 +1,59 @@
+package gocmd
+
+import (
+	"bytes"
+	"context"
+	"strings"
+)
+
+// Error is a go command run that failed: what it printed on its standard
+// error, and how it ended.
+type Error struct {
+	// Args are the go command's arguments.
+	Args []string
+	// Stderr is what it printed there.
+	Stderr string
+	// Err is how it ended: an *exec.ExitError, or the context's cause
+	// when the run was stopped.
+	Err error
+}
+
+// Error is the go command's own words, on one line, without its "go: "
+// prefixes: "go get: module example.com/x: not found; ...".
+func (e *Error) Error() string {
+	var lines []string
+	for _, l := range strings.Split(e.Stderr, "\n") {
+		if l = strings.TrimPrefix(strings.TrimSpace(l), "go: "); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) == 0 {
+		lines = append(lines, e.Err.Error())
+	}
+	name := "go"
+	if len(e.Args) > 0 {
+		name += " " + e.Args[0]
+	}
+	return name + ": " + strings.Join(lines, "; ")
+}
+
+// Unwrap returns how the run ended.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Run runs the go command with args in dir with the environment env, as
+// Command does, and returns what it printed. When it fails the error is an
+// *Error holding its standard error, or, when ctx ended, the context's
+// cause.
+func Run(ctx context.Context, dir string, env []string, args ...string) (stdout, stderr []byte, err error) {
+	cmd := Command(ctx, args...)
+	cmd.Dir, cmd.Env = dir, env
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			err = context.Cause(ctx)
+		}
+		return out.Bytes(), errOut.Bytes(), &Error{Args: args, Stderr: errOut.String(), Err: err}
+	}
+	return out.Bytes(), errOut.Bytes(), nil
+}
