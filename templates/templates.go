@@ -9,8 +9,10 @@ import (
 	"embed"
 	"fmt"
 	"go/format"
+	"go/token"
 	"io/fs"
 	"path"
+	"regexp"
 	"slices"
 	"strings"
 	"text/template"
@@ -166,4 +168,32 @@ func render(name string, data any) ([]byte, error) {
 func cell(s string) string {
 	s = strings.ReplaceAll(s, "|", `\|`)
 	return strings.Join(strings.Fields(s), " ")
+}
+
+// packageName is what a scaffold's name must be: the name doubles as the
+// Go package name, so it is a plain lower-case identifier.
+var packageName = regexp.MustCompile(`^[a-z][a-z0-9]*$`)
+
+var nonAlnum = regexp.MustCompile(`[^A-Za-z0-9]`)
+
+// reservedNames are the packages the scaffolds import: a package named
+// like one would shadow it.
+var reservedNames = map[string]bool{
+	"context": true, "errors": true, "fmt": true, "fs": true, "os": true, "filepath": true,
+	"testing": true, "registry": true, "conformance": true,
+}
+
+// CheckName reports whether name can name a scaffold: a lower-case Go
+// package name that is no keyword and shadows no package the scaffold
+// imports.
+func CheckName(name string) error {
+	switch {
+	case !packageName.MatchString(name):
+		return fmt.Errorf("connector name %q: want a lower-case Go package name such as %q", name, strings.ToLower(nonAlnum.ReplaceAllString(name, "")))
+	case token.IsKeyword(name):
+		return fmt.Errorf("connector name %q is a Go keyword and cannot name a package; choose another", name)
+	case reservedNames[name]:
+		return fmt.Errorf("connector name %q: the scaffold's code and tests import a package of that name; choose another", name)
+	}
+	return nil
 }

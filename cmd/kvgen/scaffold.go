@@ -3,11 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
-	"go/token"
 	"maps"
 	"os"
 	"path/filepath"
-	"regexp"
 	"runtime/debug"
 	"slices"
 	"sort"
@@ -19,10 +17,6 @@ import (
 	"github.com/kvgen/kvgen/internal/atomicfile"
 	"github.com/kvgen/kvgen/templates"
 )
-
-// packageName is what `kvgen new` accepts: the name doubles as the Go
-// package name, so it must be a plain lower-case identifier.
-var packageName = regexp.MustCompile(`^[a-z][a-z0-9]*$`)
 
 func runNew(ctx context.Context, e *env, args []string) int {
 	fs := newFlags(e, "new", "NAME [-module PATH] [-dir DIR] [-replace DIR] | NAME -factory IMPORT/PATH.TypeName [-dir DIR]")
@@ -41,16 +35,8 @@ func runNew(ctx context.Context, e *env, args []string) int {
 		return exitUsage
 	}
 	name := positional[0]
-	if !packageName.MatchString(name) {
-		e.errorf("connector name %q: want a lower-case Go package name such as %q", name, strings.ToLower(nonAlnum.ReplaceAllString(name, "")))
-		return exitUsage
-	}
-	if token.IsKeyword(name) {
-		e.errorf("connector name %q is a Go keyword and cannot name a package; choose another", name)
-		return exitUsage
-	}
-	if reservedNames[name] {
-		e.errorf("connector name %q: the scaffold's code and tests import a package of that name; choose another", name)
+	if err := templates.CheckName(name); err != nil {
+		e.errorf("%v", err)
 		return exitUsage
 	}
 	if *factory != "" {
@@ -173,15 +159,6 @@ func newPlugin(ctx context.Context, e *env, name, factory, dir string) int {
 	return exitOK
 }
 
-var nonAlnum = regexp.MustCompile(`[^A-Za-z0-9]`)
-
-// reservedNames are the packages the scaffold imports: a connector named
-// like one would shadow it.
-var reservedNames = map[string]bool{
-	"context": true, "errors": true, "fmt": true, "fs": true, "os": true, "filepath": true,
-	"testing": true, "registry": true, "conformance": true,
-}
-
 // kvgenVersion is the kvgen module version this binary was built from, for
 // the scaffold's require line.
 func kvgenVersion() string {
@@ -189,40 +166,4 @@ func kvgenVersion() string {
 		return info.Main.Version
 	}
 	return "v0.0.0-00010101000000-000000000000"
-}
-
-func runDoc(ctx context.Context, e *env, args []string) int {
-	var g genFlags
-	fs := newFlags(e, "doc", "[-manifest FILE] [-tags TAGS]")
-	g.register(fs, false)
-	if code := parse(fs, args); code >= 0 {
-		return code
-	}
-	if fs.NArg() > 0 {
-		e.errorf("doc takes no arguments, got %q", fs.Args())
-		return exitUsage
-	}
-	items, contract, err := resolveListed(ctx, e, g)
-	if err != nil {
-		g.report(e, err)
-		return exitError
-	}
-	rows := make([]templates.DocRow, len(items))
-	for i, l := range items {
-		rows[i] = templates.DocRow{
-			Name: l.Name, Aliases: strings.Join(l.Aliases, ", "), Roles: strings.Join(l.Roles, ", "),
-			Import: l.Import, Constructor: l.Constructor, Module: l.moduleAtVersion(), Summary: l.Doc,
-		}
-	}
-	var factory string
-	if !contract.KV() {
-		factory = contract.String()
-	}
-	out, err := templates.RenderDoc(filepath.Base(g.manifest), factory, rows)
-	if err != nil {
-		e.report(err)
-		return exitError
-	}
-	e.stdout.Write(out)
-	return exitOK
 }

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+
+	"github.com/kvgen/kvgen/templates"
+)
+
+// runDoc prints a Markdown table of the manifest's connectors.
+func runDoc(ctx context.Context, e *env, args []string) int {
+	var g genFlags
+	fs := newFlags(e, "doc", "[-manifest FILE] [-tags TAGS]")
+	g.register(fs, false)
+	if code := parse(fs, args); code >= 0 {
+		return code
+	}
+	if fs.NArg() > 0 {
+		e.errorf("doc takes no arguments, got %q", fs.Args())
+		return exitUsage
+	}
+	items, contract, err := resolveListed(ctx, e, g)
+	if err != nil {
+		g.report(e, err)
+		return exitError
+	}
+	rows := make([]templates.DocRow, len(items))
+	for i, l := range items {
+		rows[i] = templates.DocRow{
+			Name: l.Name, Aliases: strings.Join(l.Aliases, ", "), Roles: strings.Join(l.Roles, ", "),
+			Import: l.Import, Constructor: l.Constructor, Module: l.moduleAtVersion(), Summary: l.Doc,
+		}
+	}
+	var factory string
+	if !contract.KV() {
+		factory = contract.String()
+	}
+	out, err := templates.RenderDoc(filepath.Base(g.manifest), factory, rows)
+	if err != nil {
+		e.report(err)
+		return exitError
+	}
+	e.stdout.Write(out)
+	return exitOK
+}
