@@ -71,7 +71,8 @@ func runBuild(ctx context.Context, e *env, args []string) int {
 	opts.Targets = targets
 	opts.Tags = splitTags(tags)
 	opts.WorkDir, opts.Env = workDir(), os.Environ()
-	opts.Log = e.stderr
+	opts.Progress = func(line string) { e.errorf("%s", line) }
+	opts.GoOutput = e.stderr
 	opts.CacheDir = e.cacheDir
 	if err := deploy.Build(ctx, opts); err != nil {
 		e.report(err)

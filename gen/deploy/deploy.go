@@ -55,8 +55,12 @@ type Options struct {
 	LDFlags string
 	// Verbose shows the go commands as they run.
 	Verbose bool
-	// Log receives progress lines and the go command's output.
-	Log io.Writer
+	// Progress, when set, is told of each step of the build as it starts
+	// and as it ends, one line of text each ("compiling ./cmd/server",
+	// "compiling ./cmd/server: done in 1.2s"), for the caller to show.
+	Progress func(string)
+	// GoOutput receives what the go commands print, under Verbose.
+	GoOutput io.Writer
 	// CacheDir is the generator's check cache (gen.Options.CacheDir).
 	CacheDir string
 }
@@ -66,8 +70,11 @@ type Options struct {
 // manifest is read once, and the go.mod that run linked is the one the
 // build uses.
 func Build(ctx context.Context, opts Options) error {
-	if opts.Log == nil {
-		opts.Log = io.Discard
+	if opts.Progress == nil {
+		opts.Progress = func(string) {}
+	}
+	if opts.GoOutput == nil {
+		opts.GoOutput = io.Discard
 	}
 	if !filepath.IsAbs(opts.WorkDir) {
 		return fmt.Errorf("deploy: Options.WorkDir must be an absolute directory, got %q", opts.WorkDir)
@@ -143,10 +150,10 @@ type builder struct {
 
 func (b *builder) step(name string, f func(context.Context) error, ctx context.Context) error {
 	start := time.Now()
-	fmt.Fprintf(b.opts.Log, "kvgen: %s%s\n", b.prefix, name)
+	b.opts.Progress(b.prefix + name)
 	err := f(ctx)
 	if err == nil {
-		fmt.Fprintf(b.opts.Log, "kvgen: %s%s: done in %s\n", b.prefix, name, time.Since(start).Round(time.Millisecond))
+		b.opts.Progress(fmt.Sprintf("%s%s: done in %s", b.prefix, name, time.Since(start).Round(time.Millisecond)))
 	}
 	return err
 }
@@ -189,7 +196,7 @@ func (b *builder) generate(ctx context.Context) error {
 		}
 		if b.opts.Verbose {
 			for _, c := range u.Changes {
-				fmt.Fprintf(b.opts.Log, "kvgen: %stemporary go.mod: %s\n", b.prefix, c)
+				b.opts.Progress(fmt.Sprintf("%stemporary go.mod: %s", b.prefix, c))
 			}
 		}
 	}
@@ -313,12 +320,12 @@ func (b *builder) compile(ctx context.Context) error {
 // manifest entry's package or module get that entry's position.
 func (b *builder) goOutput(ctx context.Context, dir string, args ...string) (string, error) {
 	if b.opts.Verbose {
-		fmt.Fprintf(b.opts.Log, "kvgen: go %s\n", strings.Join(args, " "))
+		b.opts.Progress("go " + strings.Join(args, " "))
 	}
 	stdout, stderr, err := gocmd.Run(ctx, dir, b.env(), args...)
 	if err == nil {
 		if b.opts.Verbose {
-			b.opts.Log.Write(stderr)
+			b.opts.GoOutput.Write(stderr)
 		}
 		return string(stdout), nil
 	}

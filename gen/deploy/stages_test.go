@@ -55,7 +55,7 @@ func stageModule(t *testing.T) string {
 // sets it up.
 func newBuilder(t *testing.T, dir, manifest string) *builder {
 	t.Helper()
-	b := &builder{opts: Options{WorkDir: dir, Env: os.Environ(), Manifest: manifest, Package: "./srv", Output: "bin/srv", Log: &strings.Builder{}}, output: "bin/srv", env0: os.Environ()}
+	b := &builder{opts: Options{WorkDir: dir, Env: os.Environ(), Manifest: manifest, Package: "./srv", Output: "bin/srv", GoOutput: &strings.Builder{}}, output: "bin/srv", env0: os.Environ()}
 	b.tmp = t.TempDir()
 	b.goTmp = filepath.Join(b.tmp, "go")
 	require.NoError(t, os.Mkdir(b.goTmp, 0o700))
