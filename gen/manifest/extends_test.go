@@ -65,3 +65,13 @@ func TestExtendsKeepsTheContract(t *testing.T) {
 	_, err = manifest.LoadIn(dir, "other.yaml")
 	require.EqualError(t, err, `other.yaml:3:10: factory "example.com/gw/plugin.Other": connectors.yaml names the contract "example.com/gw/plugin.Factory"; a manifest has the contract of the manifest it extends, so remove factory: here`)
 }
+
+// extends: and a pin's replace: are paths relative to the manifest, as
+// replace: is; a pin's version is a canonical semantic version.
+func TestExtendsAndPinsArePlainRelativePaths(t *testing.T) {
+	_, err := manifest.Parse("deploy.yaml", []byte("version: 1\nextends: /etc/base.yaml\npin:\n  - {name: a, replace: 'x\\y', version: '1.0'}\n"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `deploy.yaml:2:10: extends "/etc/base.yaml" is an absolute path, which ties the manifest to one machine`)
+	assert.Contains(t, err.Error(), `deploy.yaml:4:24: pin "a": replace "x\\y" contains a backslash`)
+	assert.Contains(t, err.Error(), `deploy.yaml:4:40: pin "a": version "1.0" is not a canonical semantic version`)
+}

@@ -46,6 +46,21 @@ func (p *parser) validate(m *Manifest) {
 			p.errs.Add(v.Pos, "%s", msg)
 		}
 	}
+	if v := m.Extends; v.Set {
+		if msg := checkRelative("extends", v.V, "the manifest it extends", mustField(reflect.TypeFor[fileV1](), "extends").example); msg != "" {
+			p.errs.Add(v.Pos, "%s", msg)
+		}
+	}
+	for _, pin := range m.pin {
+		if v := pin.Replace; v.Set {
+			if msg := checkRelative("replace", v.V, "the module's directory", mustField(reflect.TypeFor[pinV1](), "replace").example); msg != "" {
+				p.errs.Add(v.Pos, "%s: %s", pin.label(0), msg)
+			}
+		}
+		if v := pin.Version; v.Set && (!semver.IsValid(v.V) || semver.Canonical(v.V) != v.V && semver.Canonical(v.V)+"+incompatible" != v.V) {
+			p.errs.Add(v.Pos, "%s: version %s is not a canonical semantic version; want a version such as v1.4.0", pin.label(0), suggest.Quote(v.V))
+		}
+	}
 	for i, c := range m.Connectors {
 		n := len(p.errs)
 		p.validateConnector(c, c.Label(i))
@@ -100,16 +115,25 @@ func (p *parser) validateConnector(c Connector, label string) {
 		}
 	}
 	if v := c.Replace; v.Set {
-		switch {
-		case isAbs(v.V):
-			add(v.Pos, "replace %s is an absolute path, which ties the manifest to one machine; give the module's directory relative to the manifest, e.g. %q",
-				suggest.Quote(v.V), mustField(reflect.TypeFor[connectorV1](), "replace").example)
-		case strings.Contains(v.V, `\`):
-			add(v.Pos, "replace %s contains a backslash; separate directories with \"/\"", suggest.Quote(v.V))
-		case path.Clean(v.V) != v.V:
-			add(v.Pos, "replace %s is not a clean path; write %s", suggest.Quote(v.V), suggest.Quote(path.Clean(v.V)))
+		if msg := checkRelative("replace", v.V, "the module's directory", mustField(reflect.TypeFor[connectorV1](), "replace").example); msg != "" {
+			add(v.Pos, "%s", msg)
 		}
 	}
+}
+
+// checkRelative says what is wrong with a path that must be relative to
+// the manifest, with forward slashes and clean, or returns "". what is
+// what the path names, for the advice.
+func checkRelative(key, p, what, example string) string {
+	switch {
+	case isAbs(p):
+		return fmt.Sprintf("%s %s is an absolute path, which ties the manifest to one machine; give %s relative to the manifest, e.g. %q", key, suggest.Quote(p), what, example)
+	case strings.Contains(p, `\`):
+		return fmt.Sprintf("%s %s contains a backslash; separate directories with \"/\"", key, suggest.Quote(p))
+	case path.Clean(p) != p:
+		return fmt.Sprintf("%s %s is not a clean path; write %s", key, suggest.Quote(p), suggest.Quote(path.Clean(p)))
+	}
+	return ""
 }
 
 // checkFactory says what is wrong with a factory: value, or returns "".
