@@ -1,6 +1,7 @@
 package gen
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"go/token"
@@ -131,7 +132,13 @@ func resolveContract(pkg *types.Package, c Contract) (*anyContract, Contract, st
 		ac.sig = u
 		c.Signature = types.TypeString(u, named)
 		c.Params, c.Results = zeros(u.Params()), zeros(u.Results())
-		c.ParamList, c.ResultList = types.TypeString(u.Params(), named), types.TypeString(u.Results(), named)
+		if u.Variadic() {
+			c.Params = c.Params[:len(c.Params)-1] // a call passes none
+		}
+		// A tuple prints no "...": the parameters print as a signature's.
+		var params bytes.Buffer
+		types.WriteSignature(&params, types.NewSignatureType(nil, nil, nil, u.Params(), nil, u.Variadic()), named)
+		c.ParamList, c.ResultList = params.String(), types.TypeString(u.Results(), named)
 		if n := u.Results().Len(); n > 0 {
 			c.ReturnsError = types.Identical(u.Results().At(n-1).Type(), types.Universe.Lookup("error").Type())
 		}
