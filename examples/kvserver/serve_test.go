@@ -146,6 +146,22 @@ func TestServeHandoffMetricsEventsAndDrain(t *testing.T) {
 		t.Fatal("the follower saw no event")
 	}
 
+	// Hostile requests are refused before any work: a body over 1 MiB, a
+	// prompt of more tokens than a step takes, a key the request has not.
+	for body, want := range map[string]string{
+		`{"prompt":"` + strings.Repeat("x", 1<<20) + `"}`: "request body too large",
+		`{"tokens":2097152}`:                              "tokens: want from 1 to 1048576",
+		`{"prompt":"p","tokenz":1}`:                       `unknown field "tokenz"`,
+	} {
+		resp, err := http.Post(base+"/prefill", "application/json", strings.NewReader(body))
+		require.NoError(t, err)
+		msg, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "%.80s", body)
+		assert.Contains(t, string(msg), want)
+	}
+	assert.Equal(t, 3.0, metric(t, base, `kvserver_steps_total{outcome="bad_request",step="prefill"}`))
+
 	// A decode whose body is still on its way when SIGTERM arrives is
 	// answered; then the process exits 0.
 	pr, pw := io.Pipe()
