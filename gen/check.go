@@ -1,11 +1,14 @@
 package gen
 
 import (
+	"errors"
 	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"go/types"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -325,8 +328,8 @@ func quoteJoin(names []string) string {
 }
 
 // position shows p, a position in package pkgPath, whose Go files are
-// files. A file below the current directory is shown relative to it, any
-// other by its import path, so that messages hold no machine paths.
+// files, as a file system path that an editor can open: relative to the
+// working directory when rel makes it so (see shortPath).
 func position(p token.Position, pkgPath string, files []string, rel func(string) string) token.Position {
 	if p.Filename != "" && !filepath.IsAbs(p.Filename) {
 		// Export data compiled with -trimpath names the file by its
@@ -334,14 +337,12 @@ func position(p token.Position, pkgPath string, files []string, rel func(string)
 		base := filepath.Base(p.Filename)
 		if i := slices.IndexFunc(files, func(f string) bool { return filepath.Base(f) == base }); i >= 0 {
 			p.Filename = files[i]
+		} else {
+			p.Filename = pkgPath + "/" + base // no file on disk to name
 		}
 	}
-	if p.Filename != "" {
-		if r := rel(p.Filename); r != p.Filename {
-			p.Filename = r
-		} else {
-			p.Filename = pkgPath + "/" + filepath.Base(p.Filename)
-		}
+	if filepath.IsAbs(p.Filename) {
+		p.Filename = rel(p.Filename)
 	}
 	// Export data keeps lines but not columns or offsets; keep neither
 	// rather than wrong ones.
@@ -358,4 +359,27 @@ func relativeTo(dir string) func(string) string {
 		}
 		return path
 	}
+}
+
+// shortPath returns a function that shows an absolute path as the go
+// command shows files in its messages: relative to dir when that is
+// shorter and names the same file, else absolute.
+func shortPath(dir string) func(string) string {
+	return func(path string) string {
+		r, err := filepath.Rel(dir, path)
+		if err != nil || len(r) >= len(path) || !sameFile(filepath.Join(dir, r), path) {
+			return path
+		}
+		return r
+	}
+}
+
+// sameFile reports whether a and b name the same file, or both name none.
+func sameFile(a, b string) bool {
+	fa, errA := os.Stat(a)
+	fb, errB := os.Stat(b)
+	if errA != nil || errB != nil {
+		return errors.Is(errA, fs.ErrNotExist) && errors.Is(errB, fs.ErrNotExist)
+	}
+	return os.SameFile(fa, fb)
 }

@@ -304,7 +304,7 @@ func resolve(ctx context.Context, opts Options, forWrite bool) (*Result, *checkC
 		res.Contract = kind
 	}
 	cache := openCache(opts.CacheDir, abs(opts.Manifest), res.Path)
-	res.Entries, err = checkEntriesCached(&errs, m, listed, out, relativeTo(opts.WorkDir), cache, contractOK)
+	res.Entries, err = checkEntriesCached(&errs, m, listed, out, shortPath(opts.WorkDir), cache, contractOK)
 	if err != nil {
 		return nil, nil, err
 	}
