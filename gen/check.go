@@ -128,6 +128,10 @@ func checkTypes(errs *diag.List, e *Entry, index int, namePos token.Position, lp
 		msg := fmt.Sprintf("%s: package %s has no function %s", label, suggest.Quote(p.PkgPath), suggest.Quote(name))
 		if near := suggest.Nearest(name, exported[*types.Func](lp.types), 3); len(near) > 0 {
 			msg += "; did you mean " + quoteJoin(near) + "?"
+		} else if fit := fitting(lp.types, lp.contract, e.Roles); len(fit) > 0 {
+			// Not a typo: the name may be a guess, and these are what
+			// it could have been.
+			msg += "; its functions that fit the contract: " + strings.Join(fit, ", ")
 		}
 		errs.Add(namePos, "%s", msg)
 		return false, token.Position{}
@@ -195,6 +199,26 @@ func checkSignature(sig *types.Signature, c *contract, e *Entry) string {
 		}
 	}
 	return ""
+}
+
+// maxFitting bounds how many fitting functions a message names.
+const maxFitting = 10
+
+// fitting lists the exported functions of pkg that would pass the check
+// as the constructor of an entry serving roles, the first maxFitting of
+// them and then how many more there are.
+func fitting(pkg *types.Package, c *contract, roles registry.RoleSet) []string {
+	var fit []string
+	for _, n := range exported[*types.Func](pkg) {
+		sig := pkg.Scope().Lookup(n).Type().(*types.Signature)
+		if checkSignature(sig, c, &Entry{Roles: roles}) == "" {
+			fit = append(fit, n)
+		}
+	}
+	if len(fit) > maxFitting {
+		fit = append(fit[:maxFitting], fmt.Sprintf("and %d more", len(fit)-maxFitting))
+	}
+	return fit
 }
 
 // roleInterface names the registry interface a role's connector implements.
