@@ -93,7 +93,7 @@ type Result struct {
 	declared   map[string]bool // top-level names of the output package's other files
 	abs        string          // Path made absolute
 	target     string          // Path with symbolic links resolved: the file Write replaces
-	flag       string          // the -o value that named Path, if any
+	output     string          // Options.Output, when it named Path
 	importPath string          // the output package's import path, if known
 	root       string          // the module's root directory
 }
@@ -102,7 +102,8 @@ type Result struct {
 // input is a diag.List with every problem found, sorted by position.
 //
 // The file to write must be one that kvgen may write (see Write); when it
-// is not, that is an error at the manifest's output key, or on -o.
+// is not, that is an error at the manifest's output key, or an
+// *OutputError when Options.Output named it.
 func Generate(ctx context.Context, opts Options) (*Result, error) {
 	res, cache, err := resolve(ctx, opts, true)
 	if err != nil {
@@ -205,10 +206,10 @@ func resolve(ctx context.Context, opts Options, forWrite bool) (*Result, *checkC
 	}
 	absDir := abs(loadDir)
 	if forWrite {
-		res.flag, res.root = opts.Output, moduleRoot(absDir)
+		res.output, res.root = opts.Output, moduleRoot(absDir)
 		if err := res.checkTarget(); err != nil {
-			if res.flag != "" {
-				return nil, nil, err // a command-line problem, not the manifest's
+			if res.output != "" {
+				return nil, nil, err // the caller's problem, not the manifest's
 			}
 			errs.Append(outputPos(m), err)
 		}

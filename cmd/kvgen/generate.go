@@ -48,12 +48,20 @@ func (g *genFlags) command(self string) string {
 // report prints err; when it is a go.mod lacking what the manifest names,
 // it also names the command that adds it, and returns true.
 func (g *genFlags) report(e *env, err error) bool {
-	e.report(err)
+	e.report(g.inFlags(err))
 	if !errors.As(err, new(*gomod.LacksError)) {
 		return false
 	}
 	e.fail(token.Position{Filename: g.manifest}, "go.mod does not satisfy %s; run go generate (or %s) to add what it lacks", g.manifest, g.command(e.self))
 	return true
+}
+
+// inFlags words a problem with the file -o names as a problem on -o.
+func (g *genFlags) inFlags(err error) error {
+	if oe, ok := err.(*gen.OutputError); ok {
+		return errors.New(oe.In("-o"))
+	}
+	return err
 }
 
 func (g *genFlags) options(e *env) gen.Options {
@@ -139,7 +147,7 @@ func runGenerate(ctx context.Context, e *env, args []string) int {
 			return exitError
 		}
 		if _, err := res.Write(); err != nil {
-			e.report(err)
+			e.report(g.inFlags(err))
 			return exitError
 		}
 		return exitOK
