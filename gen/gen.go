@@ -58,6 +58,10 @@ type Options struct {
 	// keyed by the content of the packages checked, so that packages that
 	// have not changed are not read again; "" turns the cache off.
 	CacheDir string
+	// CacheIdentity names the generator doing the checks, such as its
+	// module version: what one generator found is not taken on trust by
+	// another, whose checks may differ. "" turns the cache off.
+	CacheIdentity string
 	// Only, when not nil, keeps of the manifest's entries those with one of
 	// these names or aliases, as if the manifest listed no others: what a
 	// deployment that runs only some connectors links.
@@ -304,7 +308,7 @@ func resolve(ctx context.Context, opts Options, forWrite bool) (*Result, *checkC
 	} else {
 		res.Contract = kind
 	}
-	cache := openCache(opts.CacheDir, abs(opts.Manifest), res.Path)
+	cache := openCache(opts.CacheDir, opts.CacheIdentity, abs(opts.Manifest), res.Path)
 	res.Entries, err = checkEntriesCached(&errs, m, listed, out, shortPath(opts.WorkDir), cache, contractOK)
 	if err != nil {
 		return nil, nil, err
@@ -350,7 +354,7 @@ func resolveNamed(errs *diag.List, m *manifest.Manifest, listed *listing) (c *Co
 // them decoded, and returns those that pass; out is the package the
 // registry goes into, nil when it could not be inspected.
 func checkEntries(errs *diag.List, m *manifest.Manifest, pkgs map[string]*loadedPackage, out *outputPackage, rel func(string) string) []*Entry {
-	entries, _ := checkEntriesCached(errs, m, &listing{pkgs: pkgs}, out, rel, openCache("", "", ""), true)
+	entries, _ := checkEntriesCached(errs, m, &listing{pkgs: pkgs}, out, rel, openCache("", "", "", ""), true)
 	return entries
 }
 
