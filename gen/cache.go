@@ -4,9 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -65,16 +63,15 @@ type cachedCheck struct {
 const cacheFormat = "kvgen-check-1"
 
 // openCache reads the cache file for the manifest at manifestAbs under
-// dir. An empty dir, or any trouble reading, gives an empty cache: the
-// cache only ever saves time.
-func openCache(dir, manifestAbs, output string) *checkCache {
+// dir, for the generator named identity (Options.CacheIdentity). An empty
+// dir or identity, or any trouble reading, gives an empty cache: the cache
+// only ever saves time.
+func openCache(dir, identity, manifestAbs, output string) *checkCache {
 	c := &checkCache{used: map[string]cachedCheck{}}
-	if dir == "" {
-		return c
+	if dir == "" || identity == "" {
+		return c // no way to tell one generator from another: no cache
 	}
-	if c.salt = generatorIdentity(); c.salt == "" {
-		return c // no way to tell one kvgen from another: no cache
-	}
+	c.salt = cacheFormat + " " + identity
 	sum := sha256.Sum256([]byte(cacheFormat + "\x00" + manifestAbs + "\x00" + output))
 	c.path = filepath.Join(dir, "check", hex.EncodeToString(sum[:16])+".json")
 	if data, err := readfile.Read(c.path, readfile.Max); err == nil {
@@ -169,46 +166,4 @@ func hashFields(fields ...string) string {
 func hashBytes(b []byte) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
-}
-
-// generatorIdentity names the code doing the checking: kvgen's module
-// version, and for a development build, which has none, the executable
-// itself (its path, size and modification time: a rebuilt kvgen is a new
-// file). It is "" when neither can be read.
-var generatorIdentity = sync.OnceValue(func() string {
-	id := cacheFormat
-	if info, ok := debug.ReadBuildInfo(); ok {
-		id += " " + info.GoVersion
-		v := moduleVersion(info)
-		if v != "" && v != "(devel)" {
-			return id + " " + v
-		}
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		return ""
-	}
-	fi, err := os.Stat(exe)
-	if err != nil {
-		return ""
-	}
-	return id + " " + exe + " " + strconv.FormatInt(fi.Size(), 10) + " " + fi.ModTime().UTC().String()
-})
-
-// moduleVersion is the version of the module that holds this package, as
-// the binary was built with it.
-func moduleVersion(info *debug.BuildInfo) string {
-	const mod = "github.com/kvgen/kvgen"
-	if info.Main.Path == mod {
-		return info.Main.Version
-	}
-	for _, d := range info.Deps {
-		if d.Path == mod {
-			if d.Replace != nil {
-				return d.Replace.Version // "" for a directory: a development build
-			}
-			return d.Version
-		}
-	}
-	return ""
 }

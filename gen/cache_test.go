@@ -2,8 +2,11 @@ package gen_test
 
 import (
 	"context"
+	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -111,7 +114,7 @@ var _ = store.Conn{}
 		}
 		write("conn/conn.go", connHeader+step.conn+"\n")
 		for _, run := range []string{"first", "second"} {
-			res, err := gen.Generate(context.Background(), gen.Options{WorkDir: cwd(t), Env: os.Environ(), Manifest: "connectors.yaml", CacheDir: cache})
+			res, err := gen.Generate(context.Background(), gen.Options{WorkDir: cwd(t), Env: os.Environ(), Manifest: "connectors.yaml", CacheDir: cache, CacheIdentity: "edits"})
 			if step.wantErr != "" {
 				require.Error(t, err, "%s, %s run", step.name, run)
 				assert.Contains(t, err.Error(), step.wantErr, "%s, %s run", step.name, run)
@@ -143,7 +146,7 @@ func TestCacheUpToDateFile(t *testing.T) {
 	require.NoError(t, err)
 	dir := caseModule(t, root, filepath.Join(root, "gen", "testdata", "basic"))
 	t.Chdir(dir)
-	opts := gen.Options{WorkDir: cwd(t), Env: os.Environ(), Manifest: "connectors.yaml", CacheDir: t.TempDir()}
+	opts := gen.Options{WorkDir: cwd(t), Env: os.Environ(), Manifest: "connectors.yaml", CacheDir: t.TempDir(), CacheIdentity: "test"}
 	res, err := gen.Generate(context.Background(), opts)
 	require.NoError(t, err)
 	_, err = res.Write()
@@ -176,7 +179,7 @@ func TestCacheFollowsTheContract(t *testing.T) {
 	require.NoError(t, err)
 	dir := caseModule(t, root, filepath.Join(root, "gen", "testdata", "ok_contract_func"))
 	t.Chdir(dir)
-	opts := gen.Options{WorkDir: cwd(t), Env: os.Environ(), Manifest: "connectors.yaml", CacheDir: t.TempDir()}
+	opts := gen.Options{WorkDir: cwd(t), Env: os.Environ(), Manifest: "connectors.yaml", CacheDir: t.TempDir(), CacheIdentity: "test"}
 	for range 2 {
 		_, err = gen.Generate(context.Background(), opts)
 		require.NoError(t, err)
@@ -190,4 +193,40 @@ func TestCacheFollowsTheContract(t *testing.T) {
 	_, err = gen.Generate(context.Background(), opts)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `marked.New (declared at marked/marked.go:12) has 2 parameters; want 3`)
+}
+
+// TestCacheBelongsToOneGenerator: the cache is used only with an identity
+// for the generator, and what one generator found is not used by another.
+func TestCacheBelongsToOneGenerator(t *testing.T) {
+	root, err := filepath.Abs("..")
+	require.NoError(t, err)
+	dir := caseModule(t, root, filepath.Join(root, "gen", "testdata", "basic"))
+	t.Chdir(dir)
+	cache := t.TempDir()
+	entries := func(identity string) []string {
+		t.Helper()
+		opts := gen.Options{WorkDir: cwd(t), Env: os.Environ(), Manifest: "connectors.yaml", CacheDir: cache, CacheIdentity: identity}
+		_, err := gen.Generate(context.Background(), opts)
+		require.NoError(t, err)
+		files, err := filepath.Glob(filepath.Join(cache, "check", "*.json"))
+		require.NoError(t, err)
+		if len(files) == 0 {
+			return nil
+		}
+		require.Len(t, files, 1)
+		data, err := os.ReadFile(files[0])
+		require.NoError(t, err)
+		var file struct{ Entries map[string]json.RawMessage }
+		require.NoError(t, json.Unmarshal(data, &file))
+		return slices.Sorted(maps.Keys(file.Entries))
+	}
+	assert.Empty(t, entries(""), "no identity, no cache")
+	a := entries("kvgen v0.1.0")
+	require.NotEmpty(t, a)
+	assert.Equal(t, a, entries("kvgen v0.1.0"), "the same generator reuses its checks")
+	b := entries("kvgen v0.2.0")
+	require.NotEmpty(t, b)
+	for _, k := range b {
+		assert.NotContains(t, a, k, "another generator checks afresh")
+	}
 }

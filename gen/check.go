@@ -1,11 +1,14 @@
 package gen
 
 import (
+	"errors"
 	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"go/types"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -125,6 +128,10 @@ func checkTypes(errs *diag.List, e *Entry, index int, namePos token.Position, lp
 		msg := fmt.Sprintf("%s: package %s has no function %s", label, suggest.Quote(p.PkgPath), suggest.Quote(name))
 		if near := suggest.Nearest(name, exported[*types.Func](lp.types), 3); len(near) > 0 {
 			msg += "; did you mean " + quoteJoin(near) + "?"
+		} else if fit := fitting(lp.types, lp.contract, e.Roles); len(fit) > 0 {
+			// Not a typo: the name may be a guess, and these are what
+			// it could have been.
+			msg += "; its functions that fit the contract: " + strings.Join(fit, ", ")
 		}
 		errs.Add(namePos, "%s", msg)
 		return false, token.Position{}
@@ -192,6 +199,26 @@ func checkSignature(sig *types.Signature, c *contract, e *Entry) string {
 		}
 	}
 	return ""
+}
+
+// maxFitting bounds how many fitting functions a message names.
+const maxFitting = 10
+
+// fitting lists the exported functions of pkg that would pass the check
+// as the constructor of an entry serving roles, the first maxFitting of
+// them and then how many more there are.
+func fitting(pkg *types.Package, c *contract, roles registry.RoleSet) []string {
+	var fit []string
+	for _, n := range exported[*types.Func](pkg) {
+		sig := pkg.Scope().Lookup(n).Type().(*types.Signature)
+		if checkSignature(sig, c, &Entry{Roles: roles}) == "" {
+			fit = append(fit, n)
+		}
+	}
+	if len(fit) > maxFitting {
+		fit = append(fit[:maxFitting], fmt.Sprintf("and %d more", len(fit)-maxFitting))
+	}
+	return fit
 }
 
 // roleInterface names the registry interface a role's connector implements.
@@ -325,8 +352,8 @@ func quoteJoin(names []string) string {
 }
 
 // position shows p, a position in package pkgPath, whose Go files are
-// files. A file below the current directory is shown relative to it, any
-// other by its import path, so that messages hold no machine paths.
+// files, as a file system path that an editor can open: relative to the
+// working directory when rel makes it so (see shortPath).
 func position(p token.Position, pkgPath string, files []string, rel func(string) string) token.Position {
 	if p.Filename != "" && !filepath.IsAbs(p.Filename) {
 		// Export data compiled with -trimpath names the file by its
@@ -334,14 +361,12 @@ func position(p token.Position, pkgPath string, files []string, rel func(string)
 		base := filepath.Base(p.Filename)
 		if i := slices.IndexFunc(files, func(f string) bool { return filepath.Base(f) == base }); i >= 0 {
 			p.Filename = files[i]
+		} else {
+			p.Filename = pkgPath + "/" + base // no file on disk to name
 		}
 	}
-	if p.Filename != "" {
-		if r := rel(p.Filename); r != p.Filename {
-			p.Filename = r
-		} else {
-			p.Filename = pkgPath + "/" + filepath.Base(p.Filename)
-		}
+	if filepath.IsAbs(p.Filename) {
+		p.Filename = rel(p.Filename)
 	}
 	// Export data keeps lines but not columns or offsets; keep neither
 	// rather than wrong ones.
@@ -358,4 +383,27 @@ func relativeTo(dir string) func(string) string {
 		}
 		return path
 	}
+}
+
+// shortPath returns a function that shows an absolute path as the go
+// command shows files in its messages: relative to dir when that is
+// shorter and names the same file, else absolute.
+func shortPath(dir string) func(string) string {
+	return func(path string) string {
+		r, err := filepath.Rel(dir, path)
+		if err != nil || len(r) >= len(path) || !sameFile(filepath.Join(dir, r), path) {
+			return path
+		}
+		return r
+	}
+}
+
+// sameFile reports whether a and b name the same file, or both name none.
+func sameFile(a, b string) bool {
+	fa, errA := os.Stat(a)
+	fb, errB := os.Stat(b)
+	if errA != nil || errB != nil {
+		return errors.Is(errA, fs.ErrNotExist) && errors.Is(errB, fs.ErrNotExist)
+	}
+	return os.SameFile(fa, fb)
 }

@@ -58,6 +58,10 @@ type Options struct {
 	// keyed by the content of the packages checked, so that packages that
 	// have not changed are not read again; "" turns the cache off.
 	CacheDir string
+	// CacheIdentity names the generator doing the checks, such as its
+	// module version: what one generator found is not taken on trust by
+	// another, whose checks may differ. "" turns the cache off.
+	CacheIdentity string
 	// Only, when not nil, keeps of the manifest's entries those with one of
 	// these names or aliases, as if the manifest listed no others: what a
 	// deployment that runs only some connectors links.
@@ -93,7 +97,7 @@ type Result struct {
 	declared   map[string]bool // top-level names of the output package's other files
 	abs        string          // Path made absolute
 	target     string          // Path with symbolic links resolved: the file Write replaces
-	flag       string          // the -o value that named Path, if any
+	output     string          // Options.Output, when it named Path
 	importPath string          // the output package's import path, if known
 	root       string          // the module's root directory
 }
@@ -102,7 +106,8 @@ type Result struct {
 // input is a diag.List with every problem found, sorted by position.
 //
 // The file to write must be one that kvgen may write (see Write); when it
-// is not, that is an error at the manifest's output key, or on -o.
+// is not, that is an error at the manifest's output key, or an
+// *OutputError when Options.Output named it.
 func Generate(ctx context.Context, opts Options) (*Result, error) {
 	res, cache, err := resolve(ctx, opts, true)
 	if err != nil {
@@ -140,90 +145,150 @@ func Resolve(ctx context.Context, opts Options) (*Result, error) {
 }
 
 // resolve is Resolve, returning the check cache it used; forWrite adds the
-// checks of the file to write.
+// checks of the file to write. Each stage takes what the one before it
+// made; problems that let the run go on collect in errs, so that one run
+// reports them all.
 func resolve(ctx context.Context, opts Options, forWrite bool) (*Result, *checkCache, error) {
-	if opts.Manifest == "" {
-		opts.Manifest = "connectors.yaml"
-	}
-	if !filepath.IsAbs(opts.WorkDir) {
-		return nil, nil, fmt.Errorf("gen: Options.WorkDir must be an absolute directory, got %q", opts.WorkDir)
-	}
-	if opts.Env == nil {
-		return nil, nil, errors.New("gen: Options.Env is nil; give the go commands an environment, such as os.Environ()")
-	}
-	// Whatever GOFLAGS says, loading never writes go.mod or go.sum: the
-	// go.mod that generate links is written by Update.Write alone.
-	env, err := gocmd.ReadOnlyModules(ctx, opts.WorkDir, opts.Env)
+	opts, err := withDefaults(ctx, opts)
 	if err != nil {
 		return nil, nil, err
 	}
-	opts.Env = env
-	abs := func(p string) string {
-		if filepath.IsAbs(p) {
-			return filepath.Clean(p)
-		}
-		return filepath.Join(opts.WorkDir, p)
-	}
-	// A manifest whose problems all lie within entries still comes back:
-	// the other entries are checked too, and every problem is reported in
-	// one run.
-	m, merr := manifest.LoadIn(opts.WorkDir, opts.Manifest)
-	if m == nil {
-		return nil, nil, merr
-	}
-	if opts.Only != nil {
-		m.Connectors = slices.DeleteFunc(m.Connectors, func(c manifest.Connector) bool {
-			return !slices.ContainsFunc(opts.Only, c.HasName)
-		})
-	}
 	var errs diag.List
-	errs.Append(token.Position{}, merr)
-	res := &Result{Manifest: m}
-	dir := filepath.Dir(opts.Manifest)
-
-	res.Path = opts.Output
-	if res.Path == "" {
-		res.Path = filepath.Join(dir, m.Output.V)
-	}
-	res.abs = abs(res.Path)
-	out, err := inspectOutput(m, res.Path, res.abs, buildContext(opts.Env, opts.Tags))
+	m, err := readManifest(&errs, opts)
 	if err != nil {
-		errs.Append(outputPos(m), err)
-	} else {
-		res.Package, res.declared, res.importPath = out.name, out.declared, out.path
+		return nil, nil, err
 	}
-
-	paths := make([]string, 0, len(m.Connectors))
-	for _, c := range m.Connectors {
-		if !c.Invalid {
-			paths = append(paths, c.Import.V)
-		}
-	}
-	loadDir := dir
-	if opts.Dir != "" {
-		loadDir = opts.Dir
-	}
-	absDir := abs(loadDir)
+	res, out := placeOutput(&errs, opts, m)
 	if forWrite {
-		res.flag, res.root = opts.Output, moduleRoot(absDir)
-		if err := res.checkTarget(); err != nil {
-			if res.flag != "" {
-				return nil, nil, err // a command-line problem, not the manifest's
-			}
-			errs.Append(outputPos(m), err)
+		if err := res.checkOutput(&errs, opts); err != nil {
+			return nil, nil, err
 		}
 	}
 	kind := contractOf(m)
-	lc := loadConfig{contract: kind.Path, dir: absDir, workDir: opts.WorkDir, environ: opts.Env, tags: opts.Tags, loaderAbove: opts.loaderAbove, trimPath: opts.TrimPath}
-	// What the go command leaves when a signal stops it goes with tmp.
-	if lc.tmp, err = gocmd.TempDir(opts.Env); err != nil {
+	lc, err := newLoadConfig(opts, kind.Path)
+	if err != nil {
 		return nil, nil, err
 	}
 	defer os.RemoveAll(lc.tmp)
 	// The existing registry file stands aside while loading: it may be
 	// what closes an import cycle through a connector that imports the
 	// output package, and kvgen could never write a file without it.
-	overlay := out.overlay(res.abs)
+	listed, err := loadLinked(ctx, &errs, opts, res, &lc, out.overlay(res.abs))
+	if err != nil {
+		return nil, nil, err
+	}
+	cache, err := checkResolved(&errs, opts, res, kind, listed, out)
+	if err != nil {
+		return nil, nil, err
+	}
+	return res, cache, nil
+}
+
+// withDefaults checks opts and fills in what it leaves out.
+func withDefaults(ctx context.Context, opts Options) (Options, error) {
+	if opts.Manifest == "" {
+		opts.Manifest = "connectors.yaml"
+	}
+	if !filepath.IsAbs(opts.WorkDir) {
+		return opts, fmt.Errorf("gen: Options.WorkDir must be an absolute directory, got %q", opts.WorkDir)
+	}
+	if opts.Env == nil {
+		return opts, errors.New("gen: Options.Env is nil; give the go commands an environment, such as os.Environ()")
+	}
+	// Whatever GOFLAGS says, loading never writes go.mod or go.sum: the
+	// go.mod that generate links is written by Update.Write alone.
+	env, err := gocmd.ReadOnlyModules(ctx, opts.WorkDir, opts.Env)
+	if err != nil {
+		return opts, err
+	}
+	opts.Env = env
+	return opts, nil
+}
+
+// abs makes p, relative to o.WorkDir, absolute.
+func (o Options) abs(p string) string {
+	if filepath.IsAbs(p) {
+		return filepath.Clean(p)
+	}
+	return filepath.Join(o.WorkDir, p)
+}
+
+// loadDir is the absolute directory the go command loads from.
+func (o Options) loadDir() string {
+	if o.Dir != "" {
+		return o.abs(o.Dir)
+	}
+	return o.abs(filepath.Dir(o.Manifest))
+}
+
+// readManifest parses the manifest, keeping the entries opts.Only names.
+// A manifest whose problems all lie within entries still comes back, its
+// problems in errs: the other entries are checked too, and every problem
+// is reported in one run.
+func readManifest(errs *diag.List, opts Options) (*manifest.Manifest, error) {
+	m, err := manifest.LoadIn(opts.WorkDir, opts.Manifest)
+	if m == nil {
+		return nil, err
+	}
+	if opts.Only != nil {
+		m.Connectors = slices.DeleteFunc(m.Connectors, func(c manifest.Connector) bool {
+			return !slices.ContainsFunc(opts.Only, c.HasName)
+		})
+	}
+	errs.Append(token.Position{}, err)
+	return m, nil
+}
+
+// placeOutput returns the Result for m, naming the file to write, and the
+// package that file goes into as it is now; nil if it could not be
+// inspected, which is in errs.
+func placeOutput(errs *diag.List, opts Options, m *manifest.Manifest) (*Result, *outputPackage) {
+	res := &Result{Manifest: m, Path: opts.Output}
+	if res.Path == "" {
+		res.Path = filepath.Join(filepath.Dir(opts.Manifest), m.Output.V)
+	}
+	res.abs = opts.abs(res.Path)
+	out, err := inspectOutput(m, res.Path, res.abs, buildContext(opts.Env, opts.Tags))
+	if err != nil {
+		errs.Append(outputPos(m), err)
+	} else {
+		res.Package, res.declared, res.importPath = out.name, out.declared, out.path
+	}
+	return res, out
+}
+
+// checkOutput checks that kvgen may write r.Path (see Write). A problem
+// with the file Options.Output names stops the run, being the caller's
+// and not the manifest's; one with the manifest's output is in errs.
+func (r *Result) checkOutput(errs *diag.List, opts Options) error {
+	r.output, r.root = opts.Output, moduleRoot(opts.loadDir())
+	if err := r.checkTarget(); err != nil {
+		if r.output != "" {
+			return err
+		}
+		errs.Append(outputPos(r.Manifest), err)
+	}
+	return nil
+}
+
+// newLoadConfig says how to load the connectors' packages, and those of
+// contract, the package of the type factory: names, if any. Its tmp is a
+// new directory that the caller removes: what the go command leaves when a
+// signal stops it goes with it.
+func newLoadConfig(opts Options, contract string) (loadConfig, error) {
+	lc := loadConfig{contract: contract, dir: opts.loadDir(), workDir: opts.WorkDir, environ: opts.Env, tags: opts.Tags, loaderAbove: opts.loaderAbove, trimPath: opts.TrimPath}
+	var err error
+	lc.tmp, err = gocmd.TempDir(opts.Env)
+	return lc, err
+}
+
+// loadLinked loads the packages of res.Manifest's entries with a go.mod
+// that links the modules the manifest names: the main module's when it
+// does, else one linked in a scratch directory, which it puts in
+// res.Modules. It sets lc.goMod, and lc.modFile when it linked; an entry
+// whose version: or replace: is wrong is reported in errs and left out.
+func loadLinked(ctx context.Context, errs *diag.List, opts Options, res *Result, lc *loadConfig, overlay map[string][]byte) (*listing, error) {
+	m := res.Manifest
 	// A failure that stops the run comes with the problems found so far:
 	// the manifest's and the output file's.
 	stop := func(err error) error {
@@ -232,87 +297,107 @@ func resolve(ctx context.Context, opts Options, forWrite bool) (*Result, *checkC
 		}
 		return err
 	}
-	listed, err := load(ctx, lc, overlay, paths)
-	// Usually go.mod already links what the manifest names, and this
-	// first load is the only one; the go command's own report of the
-	// main module says which go.mod to compare with the manifest.
-	var main *gomod.Main
-	if err == nil && listed.goMod != "" {
-		main, err = gomod.ReadMain(listed.goMod)
-	} else {
-		// The go command failed as a whole, or named no go.mod: find
-		// the main module as it does, to say so if there is none, and
-		// to see whether linking what the manifest names puts it
-		// right.
-		var ferr error
-		if main, ferr = gomod.FindMain(ctx, absDir, opts.Env); ferr != nil {
-			if errors.Is(ferr, gomod.ErrNoModule) || err == nil {
-				return nil, nil, stop(ferr)
-			}
-			return nil, nil, stop(err)
-		}
-	}
-	if main == nil {
-		return nil, nil, stop(err)
+	paths := importPaths(m)
+	listed, err := load(ctx, *lc, overlay, paths)
+	main, merr := mainModule(ctx, listed, err, lc.dir, opts.Env)
+	if merr != nil {
+		return nil, stop(merr)
 	}
 	lc.goMod = main.GoMod
-	// An entry whose version: or replace: is wrong is reported and left
-	// out; the others are still linked and checked.
-	plan, perr := gomod.NewPlan(m, main, filepath.Dir(abs(opts.Manifest)))
+	plan, perr := gomod.NewPlan(m, main, filepath.Dir(opts.abs(opts.Manifest)))
 	errs.Append(outputPos(m), perr)
 	if plan == nil {
-		return nil, nil, errs.Err()
+		return nil, errs.Err()
 	}
 	if len(plan.Bad) > 0 {
-		paths = paths[:0]
 		for i := range m.Connectors {
 			c := &m.Connectors[i]
 			c.Invalid = c.Invalid || plan.Bad[i]
-			if !c.Invalid {
-				paths = append(paths, c.Import.V)
-			}
 		}
+		paths = importPaths(m)
 	}
 	if len(plan.Lacks) > 0 {
 		if opts.ReadOnlyModules {
-			return nil, nil, stop(plan.Err())
+			return nil, stop(plan.Err())
 		}
 		scratch, merr := os.MkdirTemp(lc.tmp, "mod-")
 		if merr != nil {
-			return nil, nil, merr
+			return nil, merr
 		}
 		if res.Modules, err = plan.Link(ctx, scratch, opts.Env); err != nil {
-			return nil, nil, stop(err)
+			return nil, stop(err)
 		}
 		// Load again with the linked go.mod as go build will use it:
 		// read only, so that a go.mod still lacking something fails
 		// here.
 		lc.modFile, lc.goMod = res.Modules.ModFile, res.Modules.ModFile
-		listed, err = load(ctx, lc, overlay, paths)
+		listed, err = load(ctx, *lc, overlay, paths)
 		res.Modules.ModFile = "" // the scratch go.mod goes with this run
 	}
 	if err != nil {
-		return nil, nil, stop(err)
+		return nil, stop(err)
 	}
-	listed.explainMissing(ctx, lc)
+	listed.explainMissing(ctx, *lc)
+	return listed, nil
+}
+
+// mainModule returns the main module that the first load ran in, given
+// what it returned. Usually the go command's own report of it says which
+// go.mod to compare with the manifest. When the go command failed as a
+// whole, or named no go.mod, mainModule finds the main module from dir as
+// the go command does: to say so if there is none, and to see whether
+// linking what the manifest names puts the load right (the caller still
+// holds loadErr). The error it returns stops the run.
+func mainModule(ctx context.Context, listed *listing, loadErr error, dir string, env []string) (*gomod.Main, error) {
+	if loadErr == nil && listed.goMod != "" {
+		return gomod.ReadMain(listed.goMod)
+	}
+	main, err := gomod.FindMain(ctx, dir, env)
+	if err != nil {
+		if errors.Is(err, gomod.ErrNoModule) || loadErr == nil {
+			return nil, err
+		}
+		return nil, loadErr
+	}
+	return main, nil
+}
+
+// importPaths lists the import paths of m's entries that have no problem
+// reported yet.
+func importPaths(m *manifest.Manifest) []string {
+	paths := make([]string, 0, len(m.Connectors))
+	for _, c := range m.Connectors {
+		if !c.Invalid {
+			paths = append(paths, c.Import.V)
+		}
+	}
+	return paths
+}
+
+// checkResolved reads the contract, kind filled in from its package, and
+// checks every loaded entry against it, through the check cache, which it
+// returns to be saved once the run is done.
+func checkResolved(errs *diag.List, opts Options, res *Result, kind *Contract, listed *listing, out *outputPackage) (*checkCache, error) {
+	m := res.Manifest
 	listed.kind = kind
 	contractOK := true
 	if !kind.KV() {
-		res.Contract, contractOK = resolveNamed(&errs, m, listed)
+		res.Contract, contractOK = resolveNamed(errs, m, listed)
 		listed.kind = res.Contract
 	} else {
 		res.Contract = kind
 	}
-	cache := openCache(opts.CacheDir, abs(opts.Manifest), res.Path)
-	res.Entries, err = checkEntriesCached(&errs, m, listed, out, relativeTo(opts.WorkDir), cache, contractOK)
+	cache := openCache(opts.CacheDir, opts.CacheIdentity, opts.abs(opts.Manifest), res.Path)
+	var err error
+	res.Entries, err = checkEntriesCached(errs, m, listed, out, shortPath(opts.WorkDir), cache, contractOK)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if err := errs.Err(); err != nil {
 		cache.save() // the entries that passed stay cached
-		return nil, nil, err
+		return nil, err
 	}
-	return res, cache, nil
+	return cache, nil
 }
 
 // resolveNamed reads the type that m's factory: names from its package's
@@ -349,7 +434,7 @@ func resolveNamed(errs *diag.List, m *manifest.Manifest, listed *listing) (c *Co
 // them decoded, and returns those that pass; out is the package the
 // registry goes into, nil when it could not be inspected.
 func checkEntries(errs *diag.List, m *manifest.Manifest, pkgs map[string]*loadedPackage, out *outputPackage, rel func(string) string) []*Entry {
-	entries, _ := checkEntriesCached(errs, m, &listing{pkgs: pkgs}, out, rel, openCache("", "", ""), true)
+	entries, _ := checkEntriesCached(errs, m, &listing{pkgs: pkgs}, out, rel, openCache("", "", "", ""), true)
 	return entries
 }
 

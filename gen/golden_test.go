@@ -45,7 +45,7 @@ func TestGolden(t *testing.T) {
 			cache := t.TempDir()
 			for _, run := range []string{"cold", "warm", "loader"} {
 				ropts := opts
-				ropts.CacheDir = cache
+				ropts.CacheDir, ropts.CacheIdentity = cache, "golden"
 				if run == "loader" {
 					ropts = gen.ThroughLoader(opts)
 				}

@@ -42,8 +42,8 @@ func TestErrorsAreOneLineOfPrintableText(t *testing.T) {
 	assert.Contains(t, text, `unknown key "\x1b[2J\n"`)
 }
 
-// A directory of -o, which the file-name rules leave to the caller, is
-// quoted too.
+// A directory of Options.Output, which the file-name rules leave to the
+// caller, is quoted too.
 func TestOutputFlagIsQuoted(t *testing.T) {
 	guardModule(t, "reg_gen.go")
 	out := t.TempDir() + "/x\x1b[2J\n/reg_gen.go"

@@ -101,31 +101,57 @@ func checkTarget(path, abs, root string) (string, error) {
 }
 
 // targetError places an error about the file to write: at the manifest's
-// output key, or, when -o named the file, on the flag.
-func targetError(m *manifest.Manifest, flag string, err error) error {
+// output key, or, when Options.Output named the file, in an *OutputError.
+func targetError(m *manifest.Manifest, output string, err error) error {
 	switch {
-	case flag != "":
-		return fmt.Errorf("-o %s: %w", quotePath(flag), err)
+	case output != "":
+		return &OutputError{Path: output, Err: err}
 	case m.Output.Set:
 		return diag.Errorf(m.Output.Pos, "output %s: %v", suggest.Quote(m.Output.V), err)
 	}
 	return diag.Errorf(token.Position{Filename: m.File, Line: 1, Column: 1}, "output %s (the default; set output: to choose another): %v", suggest.Quote(m.Output.V), err)
 }
 
+// OutputError is a problem with the file that Options.Output names. That
+// file is the caller's choice, not the manifest's, so the error has no
+// position: a command shows it in its own words for the file (see In).
+type OutputError struct {
+	// Path is Options.Output, as given.
+	Path string
+	// Err is what is wrong with the file; nil when it is the file's name,
+	// which In says.
+	Err error
+}
+
+// Error says what is wrong, calling the file "output file".
+func (e *OutputError) Error() string { return e.In("output file") }
+
+// In says what is wrong, calling the file what, such as the command-line
+// flag that named it.
+func (e *OutputError) In(what string) string {
+	if e.Err == nil {
+		return manifest.CheckFileName(what, filepath.ToSlash(e.Path))
+	}
+	return fmt.Sprintf("%s %s: %v", what, quotePath(e.Path), e.Err)
+}
+
+// Unwrap returns e.Err.
+func (e *OutputError) Unwrap() error { return e.Err }
+
 // quotePath shows a file path in a message; see suggest.QuotePath.
 func quotePath(p string) string { return suggest.QuotePath(p) }
 
 // checkTarget checks that kvgen may write r.Path, and sets r.target.
 func (r *Result) checkTarget() error {
-	if msg := manifest.CheckFileName("-o", filepath.ToSlash(r.flag)); r.flag != "" && msg != "" {
-		return errors.New(msg)
+	if r.output != "" && manifest.CheckFileName("", filepath.ToSlash(r.output)) != "" {
+		return &OutputError{Path: r.output}
 	}
 	if r.root == "" {
-		return targetError(r.Manifest, r.flag, errors.New("the manifest is not inside a Go module (no go.mod in its directory or above); kvgen generates into a module"))
+		return targetError(r.Manifest, r.output, errors.New("the manifest is not inside a Go module (no go.mod in its directory or above); kvgen generates into a module"))
 	}
 	target, err := checkTarget(r.Path, r.abs, r.root)
 	if err != nil {
-		return targetError(r.Manifest, r.flag, err)
+		return targetError(r.Manifest, r.output, err)
 	}
 	r.target = target
 	return nil

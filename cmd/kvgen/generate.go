@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -48,7 +49,7 @@ func (g *genFlags) command(self string) string {
 // report prints err; when it is a go.mod lacking what the manifest names,
 // it also names the command that adds it, and returns true.
 func (g *genFlags) report(e *env, err error) bool {
-	e.report(err)
+	e.report(g.inFlags(err))
 	if !errors.As(err, new(*gomod.LacksError)) {
 		return false
 	}
@@ -56,8 +57,16 @@ func (g *genFlags) report(e *env, err error) bool {
 	return true
 }
 
+// inFlags words a problem with the file -o names as a problem on -o.
+func (g *genFlags) inFlags(err error) error {
+	if oe, ok := err.(*gen.OutputError); ok {
+		return errors.New(oe.In("-o"))
+	}
+	return err
+}
+
 func (g *genFlags) options(e *env) gen.Options {
-	return gen.Options{WorkDir: workDir(), Env: os.Environ(), Manifest: g.manifest, Output: g.output, Tags: splitTags(g.tags), CacheDir: e.cacheDir}
+	return gen.Options{WorkDir: workDir(), Env: os.Environ(), Manifest: g.manifest, Output: g.output, Tags: splitTags(g.tags), CacheDir: e.cacheDir, CacheIdentity: e.cacheIdentity}
 }
 
 // workDir is the working directory that kvgen's paths are relative to; ""
@@ -97,6 +106,47 @@ func cacheDir() (string, error) {
 		return "", nil // no cache directory: no cache
 	}
 	return filepath.Join(dir, "kvgen"), nil
+}
+
+// generatorIdentity names this kvgen for the check cache: its module
+// version, and for a development build, which has none, the executable
+// itself (its path, size and modification time: a rebuilt kvgen is a new
+// file). It is "" when neither can be read, and then there is no cache.
+func generatorIdentity() string {
+	var id string
+	if info, ok := debug.ReadBuildInfo(); ok {
+		id = info.GoVersion
+		if v := moduleVersion(info); v != "" && v != "(devel)" {
+			return id + " " + v
+		}
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	fi, err := os.Stat(exe)
+	if err != nil {
+		return ""
+	}
+	return id + " " + exe + " " + strconv.FormatInt(fi.Size(), 10) + " " + fi.ModTime().UTC().String()
+}
+
+// moduleVersion is the version of kvgen's module, as the binary was built
+// with it.
+func moduleVersion(info *debug.BuildInfo) string {
+	const mod = "github.com/kvgen/kvgen"
+	if info.Main.Path == mod {
+		return info.Main.Version
+	}
+	for _, d := range info.Deps {
+		if d.Path == mod {
+			if d.Replace != nil {
+				return d.Replace.Version // "" for a directory: a development build
+			}
+			return d.Version
+		}
+	}
+	return ""
 }
 
 func runGenerate(ctx context.Context, e *env, args []string) int {
@@ -139,7 +189,7 @@ func runGenerate(ctx context.Context, e *env, args []string) int {
 			return exitError
 		}
 		if _, err := res.Write(); err != nil {
-			e.report(err)
+			e.report(g.inFlags(err))
 			return exitError
 		}
 		return exitOK

@@ -124,8 +124,9 @@ type env struct {
 	// consequences, and report says only that kvgen stopped.
 	ctx  context.Context
 	self string // how hints name kvgen: always self
-	// cacheDir is the check cache's directory, "" for none.
-	cacheDir string
+	// cacheDir is the check cache's directory, "" for none, and
+	// cacheIdentity names this kvgen to it (gen.Options.CacheIdentity).
+	cacheDir, cacheIdentity string
 	// asJSON collects the problems report and fail are given into diags,
 	// which run prints on stdout as JSON, instead of printing them.
 	asJSON bool
@@ -263,6 +264,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if e.cacheDir, err = cacheDir(); err != nil {
 			e.errorf("%v", err)
 			return exitUsage
+		}
+		if e.cacheDir != "" {
+			e.cacheIdentity = generatorIdentity()
 		}
 		code := c.run(ctx, e, args)
 		if e.asJSON {
