@@ -73,7 +73,7 @@ func runBuild(ctx context.Context, e *env, args []string) int {
 	opts.WorkDir, opts.Env = workDir(), os.Environ()
 	opts.Progress = func(line string) { e.errorf("%s", line) }
 	opts.GoOutput = e.stderr
-	opts.CacheDir = e.cacheDir
+	opts.CacheDir, opts.CacheIdentity = e.cacheDir, e.cacheIdentity
 	if err := deploy.Build(ctx, opts); err != nil {
 		e.report(err)
 		return exitError

@@ -61,8 +61,9 @@ type Options struct {
 	Progress func(string)
 	// GoOutput receives what the go commands print, under Verbose.
 	GoOutput io.Writer
-	// CacheDir is the generator's check cache (gen.Options.CacheDir).
-	CacheDir string
+	// CacheDir and CacheIdentity are the generator's check cache and
+	// what names this generator to it (gen.Options).
+	CacheDir, CacheIdentity string
 }
 
 // Build builds opts.Package with the manifest's connectors. The registry
@@ -169,14 +170,15 @@ func (b *builder) generate(ctx context.Context) error {
 		return err
 	}
 	b.res, err = gen.Generate(ctx, gen.Options{
-		WorkDir:  b.opts.WorkDir,
-		Env:      b.env0,
-		Manifest: b.opts.Manifest,
-		Only:     b.only,
-		Output:   target,
-		Tags:     b.opts.Tags,
-		Dir:      ".", // the main module is the one kvgen build runs in
-		CacheDir: b.opts.CacheDir,
+		WorkDir:       b.opts.WorkDir,
+		Env:           b.env0,
+		Manifest:      b.opts.Manifest,
+		Only:          b.only,
+		Output:        target,
+		Tags:          b.opts.Tags,
+		Dir:           ".", // the main module is the one kvgen build runs in
+		CacheDir:      b.opts.CacheDir,
+		CacheIdentity: b.opts.CacheIdentity,
 		// The compile step builds with -trimpath: loaded the same way,
 		// the connectors and the standard library are compiled once.
 		TrimPath: true,

@@ -125,7 +125,7 @@ func TestGenerateStageReportsEveryProblem(t *testing.T) {
 	b := newBuilder(t, stageModule(t), "deploy/bad.yaml")
 	err := b.generate(context.Background())
 	require.Error(t, err)
-	assert.Equal(t, `deploy/bad.yaml:5:18: connector "local": package "example.com/stage/local" has no function "Nope"
+	assert.Equal(t, `deploy/bad.yaml:5:18: connector "local": package "example.com/stage/local" has no function "Nope"; its functions that fit the contract: New
 deploy/bad.yaml:6:11: connector 2: name "bad name" cannot contain ' '; a name is a letter followed by letters, digits, '_', '.' or '-'`, err.Error())
 	assert.Empty(t, b.overlay, "nothing to build with")
 }
