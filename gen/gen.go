@@ -337,7 +337,11 @@ func loadLinked(ctx context.Context, errs *diag.List, opts Options, res *Result,
 	if err != nil {
 		return nil, stop(err)
 	}
-	listed.explainMissing(ctx, *lc)
+	mods := main.Requires()
+	if res.Modules != nil {
+		mods = res.Modules.Requires()
+	}
+	listed.explainMissing(ctx, *lc, mods)
 	return listed, nil
 }
 

@@ -202,9 +202,10 @@ type listing struct {
 }
 
 // explainMissing says why no module provides each missing package.
-func (l *listing) explainMissing(ctx context.Context, lc loadConfig) {
+// mods are the modules go.mod requires, the main module first.
+func (l *listing) explainMissing(ctx context.Context, lc loadConfig, mods []string) {
 	if len(l.missing) > 0 {
-		explainMissing(ctx, lc, l.missing)
+		explainMissing(ctx, lc, mods, l.missing)
 	}
 }
 

@@ -13,11 +13,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"golang.org/x/mod/modfile"
-
 	"github.com/kvgen/kvgen/gen/gomod"
 	"github.com/kvgen/kvgen/internal/gocmd"
-	"github.com/kvgen/kvgen/internal/readfile"
 	"github.com/kvgen/kvgen/internal/suggest"
 )
 
@@ -30,18 +27,10 @@ var errNoModule = errors.New("no module in go.mod provides it; give the entry ve
 // import path, the module is missing; when one could, that module lacks
 // the package, and the error says whether its directory is there without
 // Go files, or which of the module's packages is nearest.
-func explainMissing(ctx context.Context, lc loadConfig, missing []*loadedPackage) {
-	var mainPath string
-	var mods []string
-	if data, err := readfile.Read(lc.goMod, readfile.Max); err == nil {
-		if f, err := modfile.ParseLax(lc.goMod, data, nil); err == nil && f.Module != nil {
-			mainPath = f.Module.Mod.Path
-			mods = append(mods, mainPath)
-			for _, r := range f.Require {
-				mods = append(mods, r.Mod.Path)
-			}
-		}
-	}
+//
+// mods are the modules go.mod requires, the main module first.
+func explainMissing(ctx context.Context, lc loadConfig, mods []string, missing []*loadedPackage) {
+	mainPath := mods[0]
 	byModule := map[string][]*loadedPackage{}
 	for _, lp := range missing {
 		mod := gomod.ModuleOf(lp.pkg.PkgPath, mods)

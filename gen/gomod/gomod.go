@@ -89,13 +89,7 @@ func (m *Main) GoSum() string {
 }
 
 // Requires returns the modules go.mod requires, the main module first.
-func (m *Main) Requires() []string {
-	paths := []string{m.Path}
-	for _, r := range m.file.Require {
-		paths = append(paths, r.Mod.Path)
-	}
-	return paths
-}
+func (m *Main) Requires() []string { return requires(m.Path, m.file) }
 
 // Lack is what go.mod lacks for one manifest entry.
 type Lack struct {
@@ -392,7 +386,21 @@ type Update struct {
 	// Changes say what changed, one line each.
 	Changes []string
 
-	base *Main // go.mod and go.sum as the plan read them
+	base     *Main    // go.mod and go.sum as the plan read them
+	requires []string // the modules GoMod requires, the main module first
+}
+
+// Requires returns the modules the linked go.mod requires, the main
+// module first.
+func (u *Update) Requires() []string { return u.requires }
+
+// requires lists the modules f requires, main first.
+func requires(main string, f *modfile.File) []string {
+	paths := []string{main}
+	for _, r := range f.Require {
+		paths = append(paths, r.Mod.Path)
+	}
+	return paths
 }
 
 // ErrChanged is what Update.Write returns when go.mod or go.sum is no
@@ -549,6 +557,7 @@ func (p *Plan) Link(ctx context.Context, dir string, env []string) (*Update, err
 		return nil, err
 	}
 	u.Changes = changes(main.file, after)
+	u.requires = requires(main.Path, after)
 	return u, nil
 }
 
