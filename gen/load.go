@@ -27,6 +27,11 @@ import (
 // code imports.
 const RegistryPath = "github.com/kvgen/kvgen/registry"
 
+// ErrNoKVGen says that the main module does not require kvgen, so that
+// the registry package the generated file imports cannot be loaded; the
+// command says how to add it.
+var ErrNoKVGen = errors.New("the main module does not require kvgen, whose registry package the generated file imports")
+
 // loadedPackage is a connector package as the check stage sees it.
 type loadedPackage struct {
 	pkg   *packages.Package
@@ -128,7 +133,7 @@ func load(ctx context.Context, lc loadConfig, overlay map[string][]byte, paths [
 		case reg != nil && reg.Module == nil && len(reg.Errors) > 0:
 			// No module provides it: the main module does not require
 			// kvgen.
-			msg += ": the main module does not require kvgen, whose registry package the generated file imports; add it with go get -tool github.com/kvgen/kvgen/cmd/kvgen"
+			return nil, fmt.Errorf("%s: %w", msg, ErrNoKVGen)
 		case reg != nil && len(reg.Errors) > 0:
 			msg += ": " + reg.Errors[0].Msg
 		default:

@@ -45,7 +45,9 @@ import (
 	"runtime/debug"
 	"syscall"
 
+	"github.com/kvgen/kvgen/gen"
 	"github.com/kvgen/kvgen/gen/diag"
+	"github.com/kvgen/kvgen/gen/manifest"
 )
 
 func main() {
@@ -197,6 +199,14 @@ func (e *env) print(err error) {
 	var l diag.List
 	if errors.As(err, &l) || errors.As(err, &d) && d.Pos.Filename != "" {
 		fmt.Fprintln(e.stderr, err)
+		return
+	}
+	if errors.Is(err, gen.ErrNoKVGen) {
+		e.errorf("%v; add it with go get -tool github.com/kvgen/kvgen/cmd/kvgen", err)
+		return
+	}
+	if fe := (*manifest.FileError)(nil); errors.As(err, &fe) {
+		e.errorf("%v; run kvgen in the directory that holds the manifest, or name it with -manifest", err)
 		return
 	}
 	e.errorf("%v", err)

@@ -230,6 +230,23 @@ func baseNames(m *Manifest, name string) string {
 	return "; it lists " + strings.Join(names, ", ")
 }
 
+// FileError is a manifest that is not there to read: missing, or not a
+// regular file. Where it is the manifest kvgen was given, the command says
+// how to name another; where another manifest extends it, the error is at
+// that extends: line.
+type FileError struct {
+	// Path is the manifest's path as given.
+	Path string
+	// Err says what is there instead; it wraps fs.ErrNotExist for a
+	// missing file.
+	Err error
+}
+
+func (e *FileError) Error() string { return e.Err.Error() }
+
+// Unwrap returns what is there instead.
+func (e *FileError) Unwrap() error { return e.Err }
+
 // readManifest reads the manifest file, named path in messages: a regular
 // file of at most MaxSize bytes.
 func readManifest(file, path string) ([]byte, error) {
@@ -237,9 +254,10 @@ func readManifest(file, path string) ([]byte, error) {
 	var nr *readfile.NotRegularError
 	switch {
 	case errors.As(err, &nr):
-		return nil, fmt.Errorf("%s is not a regular file; name the manifest file with -manifest", suggest.Quote(path))
+		nr.Path = path
+		return nil, &FileError{Path: path, Err: nr}
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, fmt.Errorf("open %s: %w; run kvgen in the directory that holds the manifest, or name it with -manifest", path, fs.ErrNotExist)
+		return nil, &FileError{Path: path, Err: fmt.Errorf("open %s: %w", path, fs.ErrNotExist)}
 	case err != nil:
 		return nil, err
 	}
