@@ -119,7 +119,8 @@ func BenchmarkSameName(b *testing.B) {
 // It reports measured's wall time as ns/op and reference's as ref-ns/op,
 // their ratio, and the ratio of the CPU time (user and system, the
 // commands' children included) that each used, which a busy machine
-// disturbs less than wall time.
+// disturbs less than wall time; and, where both report it, their peak
+// memory and its ratio.
 func alternate(b *testing.B, measured, reference timed, ref string) {
 	b.Helper()
 	reference(b)
@@ -134,6 +135,11 @@ func alternate(b *testing.B, measured, reference timed, ref string) {
 	b.ReportMetric(float64(r.wall.Nanoseconds())/n, ref+"-ns/op")
 	b.ReportMetric(m.wall.Seconds()/r.wall.Seconds(), "ratio")
 	b.ReportMetric(m.cpu.Seconds()/r.cpu.Seconds(), "cpu-ratio")
+	if m.rss > 0 && r.rss > 0 {
+		b.ReportMetric(float64(m.rss)/n/(1<<20), "rss-MB")
+		b.ReportMetric(float64(r.rss)/n/(1<<20), ref+"-rss-MB")
+		b.ReportMetric(float64(m.rss)/float64(r.rss), "rss-ratio")
+	}
 }
 
 func namesLabel(same bool) string {
@@ -166,9 +172,10 @@ func repoRoot(b *testing.B) string {
 // cost is what running a command took.
 type cost struct {
 	wall, cpu time.Duration
+	rss       int64 // peak resident memory in bytes, where measured
 }
 
-func (c cost) add(d cost) cost { return cost{c.wall + d.wall, c.cpu + d.cpu} }
+func (c cost) add(d cost) cost { return cost{c.wall + d.wall, c.cpu + d.cpu, c.rss + d.rss} }
 
 // timed runs one command and returns what it cost.
 type timed func(b *testing.B) cost

@@ -42,33 +42,9 @@ func BenchmarkCompile(b *testing.B) {
 			// A copy in a package of its own, which kvgen leaves alone.
 			reg := mod.compile(wrap, "regcopy", string(generated))
 			floor := mod.compile(wrap, "floor", mod.floor)
-			reg(b)
-			floor(b)
-			var r, f compileCost
-			for b.Loop() {
-				f = f.add(floor(b))
-				r = r.add(reg(b))
-			}
-			k := float64(b.N)
-			b.ReportMetric(float64(r.wall.Nanoseconds())/k, "compile-ns/op")
-			b.ReportMetric(float64(f.wall.Nanoseconds())/k, "floor-ns/op")
-			b.ReportMetric(r.wall.Seconds()/f.wall.Seconds(), "ratio")
-			b.ReportMetric(r.cpu.Seconds()/f.cpu.Seconds(), "cpu-ratio")
-			b.ReportMetric(float64(r.rss)/k/(1<<20), "rss-MB")
-			b.ReportMetric(float64(f.rss)/k/(1<<20), "floor-rss-MB")
-			b.ReportMetric(float64(r.rss)/float64(f.rss), "rss-ratio")
+			alternate(b, reg, floor, "floor")
 		})
 	}
-}
-
-// compileCost is what one run of the compiler took.
-type compileCost struct {
-	wall, cpu time.Duration
-	rss       int64 // peak resident memory, in bytes
-}
-
-func (c compileCost) add(d compileCost) compileCost {
-	return compileCost{c.wall + d.wall, c.cpu + d.cpu, c.rss + d.rss}
 }
 
 // compileModule is a module of n small connector packages, with a manifest
@@ -138,8 +114,8 @@ func New(ctx context.Context, cfg registry.Config, role registry.Role) (%s, erro
 // run writes source with a line of its own (the time) appended, so that the go
 // command compiles it again, and builds the package with the compiler
 // under the -toolexec wrapper, which reports what the compiler took.
-func (m compileModule) compile(wrap, dir, source string) func(b *testing.B) compileCost {
-	return func(b *testing.B) compileCost {
+func (m compileModule) compile(wrap, dir, source string) timed {
+	return func(b *testing.B) cost {
 		b.Helper()
 		writeFile(b, filepath.Join(m.dir, dir, dir+".go"), fmt.Sprintf("%s\n// run %d\n", source, time.Now().UnixNano()))
 		report := filepath.Join(m.dir, "compile-"+dir+".txt")
@@ -160,7 +136,7 @@ func (m compileModule) compile(wrap, dir, source string) func(b *testing.B) comp
 		if len(f) != 3 {
 			b.Fatalf("report %q", data)
 		}
-		var c compileCost
+		var c cost
 		wall, _ := strconv.ParseInt(f[0], 10, 64)
 		cpu, _ := strconv.ParseInt(f[1], 10, 64)
 		c.wall, c.cpu = time.Duration(wall), time.Duration(cpu)
