@@ -50,6 +50,10 @@ func TestScripts(t *testing.T) {
 			}
 			env.Setenv("GOPROXY", proxy.URL+","+goEnv["GOPROXY"])
 			env.Setenv("GONOSUMDB", "example.com")
+			// kvgen in a script is this test binary; built with -race, it
+			// sleeps a second on exit for other goroutines' reports, and
+			// the scripts run it some two hundred times.
+			env.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 			// What a published kvgen needs: this checkout as
 			// github.com/kvgen/kvgen v0.1.0, and its dependencies from the
 			// module cache's downloads.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -62,7 +63,9 @@ func TestSuiteCatchesDefects(t *testing.T) {
 		t.Run(string(c.defect), func(t *testing.T) {
 			t.Parallel()
 			cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestSuiteCatchesDefects$")
-			cmd.Env = append(os.Environ(), defectEnv+"="+string(c.defect))
+			// Built with -race, the child would sleep a second on exit
+			// for other goroutines' reports.
+			cmd.Env = append(os.Environ(), defectEnv+"="+string(c.defect), "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 			out, err := cmd.CombinedOutput()
 			var exit *exec.ExitError
 			require.ErrorAs(t, err, &exit, "the suite passed a connector with the defect %q:\n%s", c.defect, out)
