@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"go/token"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -33,9 +32,8 @@ func (g *genFlags) register(fs interface {
 	fs.StringVar(&g.tags, "tags", "", "comma-separated build tags to load the connectors' packages with")
 }
 
-// command is the command line that writes what check compared; self is
-// how kvgen was invoked.
-func (g *genFlags) command(self string) string {
+// command is the command line that writes what check compared.
+func (g *genFlags) command() string {
 	cmd := self + " -manifest " + g.manifest
 	if g.output != "" {
 		cmd += " -o " + g.output
@@ -53,7 +51,7 @@ func (g *genFlags) report(e *env, err error) bool {
 	if !errors.As(err, new(*gomod.LacksError)) {
 		return false
 	}
-	e.fail(token.Position{Filename: g.manifest}, "go.mod does not satisfy %s; run go generate (or %s) to add what it lacks", g.manifest, g.command(e.self))
+	e.report(problemIn(g.manifest, "go.mod does not satisfy %s; run go generate (or %s) to add what it lacks", g.manifest, g.command()))
 	return true
 }
 
@@ -245,13 +243,13 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 		e.report(err)
 		return exitUsage
 	case stale && diff == nil:
-		e.fail(token.Position{Filename: res.Path}, "%s is missing; run go generate (or %s)", res.Path, g.command(e.self))
+		e.report(problemIn(res.Path, "%s is missing; run go generate (or %s)", res.Path, g.command()))
 		return exitError
 	case stale:
 		if !e.asJSON {
 			e.stdout.Write(diff)
 		}
-		e.fail(token.Position{Filename: res.Path}, "%s is stale; run go generate (or %s)", res.Path, g.command(e.self))
+		e.report(problemIn(res.Path, "%s is stale; run go generate (or %s)", res.Path, g.command()))
 		return exitError
 	}
 	return exitOK

@@ -124,8 +124,7 @@ type env struct {
 	stdout, stderr io.Writer
 	// ctx is the run's context: once a signal has ended it, errors are its
 	// consequences, and report says only that kvgen stopped.
-	ctx  context.Context
-	self string // how hints name kvgen: always self
+	ctx context.Context
 	// cacheDir is the check cache's directory, "" for none, and
 	// cacheIdentity names this kvgen to it (gen.Options.CacheIdentity).
 	cacheDir, cacheIdentity string
@@ -141,14 +140,18 @@ func (e *env) jsonFlag(fs *flag.FlagSet) {
 	fs.BoolVar(&e.asJSON, "json", false, "print problems on stdout as a JSON list of {file, line, column, message, related} objects, for editors and CI")
 }
 
-// fail reports a problem with a file, such as a stale registry, that is
-// not an error value: as a "kvgen: " line, or with -json as a diagnostic.
-func (e *env) fail(pos token.Position, format string, args ...any) {
-	if e.asJSON {
-		e.diags = append(e.diags, diag.Errorf(pos, format, args...))
-		return
-	}
-	e.errorf(format, args...)
+// fileProblem is a problem with a file as a whole, such as a stale
+// registry, found by the command rather than returned by gen: printed as a
+// "kvgen: " line, its message naming the file, and with -json a diagnostic
+// at the file.
+type fileProblem struct{ d *diag.Error }
+
+func (p fileProblem) Error() string { return p.d.Msg }
+func (p fileProblem) Unwrap() error { return p.d }
+
+// problemIn makes a fileProblem at file.
+func problemIn(file, format string, args ...any) error {
+	return fileProblem{diag.Errorf(token.Position{Filename: file}, format, args...)}
 }
 
 // printJSON prints the problems collected with -json: a JSON list, empty
@@ -170,46 +173,41 @@ func (e *env) errorf(format string, args ...any) {
 }
 
 // report prints err: positioned errors one per line as the compiler does,
-// anything else with the kvgen prefix.
+// the parts of a joined error each on their own, anything else with the
+// kvgen prefix; with -json it collects them for printJSON. Once a signal
+// has stopped the run, it says only that. It and errorf are the two ways
+// the command reports.
 func (e *env) report(err error) {
 	var stopped *stoppedError
 	if errors.As(context.Cause(e.ctx), &stopped) {
-		e.errorf("%v", stopped)
-		return
+		err = stopped
 	}
-	if e.asJSON {
+	if e.asJSON && stopped == nil {
 		e.diags = append(e.diags, diag.Flatten(err)...)
 		return
 	}
-	e.print(err)
-}
-
-// print prints err as report does; the parts of a joined error each on
-// their own.
-func (e *env) print(err error) {
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		if _, isList := err.(diag.List); !isList {
 			for _, err := range j.Unwrap() {
-				e.print(err)
+				e.report(err)
 			}
 			return
 		}
 	}
 	var d *diag.Error
 	var l diag.List
-	if errors.As(err, &l) || errors.As(err, &d) && d.Pos.Filename != "" {
+	switch {
+	case errors.As(err, new(fileProblem)):
+		e.errorf("%v", err)
+	case errors.As(err, &l) || errors.As(err, &d) && d.Pos.Filename != "":
 		fmt.Fprintln(e.stderr, err)
-		return
-	}
-	if errors.Is(err, gen.ErrNoKVGen) {
+	case errors.Is(err, gen.ErrNoKVGen):
 		e.errorf("%v; add it with go get -tool github.com/kvgen/kvgen/cmd/kvgen", err)
-		return
-	}
-	if fe := (*manifest.FileError)(nil); errors.As(err, &fe) {
+	case errors.As(err, new(*manifest.FileError)):
 		e.errorf("%v; run kvgen in the directory that holds the manifest, or name it with -manifest", err)
-		return
+	default:
+		e.errorf("%v", err)
 	}
-	e.errorf("%v", err)
 }
 
 // commands lists the subcommands; a function, since usage refers to it and
@@ -247,7 +245,7 @@ func lookup(name string) (command, bool) {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	e := &env{stdout: stdout, stderr: stderr, ctx: ctx, self: self}
+	e := &env{stdout: stdout, stderr: stderr, ctx: ctx}
 	name := "generate"
 	if len(args) > 0 {
 		switch args[0] {
@@ -291,12 +289,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 func usage(e *env, w io.Writer) {
 	fmt.Fprintf(w, "kvgen links KV-cache connectors into a Go binary at compile time.\n\n")
-	fmt.Fprintf(w, "usage: %s [command] [flags]\n\ncommands:\n", e.self)
+	fmt.Fprintf(w, "usage: %s [command] [flags]\n\ncommands:\n", self)
 	for _, c := range commands() {
 		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintf(w, "\nWithout a command, kvgen runs generate, as in\n\n\t//go:generate go tool kvgen\n")
-	fmt.Fprintf(w, "\nRun '%s COMMAND -h' for a command's flags and an example.\n", e.self)
+	fmt.Fprintf(w, "\nRun '%s COMMAND -h' for a command's flags and an example.\n", self)
 }
 
 // newFlags returns a flag set that reports errors instead of exiting, and
@@ -305,10 +303,10 @@ func newFlags(e *env, name, args string) *flag.FlagSet {
 	fs := flag.NewFlagSet("kvgen "+name, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(e.stderr, "usage: %s %s %s\n", e.self, name, args)
+		fmt.Fprintf(e.stderr, "usage: %s %s %s\n", self, name, args)
 		fs.PrintDefaults()
 		if c, ok := lookup(name); ok {
-			fmt.Fprintf(e.stderr, "\nexample:\n  %s\n", fmt.Sprintf(c.example, e.self))
+			fmt.Fprintf(e.stderr, "\nexample:\n  %s\n", fmt.Sprintf(c.example, self))
 		}
 	}
 	return fs
