@@ -20,7 +20,8 @@ func TestLongConstructorNameIsShortened(t *testing.T) {
 	_, c := registryPackage(t)
 	lp := madeUpPackage("example.com/a", c)
 	var errs diag.List
-	entries := checkEntries(&errs, m, map[string]*loadedPackage{"example.com/a": lp}, nil, func(s string) string { return s })
+	entries, err := checkEntries(&errs, m, &listing{pkgs: map[string]*loadedPackage{"example.com/a": lp}}, "", func(s string) string { return s }, openCache("", "", "", ""), true)
+	require.NoError(t, err)
 	assert.Empty(t, entries)
 	require.Error(t, errs.Err())
 	assert.Equal(t, `connectors.yaml:5:18: connector "a": package "example.com/a" has no function "NewXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX"... (512003 bytes)`, errs.Err().Error())

@@ -165,7 +165,8 @@ func fuzzGenerate(t *testing.T, data []byte) {
 	path := filepath.Join(dir, filepath.FromSlash(m.Output.V))
 	res := &Result{Manifest: m, Package: out.name, Path: path, abs: path, root: dir}
 	var errs diag.List
-	res.Entries = checkEntries(&errs, m, pkgs, out, func(s string) string { return s })
+	res.Entries, err = checkEntries(&errs, m, &listing{pkgs: pkgs}, "", func(s string) string { return s }, openCache("", "", "", ""), true)
+	require.NoError(t, err)
 	err = errs.Err()
 	if err == nil {
 		desc, derr := describe(m, &kvContract, "", res.Entries)

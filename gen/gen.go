@@ -10,6 +10,7 @@ package gen
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"go/token"
@@ -100,6 +101,7 @@ type Result struct {
 	output     string          // Options.Output, when it named Path
 	importPath string          // the output package's import path, if known
 	root       string          // the module's root directory
+	flags      []string        // Options.BuildFlags
 }
 
 // Generate runs every stage and returns the file to write. An error in the
@@ -177,7 +179,7 @@ func resolve(ctx context.Context, opts Options, forWrite bool) (*Result, *checkC
 	if err != nil {
 		return nil, nil, err
 	}
-	cache, err := checkResolved(&errs, opts, res, kind, listed, out)
+	cache, err := checkResolved(&errs, opts, res, kind, listed)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -243,7 +245,7 @@ func readManifest(errs *diag.List, opts Options) (*manifest.Manifest, error) {
 // package that file goes into as it is now; nil if it could not be
 // inspected, which is in errs.
 func placeOutput(errs *diag.List, opts Options, m *manifest.Manifest) (*Result, *outputPackage) {
-	res := &Result{Manifest: m, Path: opts.Output}
+	res := &Result{Manifest: m, Path: opts.Output, flags: opts.BuildFlags()}
 	if res.Path == "" {
 		res.Path = filepath.Join(filepath.Dir(opts.Manifest), m.Output.V)
 	}
@@ -252,7 +254,7 @@ func placeOutput(errs *diag.List, opts Options, m *manifest.Manifest) (*Result, 
 	if err != nil {
 		errs.Append(outputPos(m), err)
 	} else {
-		res.Package, res.declared, res.importPath = out.name, out.declared, out.path
+		res.Package, res.declared = out.name, out.declared
 	}
 	return res, out
 }
@@ -276,7 +278,7 @@ func (r *Result) checkOutput(errs *diag.List, opts Options) error {
 // new directory that the caller removes: what the go command leaves when a
 // signal stops it goes with it.
 func newLoadConfig(opts Options, contract string) (loadConfig, error) {
-	lc := loadConfig{contract: contract, dir: opts.loadDir(), workDir: opts.WorkDir, environ: opts.Env, tags: opts.Tags, loaderAbove: opts.loaderAbove, trimPath: opts.TrimPath}
+	lc := loadConfig{contract: contract, dir: opts.loadDir(), workDir: opts.WorkDir, environ: opts.Env, flags: opts.BuildFlags(), loaderAbove: opts.loaderAbove}
 	var err error
 	lc.tmp, err = gocmd.TempDir(opts.Env)
 	return lc, err
@@ -304,6 +306,7 @@ func loadLinked(ctx context.Context, errs *diag.List, opts Options, res *Result,
 		return nil, stop(merr)
 	}
 	lc.goMod = main.GoMod
+	res.importPath = packagePath(main, filepath.Dir(res.abs))
 	plan, perr := gomod.NewPlan(m, main, filepath.Dir(opts.abs(opts.Manifest)))
 	errs.Append(outputPos(m), perr)
 	if plan == nil {
@@ -381,7 +384,7 @@ func importPaths(m *manifest.Manifest) []string {
 // checkResolved reads the contract, kind filled in from its package, and
 // checks every loaded entry against it, through the check cache, which it
 // returns to be saved once the run is done.
-func checkResolved(errs *diag.List, opts Options, res *Result, kind *Contract, listed *listing, out *outputPackage) (*checkCache, error) {
+func checkResolved(errs *diag.List, opts Options, res *Result, kind *Contract, listed *listing) (*checkCache, error) {
 	m := res.Manifest
 	listed.kind = kind
 	contractOK := true
@@ -393,7 +396,7 @@ func checkResolved(errs *diag.List, opts Options, res *Result, kind *Contract, l
 	}
 	cache := openCache(opts.CacheDir, opts.CacheIdentity, opts.abs(opts.Manifest), res.Path)
 	var err error
-	res.Entries, err = checkEntriesCached(errs, m, listed, out, shortPath(opts.WorkDir), cache, contractOK)
+	res.Entries, err = checkEntries(errs, m, listed, res.importPath, shortPath(opts.WorkDir), cache, contractOK)
 	if err != nil {
 		return nil, err
 	}
@@ -434,20 +437,13 @@ func resolveNamed(errs *diag.List, m *manifest.Manifest, listed *listing) (c *Co
 	return &filled, true
 }
 
-// checkEntries checks every entry of m against its loaded package, all of
-// them decoded, and returns those that pass; out is the package the
-// registry goes into, nil when it could not be inspected.
-func checkEntries(errs *diag.List, m *manifest.Manifest, pkgs map[string]*loadedPackage, out *outputPackage, rel func(string) string) []*Entry {
-	entries, _ := checkEntriesCached(errs, m, &listing{pkgs: pkgs}, out, rel, openCache("", "", "", ""), true)
-	return entries
-}
-
-// checkEntriesCached is checkEntries with the check cache: an entry whose
-// check the cache remembers needs no types, and the packages of the others
-// are decoded together, in parallel, if they are not yet. Without
-// contractOK, the contract could not be read, and only what does not need
-// it is checked.
-func checkEntriesCached(errs *diag.List, m *manifest.Manifest, listed *listing, out *outputPackage, rel func(string) string, cache *checkCache, contractOK bool) ([]*Entry, error) {
+// checkEntries checks every entry of m against its loaded package, and
+// returns those that pass; outPath is the import path of the package the
+// registry goes into, "" if unknown. An entry whose check the cache remembers
+// needs no types, and the packages of the others are decoded together, in
+// parallel, if they are not yet. Without contractOK, the contract could
+// not be read, and only what does not need it is checked.
+func checkEntries(errs *diag.List, m *manifest.Manifest, listed *listing, outPath string, rel func(string) string, cache *checkCache, contractOK bool) ([]*Entry, error) {
 	type miss struct {
 		index   int
 		e       *Entry
@@ -472,7 +468,7 @@ func checkEntriesCached(errs *diag.List, m *manifest.Manifest, listed *listing, 
 		if c.Invalid {
 			continue // its problems are reported already
 		}
-		if out != nil && out.path != "" && c.Import.V == out.path {
+		if outPath != "" && c.Import.V == outPath {
 			errs.Add(c.Import.Pos, "%s: %s is the package the registry is generated into, and a package cannot import itself; move the connector to its own package, or generate the registry elsewhere with output:", c.Label(i), c.Import.V)
 			continue
 		}
@@ -534,6 +530,41 @@ func (r *Result) Stale() (bool, []byte, error) {
 	return true, unifiedDiff(r.Path, old, r.Content), nil
 }
 
+// Overlay writes into dir, a scratch directory of the caller's, what a go
+// build needs to compile r's registry without the working tree changing: an
+// overlay that stands r.Content in for the file at r.Path and, when
+// r.Modules is set, the linked go.mod and go.sum. It returns the go command
+// flags that build with them as the connectors were loaded (with those of
+// Options.BuildFlags). With r.Modules set the go command must run outside
+// workspace mode, which refuses -modfile.
+func (r *Result) Overlay(dir string) ([]string, error) {
+	file := filepath.Join(dir, filepath.Base(r.abs))
+	if err := os.WriteFile(file, r.Content, 0o644); err != nil {
+		return nil, err
+	}
+	overlay, err := json.Marshal(map[string]map[string]string{"Replace": {r.abs: file}})
+	if err != nil {
+		return nil, err
+	}
+	flags := append(slices.Clip(r.flags), "-overlay="+filepath.Join(dir, "overlay.json"))
+	if err := os.WriteFile(filepath.Join(dir, "overlay.json"), overlay, 0o644); err != nil {
+		return nil, err
+	}
+	if u := r.Modules; u != nil {
+		modFile := filepath.Join(dir, "go.mod")
+		if err := os.WriteFile(modFile, u.GoMod, 0o644); err != nil {
+			return nil, err
+		}
+		if u.GoSum != nil {
+			if err := os.WriteFile(filepath.Join(dir, "go.sum"), u.GoSum, 0o644); err != nil {
+				return nil, err
+			}
+		}
+		flags = append(flags, "-modfile="+modFile)
+	}
+	return flags, nil
+}
+
 // loadConfig says how the go command loads the connectors' packages.
 type loadConfig struct {
 	// contract is the import path of the package of the type a
@@ -544,7 +575,8 @@ type loadConfig struct {
 	// paths relative to; environ is the go command's environment.
 	workDir string
 	environ []string
-	tags    []string
+	// flags are Options.BuildFlags.
+	flags []string
 	// goMod is the go.mod file in effect: the main module's, or modFile.
 	goMod string
 	// loaderAbove, when set, replaces maxPatternBytes, so that tests can
@@ -552,8 +584,6 @@ type loadConfig struct {
 	loaderAbove int
 	// modFile is a go.mod to use instead of the main module's.
 	modFile string
-	// trimPath loads as go build -trimpath compiles (Options.TrimPath).
-	trimPath bool
 	// tmp is the go command's GOTMPDIR: a go command stopped by a signal
 	// leaves its work directory there, and kvgen removes tmp.
 	tmp string
@@ -572,22 +602,22 @@ func (lc loadConfig) env() []string {
 }
 
 // buildFlags are the go command flags that loading needs.
-func (lc loadConfig) buildFlags() []string { return BuildFlags(lc.tags, lc.modFile, lc.trimPath) }
+func (lc loadConfig) buildFlags() []string {
+	if lc.modFile == "" {
+		return lc.flags
+	}
+	return append(slices.Clip(lc.flags), "-modfile="+lc.modFile)
+}
 
 // BuildFlags are the go command flags that load or build the connectors'
-// packages as generate checked them: -trimpath when trimPath is set (see
-// Options.TrimPath), the build tags, and the linked go.mod (modFile,
-// Result.Modules written somewhere) when there is one.
-func BuildFlags(tags []string, modFile string, trimPath bool) []string {
+// packages as o loads them: -trimpath under TrimPath, and the build tags.
+func (o Options) BuildFlags() []string {
 	var flags []string
-	if trimPath {
+	if o.TrimPath {
 		flags = append(flags, "-trimpath")
 	}
-	if len(tags) > 0 {
-		flags = append(flags, "-tags="+strings.Join(tags, ","))
-	}
-	if modFile != "" {
-		flags = append(flags, "-modfile="+modFile)
+	if len(o.Tags) > 0 {
+		flags = append(flags, "-tags="+strings.Join(o.Tags, ","))
 	}
 	return flags
 }

@@ -13,8 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"golang.org/x/mod/modfile"
-
+	"github.com/kvgen/kvgen/gen/gomod"
 	"github.com/kvgen/kvgen/gen/manifest"
 	"github.com/kvgen/kvgen/internal/gocmd"
 	"github.com/kvgen/kvgen/internal/readfile"
@@ -23,8 +22,6 @@ import (
 // outputPackage is the package the registry file is generated into.
 type outputPackage struct {
 	name string
-	// path is its import path, or "" when no go.mod is found above it.
-	path string
 	// declared holds the top-level names its other files declare: the
 	// generated file's imports must not collide with them.
 	declared map[string]bool
@@ -59,7 +56,6 @@ func inspectOutput(m *manifest.Manifest, out, absOut string, bctx build.Context)
 			return nil, fmt.Errorf("cannot name the package of %s after its directory; set package: in the manifest", quotePath(out))
 		}
 	}
-	o.path = importPath(abs)
 	return o, nil
 }
 
@@ -152,23 +148,14 @@ func topLevelNames(f *ast.File) []string {
 	return names
 }
 
-// importPath returns the import path of directory dir from the go.mod
-// above it, or "" if there is none.
-func importPath(dir string) string {
-	root := moduleRoot(dir)
-	if root == "" {
+// packagePath returns the import path of the absolute directory dir in
+// the main module, or "" when dir lies outside it.
+func packagePath(main *gomod.Main, dir string) string {
+	rel, err := filepath.Rel(main.Dir, dir)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 		return ""
 	}
-	data, err := readfile.Read(filepath.Join(root, "go.mod"), readfile.Max)
-	if err != nil {
-		return ""
-	}
-	mod := modfile.ModulePath(data)
-	rel, err := filepath.Rel(root, dir)
-	if mod == "" || err != nil {
-		return ""
-	}
-	return path.Join(mod, filepath.ToSlash(rel))
+	return path.Join(main.Path, filepath.ToSlash(rel))
 }
 
 // moduleRoot returns the directory of the go.mod that governs the absolute

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strings"
 
@@ -38,7 +39,7 @@ func runBuild(ctx context.Context, e *env, args []string) int {
 	var tags string
 	var targets targetsFlag
 	fs.StringVar(&opts.Manifest, "manifest", "", "the deployment manifest (required)")
-	fs.StringVar(&opts.Output, "o", "", "the binary to write (required); {os}, {arch} and {exe} (.exe on Windows) stand for each target's")
+	fs.StringVar(&opts.Binary, "o", "", "the binary to write (required); {os}, {arch} and {exe} (.exe on Windows) stand for each target's")
 	fs.Var(&targets, "target", "a GOOS/GOARCH to build for, such as darwin/arm64; repeat it for several binaries (default: GOOS and GOARCH of the environment, else this machine)")
 	fs.StringVar(&opts.ForFile, "for", "", "a --kv-transfer-config JSON file: link only the connectors it creates")
 	fs.StringVar(&tags, "tags", "", "comma-separated build tags")
@@ -50,7 +51,7 @@ func runBuild(ctx context.Context, e *env, args []string) int {
 		return code
 	}
 	switch {
-	case opts.Manifest == "" || opts.Output == "":
+	case opts.Manifest == "" || opts.Binary == "":
 		e.errorf("build: -manifest and -o are required")
 		fs.Usage()
 		return exitUsage
@@ -75,8 +76,19 @@ func runBuild(ctx context.Context, e *env, args []string) int {
 	opts.GoOutput = e.stderr
 	opts.CacheDir, opts.CacheIdentity = e.cacheDir, e.cacheIdentity
 	if err := deploy.Build(ctx, opts); err != nil {
-		e.report(err)
+		e.report(buildFlagged(err))
 		return exitError
 	}
 	return exitOK
+}
+
+// buildFlagged words a problem with one of deploy.Options' fields as a
+// problem with the flag that set it.
+func buildFlagged(err error) error {
+	var oe *deploy.OptionError
+	if !errors.As(err, &oe) {
+		return err
+	}
+	flag := map[string]string{"Binary": "-o", "Targets": "-target", "ForConfig": "-for"}[oe.Field]
+	return errors.New(oe.In(flag))
 }

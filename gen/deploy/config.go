@@ -13,14 +13,15 @@ import (
 // connectorsFor returns the names of the manifest's entries that a
 // --kv-transfer-config creates: the connector it names and, where that is
 // a MultiConnector, its children, theirs, and so on. A name the manifest
-// does not list is an error that names every such name.
-func connectorsFor(m *manifest.Manifest, file string, data []byte) ([]string, error) {
+// does not list is an error that names every such name. Its errors are
+// about the config, and Build says which.
+func connectorsFor(m *manifest.Manifest, data []byte) ([]string, error) {
 	if m.Factory.Set {
-		return nil, fmt.Errorf("-for %s: -for takes a KV connector's --kv-transfer-config, and %s names another contract (factory: %s); list what this deployment links in its manifest instead", file, m.File, m.Factory.V)
+		return nil, fmt.Errorf("a KV connector's --kv-transfer-config says which connectors to link, and %s names another contract (factory: %s); list what this deployment links in its manifest instead", m.File, m.Factory.V)
 	}
 	cfg, err := registry.ParseTransferConfig(data)
 	if err != nil {
-		return nil, fmt.Errorf("-for %s: %w", file, err)
+		return nil, err
 	}
 	var names, missing []string
 	var walk func(cfg registry.Config, depth int) error
@@ -40,11 +41,11 @@ func connectorsFor(m *manifest.Manifest, file string, data []byte) ([]string, er
 			return nil
 		}
 		if depth > maxNesting {
-			return fmt.Errorf("-for %s: MultiConnectors nest deeper than %d", file, maxNesting)
+			return fmt.Errorf("MultiConnectors nest deeper than %d", maxNesting)
 		}
 		children, err := registry.MultiChildren(cfg)
 		if err != nil {
-			return fmt.Errorf("-for %s: %w", file, err)
+			return err
 		}
 		for _, child := range children {
 			if err := walk(child, depth+1); err != nil {
@@ -61,8 +62,8 @@ func connectorsFor(m *manifest.Manifest, file string, data []byte) ([]string, er
 		for i, n := range missing {
 			quoted[i] = fmt.Sprintf("%q", n)
 		}
-		return nil, fmt.Errorf("-for %s: the config creates %s, which %s does not list; add %s to the manifest, or build from a manifest that has %s",
-			file, strings.Join(quoted, ", "), m.File, them(len(missing)), them(len(missing)))
+		return nil, fmt.Errorf("the config creates %s, which %s does not list; add %s to the manifest, or build from a manifest that has %s",
+			strings.Join(quoted, ", "), m.File, them(len(missing)), them(len(missing)))
 	}
 	return names, nil
 }

@@ -9,7 +9,6 @@ package deploy
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"go/build"
@@ -28,19 +27,21 @@ import (
 
 // Options says what to build.
 type Options struct {
-	// WorkDir is the absolute directory that relative paths are relative
-	// to, the command's working directory, and the main module's; Env is
-	// the go commands' environment (os.Environ() for the command's own).
-	WorkDir string
-	Env     []string
-	// Manifest is the deployment manifest.
-	Manifest string
-	// Output is the binary to write. {os}, {arch} and {exe} in it stand
+	// Options says how the registry is generated, as for kvgen generate:
+	// WorkDir (also the main module's directory and where the go commands
+	// run), Env, Manifest (the deployment manifest), Tags (also given to
+	// go build), ReadOnlyModules, CacheDir and CacheIdentity. Only keeps
+	// some of the manifest's entries, as ForConfig does; give one of the
+	// two. Build sets the rest: the output is the package's kvgen-generated
+	// file, and the go command loads from WorkDir with -trimpath, as it
+	// compiles; Output, Dir and TrimPath must be left unset.
+	gen.Options
+	// Binary is the binary to write. {os}, {arch} and {exe} in it stand
 	// for each target's GOOS, GOARCH, and .exe on Windows.
-	Output string
+	Binary string
 	// Targets are the platforms to build for, a binary each; none means
 	// the one GOOS and GOARCH in Env name, else the host. Several must
-	// name their binaries apart in Output.
+	// name their binaries apart in Binary.
 	Targets []Target
 	// ForConfig, when set, is a --kv-transfer-config: only the connectors
 	// it creates are linked (the one it names and, for a MultiConnector,
@@ -50,8 +51,7 @@ type Options struct {
 	ForFile   string
 	// Package is the main package to build, as the go command takes it.
 	Package string
-	// Tags and LDFlags are passed to go build.
-	Tags    []string
+	// LDFlags is passed to go build.
 	LDFlags string
 	// Verbose shows the go commands as they run.
 	Verbose bool
@@ -61,10 +61,30 @@ type Options struct {
 	Progress func(string)
 	// GoOutput receives what the go commands print, under Verbose.
 	GoOutput io.Writer
-	// CacheDir and CacheIdentity are the generator's check cache and
-	// what names this generator to it (gen.Options).
-	CacheDir, CacheIdentity string
 }
+
+// OptionError is a problem with what one of Options' fields gives; a
+// command shows it under its own name for that field (see In).
+type OptionError struct {
+	// Field is the field: "Binary", "Targets" or "ForConfig".
+	Field string
+	// Value is what the field gave, as messages show it: the binary's
+	// pattern, a target, the config's file.
+	Value string
+	Err   error
+}
+
+// Error says what is wrong, naming the field.
+func (e *OptionError) Error() string { return e.In("Options." + e.Field) }
+
+// In says what is wrong, calling the field what, such as the command-line
+// flag that set it.
+func (e *OptionError) In(what string) string {
+	return fmt.Sprintf("%s %s: %v", what, e.Value, e.Err)
+}
+
+// Unwrap returns e.Err.
+func (e *OptionError) Unwrap() error { return e.Err }
 
 // Build builds opts.Package with the manifest's connectors. The registry
 // comes from one run of gen's stages, the same as kvgen generate: the
@@ -77,8 +97,13 @@ func Build(ctx context.Context, opts Options) error {
 	if opts.GoOutput == nil {
 		opts.GoOutput = io.Discard
 	}
-	if !filepath.IsAbs(opts.WorkDir) {
+	switch {
+	case !filepath.IsAbs(opts.WorkDir):
 		return fmt.Errorf("deploy: Options.WorkDir must be an absolute directory, got %q", opts.WorkDir)
+	case opts.Output != "" || opts.Dir != "" || opts.TrimPath:
+		return errors.New("deploy: Options.Output, Dir and TrimPath are Build's to set; leave them unset")
+	case opts.Only != nil && opts.ForConfig != nil:
+		return errors.New("deploy: Options.Only and ForConfig both say which connectors to link; give one")
 	}
 	// A deployment build never changes go.mod or go.sum, whatever GOFLAGS
 	// says: what it links goes into a temporary copy.
@@ -87,26 +112,28 @@ func Build(ctx context.Context, opts Options) error {
 		return err
 	}
 	opts.Env = env
-	var only []string
+	// The compile step builds with -trimpath: loaded the same way, the
+	// connectors and the standard library are compiled once.
+	opts.Dir, opts.TrimPath = ".", true
 	if opts.ForConfig != nil {
 		m, err := manifest.LoadIn(opts.WorkDir, opts.Manifest)
 		if m == nil {
 			return err
 		}
-		if only, err = connectorsFor(m, opts.ForFile, opts.ForConfig); err != nil {
-			return err
+		if opts.Only, err = connectorsFor(m, opts.ForConfig); err != nil {
+			return &OptionError{Field: "ForConfig", Value: opts.ForFile, Err: err}
 		}
 	}
 	targets := opts.Targets
 	if len(targets) == 0 {
 		targets = []Target{{}}
 	}
-	outs, err := outputs(opts.Output, targets)
+	outs, err := outputs(opts.Binary, targets)
 	if err != nil {
 		return err
 	}
 	for i, t := range targets {
-		b := &builder{opts: opts, only: only, output: outs[i], env0: t.env(opts.Env)}
+		b := &builder{opts: opts, output: outs[i], env0: t.env(opts.Env)}
 		if t != (Target{}) {
 			b.prefix = t.String() + ": "
 		}
@@ -137,16 +164,14 @@ func (b *builder) run(ctx context.Context) error {
 }
 
 type builder struct {
-	opts    Options
-	only    []string    // the entries to link; nil for all
-	output  string      // the binary, for this target
-	env0    []string    // the go commands' environment, for this target
-	prefix  string      // what progress lines start with: the target, if named
-	res     *gen.Result // the registry, and the manifest it came from
-	tmp     string      // scratch directory: go.mod, go.sum, overlay
-	goTmp   string      // the go commands' GOTMPDIR, inside tmp
-	modFile string      // the temporary go.mod, if go.mod lacked anything
-	overlay string      // the overlay JSON file
+	opts   Options
+	output string      // the binary, for this target
+	env0   []string    // the go commands' environment, for this target
+	prefix string      // what progress lines start with: the target, if named
+	res    *gen.Result // the registry, and the manifest it came from
+	tmp    string      // scratch directory: go.mod, go.sum, overlay
+	goTmp  string      // the go commands' GOTMPDIR, inside tmp
+	flags  []string    // go build's flags for the registry: overlay, go.mod, tags
 }
 
 func (b *builder) step(name string, f func(context.Context) error, ctx context.Context) error {
@@ -163,55 +188,24 @@ func (b *builder) step(name string, f func(context.Context) error, ctx context.C
 // kvgen-generated file as the output, and puts what they produced in the
 // scratch directory: the registry in an overlay that stands in for that
 // file, and, when go.mod lacks what the manifest names, the linked go.mod
-// and go.sum for -modfile. The working tree is not written.
+// and go.sum. The working tree is not written.
 func (b *builder) generate(ctx context.Context) error {
 	target, err := b.generatedFile(ctx)
 	if err != nil {
 		return err
 	}
-	b.res, err = gen.Generate(ctx, gen.Options{
-		WorkDir:       b.opts.WorkDir,
-		Env:           b.env0,
-		Manifest:      b.opts.Manifest,
-		Only:          b.only,
-		Output:        target,
-		Tags:          b.opts.Tags,
-		Dir:           ".", // the main module is the one kvgen build runs in
-		CacheDir:      b.opts.CacheDir,
-		CacheIdentity: b.opts.CacheIdentity,
-		// The compile step builds with -trimpath: loaded the same way,
-		// the connectors and the standard library are compiled once.
-		TrimPath: true,
-	})
-	if err != nil {
+	opts := b.opts.Options
+	opts.Env, opts.Output = b.env0, target
+	if b.res, err = gen.Generate(ctx, opts); err != nil {
 		return err
 	}
-	if u := b.res.Modules; u != nil {
-		b.modFile = filepath.Join(b.tmp, "go.mod")
-		if err := os.WriteFile(b.modFile, u.GoMod, 0o644); err != nil {
-			return err
-		}
-		if u.GoSum != nil {
-			if err := os.WriteFile(filepath.Join(b.tmp, "go.sum"), u.GoSum, 0o644); err != nil {
-				return err
-			}
-		}
-		if b.opts.Verbose {
-			for _, c := range u.Changes {
-				b.opts.Progress(fmt.Sprintf("%stemporary go.mod: %s", b.prefix, c))
-			}
+	if b.opts.Verbose && b.res.Modules != nil {
+		for _, c := range b.res.Modules.Changes {
+			b.opts.Progress(fmt.Sprintf("%stemporary go.mod: %s", b.prefix, c))
 		}
 	}
-	file := filepath.Join(b.tmp, filepath.Base(target))
-	if err := os.WriteFile(file, b.res.Content, 0o644); err != nil {
-		return err
-	}
-	overlay, err := json.Marshal(map[string]map[string]string{"Replace": {target: file}})
-	if err != nil {
-		return err
-	}
-	b.overlay = filepath.Join(b.tmp, "overlay.json")
-	return os.WriteFile(b.overlay, overlay, 0o644)
+	b.flags, err = b.res.Overlay(b.tmp)
+	return err
 }
 
 // generatedFile finds the kvgen-generated file among the package's files.
@@ -249,7 +243,7 @@ func (b *builder) packageFiles(ctx context.Context) ([]string, error) {
 		Context:    ctx,
 		Dir:        b.opts.WorkDir,
 		Mode:       packages.NeedName | packages.NeedFiles,
-		BuildFlags: b.buildFlags(),
+		BuildFlags: b.opts.BuildFlags(),
 		Env:        b.env(),
 	}
 	pkgs, err := packages.Load(cfg, b.opts.Package)
@@ -290,15 +284,11 @@ func goFilesIn(dir string) ([]string, error) {
 	return files, nil
 }
 
-// buildFlags are the go command's flags, as gen loaded the connectors
-// with them (TrimPath included), so that the compile finds them built.
-func (b *builder) buildFlags() []string { return gen.BuildFlags(b.opts.Tags, b.modFile, true) }
-
 // env is the go commands' environment: outside workspace mode with a
 // temporary go.mod, which the go command refuses in it.
 func (b *builder) env() []string {
 	env := b.env0
-	if b.modFile != "" {
+	if b.res != nil && b.res.Modules != nil {
 		env = gocmd.WithoutWorkspace(env)
 	}
 	return gocmd.WithTempDir(env, b.goTmp)
@@ -306,7 +296,7 @@ func (b *builder) env() []string {
 
 func (b *builder) compile(ctx context.Context) error {
 	out := b.abs(b.output)
-	args := append([]string{"build", "-overlay=" + b.overlay, "-o", out}, b.buildFlags()...)
+	args := append([]string{"build", "-o", out}, b.flags...)
 	if b.opts.LDFlags != "" {
 		args = append(args, "-ldflags="+b.opts.LDFlags)
 	}

@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -23,7 +24,7 @@ var platformWord = regexp.MustCompile(`^[a-z][a-z0-9]*$`)
 func ParseTarget(s string) (Target, error) {
 	goos, goarch, ok := strings.Cut(s, "/")
 	if !ok || !platformWord.MatchString(goos) || !platformWord.MatchString(goarch) {
-		return Target{}, fmt.Errorf("-target %q: want GOOS/GOARCH, such as linux/amd64 or darwin/arm64 (go tool dist list shows them all)", s)
+		return Target{}, fmt.Errorf("%q is not a target: want GOOS/GOARCH, such as linux/amd64 or darwin/arm64 (go tool dist list shows them all)", s)
 	}
 	return Target{goos, goarch}, nil
 }
@@ -55,9 +56,9 @@ func outputs(pattern string, targets []Target) ([]string, error) {
 		outs[i] = t.output(pattern)
 		if j := slices.Index(outs[:i], outs[i]); j >= 0 {
 			if targets[j] == t {
-				return nil, fmt.Errorf("-target %s is given twice", t)
+				return nil, &OptionError{Field: "Targets", Value: t.String(), Err: errors.New("given twice")}
 			}
-			return nil, fmt.Errorf("-o %s names one binary for %s and %s; put {os} and {arch} in it, as in -o bin/server-{os}-{arch}{exe}", pattern, targets[j], t)
+			return nil, &OptionError{Field: "Binary", Value: pattern, Err: fmt.Errorf("one binary for %s and %s; put {os} and {arch} in it, as in bin/server-{os}-{arch}{exe}", targets[j], t)}
 		}
 	}
 	return outs, nil
