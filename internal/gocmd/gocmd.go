@@ -103,20 +103,23 @@ func Lookup(env []string, key string) string {
 // never. Without it the go command's default holds: read-only, or the
 // vendor directory.
 func ReadOnlyModules(ctx context.Context, dir string, env []string) ([]string, error) {
-	stdout, _, err := Run(ctx, dir, env, "env", "GOFLAGS")
-	if err != nil {
-		return nil, err
+	value := Lookup(env, "GOFLAGS")
+	if value == "" {
+		// Not set in env: the go env file's apply, if it has any.
+		stdout, _, err := Run(ctx, dir, env, "env", "GOFLAGS")
+		if err != nil {
+			return nil, err
+		}
+		value = string(stdout)
 	}
-	flags := strings.Fields(string(stdout))
-	kept := slices.DeleteFunc(slices.Clone(flags), func(f string) bool {
+	kept := slices.DeleteFunc(strings.Fields(value), func(f string) bool {
 		name, value, _ := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(f, "-"), "-"), "=")
 		return name == "mod" && value == "mod"
 	})
-	if len(kept) == len(flags) {
-		return env, nil
-	}
-	// GOFLAGS values hold no spaces, so the fields join back as they were.
-	// An empty GOFLAGS is as good as none, and the go env file's would
-	// apply again: a space sets no flag and is not empty.
+	// The result sets GOFLAGS itself, so that a second call, such as gen's
+	// under kvgen build, runs no go command. GOFLAGS values hold no spaces,
+	// so the fields join back as they were. An empty GOFLAGS is as good as
+	// none, and the go env file's would apply again: a space sets no flag
+	// and is not empty.
 	return append(slices.Clip(env), "GOFLAGS="+cmp.Or(strings.Join(kept, " "), " ")), nil
 }

@@ -35,3 +35,26 @@ func TestRunReportsTheGoCommandsWords(t *testing.T) {
 	_, _, err = Run(ctx, dir, env, "env", "GOOS")
 	assert.ErrorIs(t, err, stop)
 }
+
+// ReadOnlyModules takes -mod=mod out of GOFLAGS, from the go env file as
+// from the environment, and sets GOFLAGS in what it returns: calling it
+// again on that runs no go command.
+func TestReadOnlyModules(t *testing.T) {
+	home := t.TempDir()
+	goenv := home + "/go.env"
+	require.NoError(t, os.WriteFile(goenv, []byte("GOFLAGS=-mod=mod -tags=edge\n"), 0o644))
+	env := append(os.Environ(), "GOENV="+goenv, "GOFLAGS=")
+	got, err := ReadOnlyModules(t.Context(), home, env)
+	require.NoError(t, err)
+	assert.Equal(t, "-tags=edge", Lookup(got, "GOFLAGS"))
+
+	// A go command could not start in a directory that is not there.
+	nowhere := home + "/nowhere"
+	again, err := ReadOnlyModules(t.Context(), nowhere, got)
+	require.NoError(t, err, "a second call must not run the go command")
+	assert.Equal(t, "-tags=edge", Lookup(again, "GOFLAGS"))
+
+	got, err = ReadOnlyModules(t.Context(), nowhere, append(got, "GOFLAGS=--mod=mod"))
+	require.NoError(t, err)
+	assert.Equal(t, " ", Lookup(got, "GOFLAGS"), "a space, so that the go env file's GOFLAGS do not apply again")
+}
