@@ -25,7 +25,10 @@ import (
 func startServe(t *testing.T, config string) (string, *exec.Cmd, *syncBuffer) {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "kvserver")
-	build := exec.Command("go", "build", "-o", bin, ".")
+	// With -trimpath, as kvgen build compiles: the build cache then holds
+	// what this build needs from the deployment builds' tests, and the
+	// other way round.
+	build := exec.Command("go", "build", "-trimpath", "-o", bin, ".")
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	cmd := exec.Command(bin, "-kv-transfer-config", config, "-listen", "127.0.0.1:0", "serve")

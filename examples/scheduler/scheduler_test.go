@@ -47,7 +47,7 @@ func TestScheduler(t *testing.T) {
 	dir := t.TempDir()
 	f := write(t, dir, map[string]string{"pods.json": pods, "all.json": allPlugins})
 	bin := filepath.Join(dir, "scheduler")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	out, err := exec.Command("go", "build", "-trimpath", "-o", bin, ".").CombinedOutput()
 	require.NoError(t, err, "%s", out)
 
 	got, err := run(t, bin, "-config", f["all.json"], "-pods", f["pods.json"])
