@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"maps"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -29,6 +30,64 @@ import (
 // Besides the entries, the cache keeps the hash of the last file rendered
 // for the manifest and the key of everything that went into it, so that
 // kvgen check on an unchanged tree compares hashes instead of rendering.
+
+// CheckCache is one generator's check cache. Runs given it in
+// Options.Cache read it and add to it in memory; nothing is written until
+// the caller calls Save. A nil *CheckCache is no cache.
+type CheckCache struct {
+	dir, identity string
+
+	mu    sync.Mutex
+	files map[string]*checkCache // by file path
+}
+
+// OpenCheckCache returns the check cache kept in dir for the generator
+// that identity names, such as its module version: what one generator
+// found is not taken on trust by another, whose checks may differ. An
+// empty dir or identity gives no cache (nil).
+func OpenCheckCache(dir, identity string) *CheckCache {
+	if dir == "" || identity == "" {
+		return nil
+	}
+	return &CheckCache{dir: dir, identity: identity, files: map[string]*checkCache{}}
+}
+
+// Save writes back what the runs found, each manifest's file once and
+// only if it changed. A file that cannot be written is left as it was:
+// the cache only ever saves time.
+func (c *CheckCache) Save() {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, f := range c.files {
+		f.save()
+	}
+}
+
+// file returns the cache of the manifest at manifestAbs rendering output,
+// read from its file the first time.
+func (c *CheckCache) file(manifestAbs, output string) *checkCache {
+	if c == nil {
+		return &checkCache{used: map[string]cachedCheck{}}
+	}
+	sum := sha256.Sum256([]byte(cacheFormat + "\x00" + manifestAbs + "\x00" + output))
+	path := filepath.Join(c.dir, "check", hex.EncodeToString(sum[:16])+".json")
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if f, ok := c.files[path]; ok {
+		return f
+	}
+	f := &checkCache{path: path, salt: cacheFormat + " " + c.identity, used: map[string]cachedCheck{}}
+	if data, err := readfile.Read(path, readfile.Max); err == nil {
+		if json.Unmarshal(data, &f.data) != nil {
+			f.data = cacheFile{}
+		}
+	}
+	c.files[path] = f
+	return f
+}
 
 // checkCache is one manifest's cache file: read once, written once.
 type checkCache struct {
@@ -61,26 +120,6 @@ type cachedCheck struct {
 // renderer writes changes in a way a version number might not show (a
 // development build).
 const cacheFormat = "kvgen-check-1"
-
-// openCache reads the cache file for the manifest at manifestAbs under
-// dir, for the generator named identity (Options.CacheIdentity). An empty
-// dir or identity, or any trouble reading, gives an empty cache: the cache
-// only ever saves time.
-func openCache(dir, identity, manifestAbs, output string) *checkCache {
-	c := &checkCache{used: map[string]cachedCheck{}}
-	if dir == "" || identity == "" {
-		return c // no way to tell one generator from another: no cache
-	}
-	c.salt = cacheFormat + " " + identity
-	sum := sha256.Sum256([]byte(cacheFormat + "\x00" + manifestAbs + "\x00" + output))
-	c.path = filepath.Join(dir, "check", hex.EncodeToString(sum[:16])+".json")
-	if data, err := readfile.Read(c.path, readfile.Max); err == nil {
-		if json.Unmarshal(data, &c.data) != nil {
-			c.data = cacheFile{}
-		}
-	}
-	return c
-}
 
 // key names the check of one entry.
 // reg holds the export files of the registry package and of the
@@ -123,7 +162,12 @@ func (c *checkCache) put(key string, r cachedCheck) {
 // rendered reports whether content is what was last rendered from the
 // inputs named by key.
 func (c *checkCache) rendered(key string, content []byte) bool {
-	return c.path != "" && key != "" && c.data.Render == key && c.data.Content == hashBytes(content)
+	if c.path == "" || key == "" {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.data.Render == key && c.data.Content == hashBytes(content)
 }
 
 // remember records the file rendered from the inputs named by key.
@@ -132,19 +176,23 @@ func (c *checkCache) remember(key string, content []byte) {
 		return
 	}
 	sum := hashBytes(content)
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.data.Render != key || c.data.Content != sum {
 		c.data.Render, c.data.Content, c.changed = key, sum, true
 	}
 }
 
-// save writes the cache back, keeping only the entries this run used, so
+// save writes the cache back, keeping only the entries the runs used, so
 // that the file stays the size of the manifest. Failing to write is not
 // an error.
 func (c *checkCache) save() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.path == "" || (!c.changed && len(c.used) == len(c.data.Entries)) {
 		return
 	}
-	c.data.Entries = c.used
+	c.data.Entries, c.changed = maps.Clone(c.used), false
 	data, err := json.Marshal(c.data)
 	if err != nil {
 		return

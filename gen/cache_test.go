@@ -114,7 +114,7 @@ var _ = store.Conn{}
 		}
 		write("conn/conn.go", connHeader+step.conn+"\n")
 		for _, run := range []string{"first", "second"} {
-			res, err := gen.Generate(context.Background(), gen.Options{WorkDir: cwd(t), Env: os.Environ(), Manifest: "connectors.yaml", CacheDir: cache, CacheIdentity: "edits"})
+			res, err := generateCached(gen.Options{WorkDir: cwd(t), Env: os.Environ(), Manifest: "connectors.yaml"}, cache, "edits")
 			if step.wantErr != "" {
 				require.Error(t, err, "%s, %s run", step.name, run)
 				assert.Contains(t, err.Error(), step.wantErr, "%s, %s run", step.name, run)
@@ -146,13 +146,13 @@ func TestCacheUpToDateFile(t *testing.T) {
 	require.NoError(t, err)
 	dir := caseModule(t, root, filepath.Join(root, "gen", "testdata", "basic"))
 	t.Chdir(dir)
-	opts := gen.Options{WorkDir: cwd(t), Env: os.Environ(), Manifest: "connectors.yaml", CacheDir: t.TempDir(), CacheIdentity: "test"}
-	res, err := gen.Generate(context.Background(), opts)
+	opts, cache := gen.Options{WorkDir: cwd(t), Env: os.Environ(), Manifest: "connectors.yaml"}, t.TempDir()
+	res, err := generateCached(opts, cache, "test")
 	require.NoError(t, err)
 	_, err = res.Write()
 	require.NoError(t, err)
 
-	again, err := gen.Generate(context.Background(), opts)
+	again, err := generateCached(opts, cache, "test")
 	require.NoError(t, err)
 	stale, _, err := again.Stale()
 	require.NoError(t, err)
@@ -162,7 +162,7 @@ func TestCacheUpToDateFile(t *testing.T) {
 	edited := append([]byte(nil), res.Content...)
 	edited = append(edited, "// a hand edit\n"...)
 	require.NoError(t, os.WriteFile(res.Path, edited, 0o644))
-	third, err := gen.Generate(context.Background(), opts)
+	third, err := generateCached(opts, cache, "test")
 	require.NoError(t, err)
 	assert.Equal(t, string(res.Content), string(third.Content), "the rendered file, not the edited one")
 	stale, diff, err := third.Stale()
@@ -179,9 +179,9 @@ func TestCacheFollowsTheContract(t *testing.T) {
 	require.NoError(t, err)
 	dir := caseModule(t, root, filepath.Join(root, "gen", "testdata", "ok_contract_func"))
 	t.Chdir(dir)
-	opts := gen.Options{WorkDir: cwd(t), Env: os.Environ(), Manifest: "connectors.yaml", CacheDir: t.TempDir(), CacheIdentity: "test"}
+	opts, cache := gen.Options{WorkDir: cwd(t), Env: os.Environ(), Manifest: "connectors.yaml"}, t.TempDir()
 	for range 2 {
-		_, err = gen.Generate(context.Background(), opts)
+		_, err = generateCached(opts, cache, "test")
 		require.NoError(t, err)
 	}
 	path := filepath.Join("contract", "contract.go")
@@ -190,7 +190,7 @@ func TestCacheFollowsTheContract(t *testing.T) {
 	changed := strings.Replace(string(src), "cfg json.RawMessage) (http.Handler, error)", "cfg json.RawMessage, name string) (http.Handler, error)", 1)
 	require.NotEqual(t, string(src), changed)
 	require.NoError(t, os.WriteFile(path, []byte(changed), 0o644))
-	_, err = gen.Generate(context.Background(), opts)
+	_, err = generateCached(opts, cache, "test")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `marked.New (declared at marked/marked.go:12) has 2 parameters; want 3`)
 }
@@ -205,8 +205,7 @@ func TestCacheBelongsToOneGenerator(t *testing.T) {
 	cache := t.TempDir()
 	entries := func(identity string) []string {
 		t.Helper()
-		opts := gen.Options{WorkDir: cwd(t), Env: os.Environ(), Manifest: "connectors.yaml", CacheDir: cache, CacheIdentity: identity}
-		_, err := gen.Generate(context.Background(), opts)
+		_, err := generateCached(gen.Options{WorkDir: cwd(t), Env: os.Environ(), Manifest: "connectors.yaml"}, cache, identity)
 		require.NoError(t, err)
 		files, err := filepath.Glob(filepath.Join(cache, "check", "*.json"))
 		require.NoError(t, err)
@@ -229,4 +228,14 @@ func TestCacheBelongsToOneGenerator(t *testing.T) {
 	for _, k := range b {
 		assert.NotContains(t, a, k, "another generator checks afresh")
 	}
+}
+
+// generateCached runs Generate with the check cache that dir holds for the
+// generator identity names, as kvgen runs it: opened for the run, and
+// saved after it, whether it failed or not.
+func generateCached(opts gen.Options, dir, identity string) (*gen.Result, error) {
+	opts.Cache = gen.OpenCheckCache(dir, identity)
+	res, err := gen.Generate(context.Background(), opts)
+	opts.Cache.Save()
+	return res, err
 }

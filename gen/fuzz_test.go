@@ -165,7 +165,7 @@ func fuzzGenerate(t *testing.T, data []byte) {
 	path := filepath.Join(dir, filepath.FromSlash(m.Output.V))
 	res := &Result{Manifest: m, Package: out.name, Path: path, abs: path, root: dir}
 	var errs diag.List
-	res.Entries, err = checkEntries(&errs, m, &listing{pkgs: pkgs}, "", func(s string) string { return s }, openCache("", "", "", ""), true)
+	res.Entries, err = checkEntries(&errs, m, &listing{pkgs: pkgs}, "", func(s string) string { return s }, (*CheckCache)(nil).file("", ""), true)
 	require.NoError(t, err)
 	err = errs.Err()
 	if err == nil {

@@ -3,8 +3,9 @@
 // constructor against the registry contract with go/types, and renders the
 // static registry file. It returns results and errors, and reads no state
 // of the process (Options carries the working directory and environment).
-// It writes nothing until the command calls Result.Write; the terminal and
-// the exit code are the command's alone.
+// It writes nothing until the command calls Result.Write (and, for the
+// check cache, CheckCache.Save); the terminal and the exit code are the
+// command's alone.
 package gen
 
 import (
@@ -55,14 +56,11 @@ type Options struct {
 	// the spirit of the go command's -mod=readonly. Otherwise Resolve
 	// computes the linked go.mod and go.sum into Result.Modules.
 	ReadOnlyModules bool
-	// CacheDir holds what earlier runs found when checking constructors,
+	// Cache holds what earlier runs found when checking constructors,
 	// keyed by the content of the packages checked, so that packages that
-	// have not changed are not read again; "" turns the cache off.
-	CacheDir string
-	// CacheIdentity names the generator doing the checks, such as its
-	// module version: what one generator found is not taken on trust by
-	// another, whose checks may differ. "" turns the cache off.
-	CacheIdentity string
+	// have not changed are not read again; the run adds what it finds,
+	// which CheckCache.Save writes. nil turns the cache off.
+	Cache *CheckCache
 	// Only, when not nil, keeps of the manifest's entries those with one of
 	// these names or aliases, as if the manifest listed no others: what a
 	// deployment that runs only some connectors links.
@@ -115,7 +113,6 @@ func Generate(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer cache.save()
 	desc, err := describe(res.Manifest, res.Contract, res.importPath, res.Entries)
 	if err != nil {
 		return nil, err
@@ -138,15 +135,11 @@ func Generate(ctx context.Context, opts Options) (*Result, error) {
 // Resolve parses the manifest and checks every entry against its package,
 // without rendering: what `kvgen list` needs.
 func Resolve(ctx context.Context, opts Options) (*Result, error) {
-	res, cache, err := resolve(ctx, opts, false)
-	if err != nil {
-		return nil, err
-	}
-	cache.save()
-	return res, nil
+	res, _, err := resolve(ctx, opts, false)
+	return res, err
 }
 
-// resolve is Resolve, returning the check cache it used; forWrite adds the
+// resolve is Resolve, returning the manifest's check cache; forWrite adds the
 // checks of the file to write. Each stage takes what the one before it
 // made; problems that let the run go on collect in errs, so that one run
 // reports them all.
@@ -382,8 +375,8 @@ func importPaths(m *manifest.Manifest) []string {
 }
 
 // checkResolved reads the contract, kind filled in from its package, and
-// checks every loaded entry against it, through the check cache, which it
-// returns to be saved once the run is done.
+// checks every loaded entry against it, through the manifest's check
+// cache, which it returns for rendering.
 func checkResolved(errs *diag.List, opts Options, res *Result, kind *Contract, listed *listing) (*checkCache, error) {
 	m := res.Manifest
 	listed.kind = kind
@@ -394,15 +387,14 @@ func checkResolved(errs *diag.List, opts Options, res *Result, kind *Contract, l
 	} else {
 		res.Contract = kind
 	}
-	cache := openCache(opts.CacheDir, opts.CacheIdentity, opts.abs(opts.Manifest), res.Path)
+	cache := opts.Cache.file(opts.abs(opts.Manifest), res.Path)
 	var err error
 	res.Entries, err = checkEntries(errs, m, listed, res.importPath, shortPath(opts.WorkDir), cache, contractOK)
 	if err != nil {
 		return nil, err
 	}
 	if err := errs.Err(); err != nil {
-		cache.save() // the entries that passed stay cached
-		return nil, err
+		return nil, err // the entries that passed are in the cache
 	}
 	return cache, nil
 }

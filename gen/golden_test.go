@@ -41,15 +41,16 @@ func TestGolden(t *testing.T) {
 			// run without the cache that loads through the loader
 			// package, as a list of patterns too long for one go list
 			// run is loaded.
-			opts := gen.Options{WorkDir: dir, Env: os.Environ(), Manifest: "connectors.yaml", CacheDir: t.TempDir(), CacheIdentity: "golden"}
-			res, err := gen.Generate(context.Background(), opts)
+			opts, cache := gen.Options{WorkDir: dir, Env: os.Environ(), Manifest: "connectors.yaml"}, t.TempDir()
+			res, err := generateCached(opts, cache, "golden")
 			for _, run := range []string{"warm", "loader"} {
-				ropts := opts
-				if run == "loader" {
-					ropts.CacheDir = ""
-					ropts = gen.ThroughLoader(ropts)
+				var cres *gen.Result
+				var cerr error
+				if run == "warm" {
+					cres, cerr = generateCached(opts, cache, "golden")
+				} else {
+					cres, cerr = gen.Generate(context.Background(), gen.ThroughLoader(opts))
 				}
-				cres, cerr := gen.Generate(context.Background(), ropts)
 				if err != nil {
 					require.Error(t, cerr, "%s run", run)
 					assert.Equal(t, err.Error(), cerr.Error(), "%s run", run)

@@ -74,7 +74,7 @@ func runBuild(ctx context.Context, e *env, args []string) int {
 	opts.WorkDir, opts.Env = workDir(), os.Environ()
 	opts.Progress = func(line string) { e.errorf("%s", line) }
 	opts.GoOutput = e.stderr
-	opts.CacheDir, opts.CacheIdentity = e.cacheDir, e.cacheIdentity
+	opts.Cache = e.cache
 	if err := deploy.Build(ctx, opts); err != nil {
 		e.report(buildFlagged(err))
 		return exitError

@@ -64,7 +64,7 @@ func (g *genFlags) inFlags(err error) error {
 }
 
 func (g *genFlags) options(e *env) gen.Options {
-	return gen.Options{WorkDir: workDir(), Env: os.Environ(), Manifest: g.manifest, Output: g.output, Tags: splitTags(g.tags), CacheDir: e.cacheDir, CacheIdentity: e.cacheIdentity}
+	return gen.Options{WorkDir: workDir(), Env: os.Environ(), Manifest: g.manifest, Output: g.output, Tags: splitTags(g.tags), Cache: e.cache}
 }
 
 // workDir is the working directory that kvgen's paths are relative to; ""

@@ -125,9 +125,9 @@ type env struct {
 	// ctx is the run's context: once a signal has ended it, errors are its
 	// consequences, and report says only that kvgen stopped.
 	ctx context.Context
-	// cacheDir is the check cache's directory, "" for none, and
-	// cacheIdentity names this kvgen to it (gen.Options.CacheIdentity).
-	cacheDir, cacheIdentity string
+	// cache is this kvgen's check cache, nil for none; run saves it once
+	// the command is done, unless a signal stopped it.
+	cache *gen.CheckCache
 	// asJSON collects the problems report and fail are given into diags,
 	// which run prints on stdout as JSON, instead of printing them.
 	asJSON bool
@@ -268,15 +268,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if c, ok := lookup(name); ok {
-		var err error
-		if e.cacheDir, err = cacheDir(); err != nil {
+		dir, err := cacheDir()
+		if err != nil {
 			e.errorf("%v", err)
 			return exitUsage
 		}
-		if e.cacheDir != "" {
-			e.cacheIdentity = generatorIdentity()
+		if dir != "" {
+			e.cache = gen.OpenCheckCache(dir, generatorIdentity())
 		}
 		code := c.run(ctx, e, args)
+		if ctx.Err() == nil {
+			e.cache.Save()
+		}
 		if e.asJSON {
 			e.printJSON()
 		}

@@ -30,7 +30,7 @@ type Options struct {
 	// Options says how the registry is generated, as for kvgen generate:
 	// WorkDir (also the main module's directory and where the go commands
 	// run), Env, Manifest (the deployment manifest), Tags (also given to
-	// go build), ReadOnlyModules, CacheDir and CacheIdentity. Only keeps
+	// go build), ReadOnlyModules and Cache. Only keeps
 	// some of the manifest's entries, as ForConfig does; give one of the
 	// two. Build sets the rest: the output is the package's kvgen-generated
 	// file, and the go command loads from WorkDir with -trimpath, as it
