@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"go/ast"
-	"go/parser"
 	"go/token"
 	"go/types"
 	"io/fs"
@@ -53,8 +52,6 @@ type Entry struct {
 	// the package's documentation where the constructor has none: a
 	// package may hold more than one connector, or much else besides.
 	Doc string
-
-	files []string // the package's Go files, for markers and docs
 }
 
 // MarkerConstructor marks the function a manifest entry without a
@@ -79,7 +76,6 @@ func prepareEntry(errs *diag.List, c manifest.Connector, index int, lp *loadedPa
 		Roles:      c.RoleSet(),
 		ImportPath: p.PkgPath,
 		PkgName:    p.Name,
-		files:      p.GoFiles,
 	}
 	for _, a := range c.Aliases {
 		e.Aliases = append(e.Aliases, a.V)
@@ -95,7 +91,8 @@ func prepareEntry(errs *diag.List, c manifest.Connector, index int, lp *loadedPa
 	name, namePos := c.Constructor.V, c.Constructor.Pos
 	if name == "" {
 		namePos = c.Pos
-		marked, err := findMarked(p.GoFiles)
+		files, err := lp.parsed()
+		marked := findMarked(files)
 		switch {
 		case err != nil:
 			errs.Add(c.Pos, "%s: looking for a %s marker: %v", label, MarkerConstructor, err)
@@ -242,16 +239,11 @@ func missing(t types.Type, iface *types.Interface, str func(types.Type) string) 
 }
 
 // findMarked returns the functions whose doc comment holds the
-// //kvgen:constructor marker. Only these files are parsed, and only for
+// //kvgen:constructor marker. The package's files are parsed only for
 // entries that leave out the constructor.
-func findMarked(files []string) ([]string, error) {
+func findMarked(files []*ast.File) []string {
 	var names []string
-	fset := token.NewFileSet()
-	for _, name := range files {
-		f, err := parser.ParseFile(fset, name, nil, parser.ParseComments|parser.SkipObjectResolution)
-		if err != nil {
-			return nil, err
-		}
+	for _, f := range files {
 		for _, d := range f.Decls {
 			fd, ok := d.(*ast.FuncDecl)
 			if !ok || fd.Doc == nil || fd.Recv != nil {
@@ -265,7 +257,7 @@ func findMarked(files []string) ([]string, error) {
 		}
 	}
 	slices.Sort(names)
-	return names, nil
+	return names
 }
 
 // linkedVersion says which version of m a build links, in the words of
@@ -287,14 +279,9 @@ func linkedVersion(m *packages.Module) string {
 // summary returns the first sentence of the doc comment of the function
 // constructor, or else of the package documentation. Directives such as
 // the constructor marker are not part of it.
-func summary(files []string, constructor string) string {
-	fset := token.NewFileSet()
+func summary(files []*ast.File, constructor string) string {
 	pkgDoc := ""
-	for _, name := range files {
-		f, err := parser.ParseFile(fset, name, nil, parser.ParseComments|parser.SkipObjectResolution)
-		if err != nil {
-			continue
-		}
+	for _, f := range files {
 		if pkgDoc == "" && f.Doc != nil {
 			pkgDoc = firstSentence(f.Doc.Text())
 		}

@@ -100,6 +100,7 @@ type Result struct {
 	importPath string          // the output package's import path, if known
 	root       string          // the module's root directory
 	flags      []string        // Options.BuildFlags
+	listed     *listing        // the loaded packages, for Docs
 }
 
 // Generate runs every stage and returns the file to write. An error in the
@@ -379,7 +380,7 @@ func importPaths(m *manifest.Manifest) []string {
 // cache, which it returns for rendering.
 func checkResolved(errs *diag.List, opts Options, res *Result, kind *Contract, listed *listing) (*checkCache, error) {
 	m := res.Manifest
-	listed.kind = kind
+	res.listed, listed.kind = listed, kind
 	contractOK := true
 	if !kind.KV() {
 		res.Contract, contractOK = resolveNamed(errs, m, listed)
@@ -502,7 +503,10 @@ func checkEntries(errs *diag.List, m *manifest.Manifest, listed *listing, outPat
 // it, so Resolve leaves it out.
 func (r *Result) Docs() {
 	for _, e := range r.Entries {
-		e.Doc = summary(e.files, e.Constructor)
+		if lp := r.listed.pkgs[e.ImportPath]; lp != nil {
+			files, _ := lp.parsed() // what does not parse has no doc to give
+			e.Doc = summary(files, e.Constructor)
+		}
 	}
 }
 

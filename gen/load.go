@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go/ast"
+	"go/parser"
 	"go/token"
 	"go/types"
 	"maps"
@@ -20,6 +22,7 @@ import (
 	"golang.org/x/tools/go/packages"
 
 	"github.com/kvgen/kvgen/internal/gocmd"
+	"github.com/kvgen/kvgen/internal/readfile"
 	"github.com/kvgen/kvgen/registry"
 )
 
@@ -41,6 +44,34 @@ type loadedPackage struct {
 	// types, so that types.Identical and types.Implements can compare them.
 	contract *contract
 	err      error
+
+	parseOnce sync.Once
+	syntax    []*ast.File // see parsed
+	syntaxErr error
+}
+
+// parsed returns the package's Go files parsed with their comments, for
+// constructor markers and doc comments: parsed once, however many entries
+// and steps read them. A file that does not parse is left out, and the
+// first such failure returned with the others.
+func (lp *loadedPackage) parsed() ([]*ast.File, error) {
+	lp.parseOnce.Do(func() {
+		fset := token.NewFileSet()
+		for _, name := range lp.pkg.GoFiles {
+			src, err := readfile.Read(name, readfile.Max)
+			if err == nil {
+				var f *ast.File
+				if f, err = parser.ParseFile(fset, name, src, parser.ParseComments|parser.SkipObjectResolution); err == nil {
+					lp.syntax = append(lp.syntax, f)
+					continue
+				}
+			}
+			if lp.syntaxErr == nil {
+				lp.syntaxErr = err
+			}
+		}
+	})
+	return lp.syntax, lp.syntaxErr
 }
 
 // contract is the part of package registry that constructors are checked
