@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime/debug"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -104,47 +102,6 @@ func cacheDir() (string, error) {
 		return "", nil // no cache directory: no cache
 	}
 	return filepath.Join(dir, "kvgen"), nil
-}
-
-// generatorIdentity names this kvgen for the check cache: its module
-// version, and for a development build, which has none, the executable
-// itself (its path, size and modification time: a rebuilt kvgen is a new
-// file). It is "" when neither can be read, and then there is no cache.
-func generatorIdentity() string {
-	var id string
-	if info, ok := debug.ReadBuildInfo(); ok {
-		id = info.GoVersion
-		if v := moduleVersion(info); v != "" && v != "(devel)" {
-			return id + " " + v
-		}
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		return ""
-	}
-	fi, err := os.Stat(exe)
-	if err != nil {
-		return ""
-	}
-	return id + " " + exe + " " + strconv.FormatInt(fi.Size(), 10) + " " + fi.ModTime().UTC().String()
-}
-
-// moduleVersion is the version of kvgen's module, as the binary was built
-// with it.
-func moduleVersion(info *debug.BuildInfo) string {
-	const mod = "github.com/kvgen/kvgen"
-	if info.Main.Path == mod {
-		return info.Main.Version
-	}
-	for _, d := range info.Deps {
-		if d.Path == mod {
-			if d.Replace != nil {
-				return d.Replace.Version // "" for a directory: a development build
-			}
-			return d.Version
-		}
-	}
-	return ""
 }
 
 func runGenerate(ctx context.Context, e *env, args []string) int {
@@ -365,15 +322,3 @@ func runSchema(ctx context.Context, e *env, args []string) int {
 	return exitOK
 }
 
-func runVersion(ctx context.Context, e *env, args []string) int {
-	fs := newFlags(e, "version", "")
-	if code := parse(fs, args); code >= 0 {
-		return code
-	}
-	v := "(devel)"
-	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
-		v = info.Main.Version
-	}
-	fmt.Fprintf(e.stdout, "kvgen %s\n", v)
-	return exitOK
-}

@@ -1,12 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"slices"
 	"sort"
 	"strings"
@@ -63,7 +63,7 @@ func runNew(ctx context.Context, e *env, args []string) int {
 		e.errorf("%s already exists; choose another -dir", *dir)
 		return exitError
 	}
-	s := templates.Scaffold{Name: name, Module: *modPath, GoVersion: "1.26.0", KVGenVersion: kvgenVersion()}
+	s := templates.Scaffold{Name: name, Module: *modPath, GoVersion: "1.26.0", KVGenVersion: cmp.Or(ownVersion(), "v0.0.0-00010101000000-000000000000")}
 	if *replace != "" {
 		abs, err := filepath.Abs(*replace)
 		if err != nil {
@@ -159,11 +159,3 @@ func newPlugin(ctx context.Context, e *env, name, factory, dir string) int {
 	return exitOK
 }
 
-// kvgenVersion is the kvgen module version this binary was built from, for
-// the scaffold's require line.
-func kvgenVersion() string {
-	if info, ok := debug.ReadBuildInfo(); ok && strings.HasPrefix(info.Main.Version, "v") {
-		return info.Main.Version
-	}
-	return "v0.0.0-00010101000000-000000000000"
-}

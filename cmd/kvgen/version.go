@@ -1,0 +1,67 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"os"
+	"runtime/debug"
+	"strconv"
+
+	"golang.org/x/mod/semver"
+
+	"github.com/kvgen/kvgen/registry"
+)
+
+// kvgenModule is kvgen's module path.
+const kvgenModule = "github.com/kvgen/kvgen"
+
+// ownVersion is the version of the kvgen module this binary was built from,
+// whether kvgen is the main module or, as under go tool, a dependency of
+// the user's module; "" for a development build (a directory replacement,
+// no version, or a modified checkout), which no version names exactly.
+func ownVersion() string {
+	info, _ := debug.ReadBuildInfo()
+	return versionIn(info)
+}
+
+// versionIn is ownVersion for the build info given.
+func versionIn(info *debug.BuildInfo) string {
+	v := registry.ModuleVersion(info, kvgenModule)
+	if !semver.IsValid(v) || semver.Build(v) != "" {
+		return "" // "(devel)", "v0.0.0 => ../kvgen", or a "+dirty" checkout
+	}
+	return v
+}
+
+// generatorIdentity names this kvgen for the check cache: its module
+// version, and for a development build, which has none, the executable
+// itself (its path, size and modification time: a rebuilt kvgen is a new
+// file). It is "" when neither can be read, and then there is no cache.
+func generatorIdentity() string {
+	var id string
+	if info, ok := debug.ReadBuildInfo(); ok {
+		id = info.GoVersion
+	}
+	if v := ownVersion(); v != "" {
+		return id + " " + v
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	fi, err := os.Stat(exe)
+	if err != nil {
+		return ""
+	}
+	return id + " " + exe + " " + strconv.FormatInt(fi.Size(), 10) + " " + fi.ModTime().UTC().String()
+}
+
+func runVersion(ctx context.Context, e *env, args []string) int {
+	fs := newFlags(e, "version", "")
+	if code := parse(fs, args); code >= 0 {
+		return code
+	}
+	fmt.Fprintf(e.stdout, "kvgen %s\n", cmp.Or(ownVersion(), "(devel)"))
+	return exitOK
+}
