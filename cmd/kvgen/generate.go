@@ -321,4 +321,3 @@ func runSchema(ctx context.Context, e *env, args []string) int {
 	e.stdout.Write(manifest.Schema())
 	return exitOK
 }
-

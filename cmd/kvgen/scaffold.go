@@ -158,4 +158,3 @@ func newPlugin(ctx context.Context, e *env, name, factory, dir string) int {
 	fmt.Fprintf(e.stdout, "next: go test ./%s, then list its import path in the manifest (New is marked, so no constructor: line) and run go generate\n", filepath.ToSlash(filepath.Clean(dir)))
 	return exitOK
 }
-
