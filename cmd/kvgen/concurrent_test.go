@@ -19,12 +19,11 @@ import (
 // runTimeout bounds one run of kvgen or of the go command in these tests.
 const runTimeout = 3 * time.Minute
 
-// buildKVGen builds this kvgen into a temporary directory, with -trimpath
-// as every test that builds kvgen does: it is compiled once for them all.
+// buildKVGen builds this kvgen into a temporary directory.
 func buildKVGen(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "kvgen")
-	out, err := exec.Command("go", "build", "-trimpath", "-o", bin, ".").CombinedOutput()
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	return bin
 }

@@ -125,26 +125,19 @@ func publish(t *testing.T, root string) string {
 
 // warmBuildCache compiles, once, what the scripts' go commands compile
 // again and again: kvgen's runtime packages, the example connectors, the
-// conformance suite and their dependencies, without -race, and kvgen
-// itself with -trimpath, as every test that builds kvgen builds it (those
-// that run it under go tool set GOFLAGS=-trimpath), into the build cache
-// the scripts share. The scripts run in parallel, so on a cold cache each
-// would compile all of it at the same time as the others. The environment
-// is the scripts': no GOFLAGS, no go env file.
+// conformance suite, kvgen itself and their dependencies, without -race,
+// into the build cache the scripts share. The scripts run in parallel, so
+// on a cold cache each would compile all of it at the same time as the
+// others. The environment is the scripts': no GOFLAGS, no go env file.
 func warmBuildCache(t *testing.T, root string, goEnv map[string]string) {
-	for _, args := range [][]string{
-		{"build", "./registry/...", "./examples/connectors/..."},
-		{"build", "-trimpath", "-o", os.DevNull, "./cmd/kvgen"},
-	} {
-		cmd := exec.Command("go", args...)
-		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "GOFLAGS=", "GOENV=off")
-		for k, v := range goEnv {
-			cmd.Env = append(cmd.Env, k+"="+v)
-		}
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
+	cmd := exec.Command("go", "build", "./registry/...", "./examples/connectors/...", "./cmd/kvgen")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "GOFLAGS=", "GOENV=off")
+	for k, v := range goEnv {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
 	}
 }
 

@@ -74,7 +74,7 @@ func TestScheduler(t *testing.T) {
 func TestSchedulerDeployment(t *testing.T) {
 	dir := t.TempDir()
 	kvgen := filepath.Join(dir, "kvgen")
-	out, err := exec.Command("go", "build", "-trimpath", "-o", kvgen, "../../cmd/kvgen").CombinedOutput()
+	out, err := exec.Command("go", "build", "-o", kvgen, "../../cmd/kvgen").CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	bin := filepath.Join(dir, "scheduler-minimal")
 	out, err = exec.Command(kvgen, "build", "-manifest", "deploy/minimal.yaml", "-o", bin, ".").CombinedOutput()

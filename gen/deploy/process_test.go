@@ -73,12 +73,11 @@ func repoRoot(t testing.TB) string {
 }
 
 // buildKVGen builds the kvgen command of the module at root into a
-// temporary directory, with -trimpath as every test that builds kvgen
-// does: it is compiled once for them all.
+// temporary directory.
 func buildKVGen(t testing.TB, root string) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "kvgen")
-	res := execute(t, root, nil, buildTimeout, "go", "build", "-trimpath", "-o", bin, "./cmd/kvgen")
+	res := execute(t, root, nil, buildTimeout, "go", "build", "-o", bin, "./cmd/kvgen")
 	require.Equal(t, 0, res.code, "go build ./cmd/kvgen:\n%s", res.stderr)
 	return bin
 }
