@@ -55,10 +55,10 @@ func main() {
 	// information, lives until the end: collecting less often saves time
 	// and costs little memory.
 	debug.SetGCPercent(400)
-	ctx, stop := stopOnSignal(context.Background())
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	// Signals stay handled until kvgen exits: one that comes once the run
+	// is over changes nothing, where with the default action restored it
+	// would end kvgen before it could exit with the run's code.
+	os.Exit(run(stopOnSignal(context.Background()), os.Args[1:], os.Stdout, os.Stderr))
 }
 
 // stoppedError is why a run stopped early: a signal.
@@ -77,25 +77,19 @@ var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, sys
 // stopSignals, with a *stoppedError as its cause. The commands then stop
 // the go commands they started, remove their temporary files and exit
 // non-zero. A second signal ends kvgen at once.
-func stopOnSignal(parent context.Context) (context.Context, func()) {
+func stopOnSignal(parent context.Context) context.Context {
 	ctx, cancel := context.WithCancelCause(parent)
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, stopSignals...)
 	go func() {
-		select {
-		case sig := <-sigs:
-			cancel(&stoppedError{sig})
-			signal.Stop(sigs)
-			// A closed pipe is not a second signal: kvgen goes on
-			// stopping, and what it still writes is lost.
-			signal.Ignore(syscall.SIGPIPE)
-		case <-ctx.Done():
-		}
-	}()
-	return ctx, func() {
+		sig := <-sigs
+		cancel(&stoppedError{sig})
 		signal.Stop(sigs)
-		cancel(nil)
-	}
+		// A closed pipe is not a second signal: kvgen goes on stopping,
+		// and what it still writes is lost.
+		signal.Ignore(syscall.SIGPIPE)
+	}()
+	return ctx
 }
 
 // self is how hints and usage lines name kvgen: as the README runs it, a
