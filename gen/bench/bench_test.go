@@ -1,3 +1,9 @@
+// The benchmarks time kvgen and the go command as users run them; under
+// the race detector they would time the detector, so go test -race leaves
+// them out.
+
+//go:build !race
+
 // Package bench_test measures `kvgen generate` against the go command it
 // cannot be faster than: `go list -deps=false -export` of the same packages,
 // which every run of kvgen pays for.

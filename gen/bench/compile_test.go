@@ -1,3 +1,9 @@
+// The benchmarks time kvgen and the go command as users run them; under
+// the race detector they would time the detector, so go test -race leaves
+// them out.
+
+//go:build !race
+
 package bench_test
 
 import (
