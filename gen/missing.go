@@ -15,6 +15,7 @@ import (
 
 	"github.com/kvgen/kvgen/gen/gomod"
 	"github.com/kvgen/kvgen/internal/gocmd"
+	"github.com/kvgen/kvgen/internal/gofiles"
 	"github.com/kvgen/kvgen/internal/suggest"
 )
 
@@ -96,11 +97,11 @@ func missingInModule(importPath, mod string, isMain bool, dir string, rel func(s
 	sub := strings.TrimPrefix(strings.TrimPrefix(importPath, mod), "/")
 	pkgDir := filepath.Join(dir, filepath.FromSlash(sub))
 	if fi, err := os.Stat(pkgDir); err == nil && fi.IsDir() {
-		files, tests := goFiles(pkgDir)
+		src, tests, _ := gofiles.In(pkgDir)
 		switch {
-		case files == 0 && tests > 0:
+		case len(src) == 0 && len(tests) > 0:
 			return fmt.Errorf("directory %s has only test files; a connector's package needs non-test Go files", rel(pkgDir))
-		case files == 0:
+		case len(src) == 0:
 			return fmt.Errorf("directory %s has no Go files", rel(pkgDir))
 		}
 		return nil
@@ -110,21 +111,6 @@ func missingInModule(importPath, mod string, isMain bool, dir string, rel func(s
 		msg += fmt.Sprintf("; did you mean %s?", path.Join(mod, near[0]))
 	}
 	return errors.New(msg)
-}
-
-// goFiles counts the Go files in dir: non-test files and test files.
-func goFiles(dir string) (files, tests int) {
-	ents, _ := os.ReadDir(dir)
-	for _, e := range ents {
-		switch n := e.Name(); {
-		case e.IsDir() || !strings.HasSuffix(n, ".go"):
-		case strings.HasSuffix(n, "_test.go"):
-			tests++
-		default:
-			files++
-		}
-	}
-	return files, tests
 }
 
 // packagesIn lists the package directories of the module rooted at root,
@@ -145,7 +131,7 @@ func packagesIn(root string) []string {
 				return filepath.SkipDir
 			}
 		}
-		if files, _ := goFiles(p); files > 0 {
+		if src, _, _ := gofiles.In(p); len(src) > 0 {
 			rel, _ := filepath.Rel(root, p)
 			pkgs = append(pkgs, filepath.ToSlash(rel))
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/kvgen/kvgen/gen/gomod"
 	"github.com/kvgen/kvgen/gen/manifest"
 	"github.com/kvgen/kvgen/internal/gocmd"
+	"github.com/kvgen/kvgen/internal/gofiles"
 	"github.com/kvgen/kvgen/internal/readfile"
 )
 
@@ -85,7 +86,7 @@ func buildContext(env, tags []string) build.Context {
 //
 // Files are read in dir and named in shownDir.
 func readPackage(dir, shownDir, skip string, bctx build.Context, declared map[string]bool) (string, map[string]string, error) {
-	ents, err := os.ReadDir(dir)
+	files, _, err := gofiles.In(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return "", nil, nil
 	}
@@ -95,9 +96,8 @@ func readPackage(dir, shownDir, skip string, bctx build.Context, declared map[st
 	name := ""
 	declaredIn := map[string]string{}
 	fset := token.NewFileSet()
-	for _, e := range ents {
-		n := e.Name()
-		if e.IsDir() || n == skip || !strings.HasSuffix(n, ".go") || strings.HasSuffix(n, "_test.go") {
+	for _, n := range files {
+		if n == skip {
 			continue
 		}
 		if ok, err := bctx.MatchFile(dir, n); err != nil || !ok {

@@ -23,6 +23,7 @@ import (
 	"github.com/kvgen/kvgen/gen"
 	"github.com/kvgen/kvgen/gen/manifest"
 	"github.com/kvgen/kvgen/internal/gocmd"
+	"github.com/kvgen/kvgen/internal/gofiles"
 )
 
 // Options says what to build.
@@ -270,18 +271,11 @@ func (b *builder) abs(path string) string {
 
 // goFilesIn lists the non-test Go files in dir, an absolute directory.
 func goFilesIn(dir string) ([]string, error) {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, err
+	src, _, err := gofiles.In(dir)
+	for i, n := range src {
+		src[i] = filepath.Join(dir, n)
 	}
-	var files []string
-	for _, e := range ents {
-		n := e.Name()
-		if !e.IsDir() && strings.HasSuffix(n, ".go") && !strings.HasSuffix(n, "_test.go") {
-			files = append(files, filepath.Join(dir, n))
-		}
-	}
-	return files, nil
+	return src, err
 }
 
 // env is the go commands' environment: outside workspace mode with a
