@@ -3,6 +3,9 @@ package gocmd
 import (
 	"bytes"
 	"context"
+	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
 )
 
@@ -47,6 +50,15 @@ func (e *Error) Unwrap() error { return e.Err }
 func Run(ctx context.Context, dir string, env []string, args ...string) (stdout, stderr []byte, err error) {
 	cmd := Command(ctx, args...)
 	cmd.Dir, cmd.Env = dir, env
+	if dir != "" && env != nil && runtime.GOOS != "windows" && runtime.GOOS != "plan9" {
+		// PWD names the working directory as given, symbolic links and
+		// all, as os/exec sets it only for a nil environment: with the
+		// parent's PWD the go command would see another directory, and
+		// paths it reports (an overlay's, GOMOD) would not match dir.
+		if abs, err := filepath.Abs(dir); err == nil {
+			cmd.Env = append(slices.Clip(env), "PWD="+abs)
+		}
+	}
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Run(); err != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -57,4 +59,21 @@ func TestReadOnlyModules(t *testing.T) {
 	got, err = ReadOnlyModules(t.Context(), nowhere, append(got, "GOFLAGS=--mod=mod"))
 	require.NoError(t, err)
 	assert.Equal(t, " ", Lookup(got, "GOFLAGS"), "a space, so that the go env file's GOFLAGS do not apply again")
+}
+
+// The go command sees the directory it runs in as Run names it, symbolic
+// links and all, whatever the caller's own working directory: paths it
+// reports (GOMOD, an overlay's) match the ones the caller gave.
+func TestRunNamesTheDirectoryAsGiven(t *testing.T) {
+	if runtime.GOOS == "windows" || runtime.GOOS == "plan9" {
+		t.Skip("PWD is a POSIX convention")
+	}
+	real := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(real, "go.mod"), []byte("module example.com/m\n"), 0o644))
+	link := filepath.Join(t.TempDir(), "link")
+	require.NoError(t, os.Symlink(real, link))
+	env := append(os.Environ(), "GOFLAGS=", "GO111MODULE=on", "GOWORK=off")
+	stdout, _, err := Run(t.Context(), link, env, "env", "GOMOD")
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(link, "go.mod"), strings.TrimSpace(string(stdout)))
 }
