@@ -89,6 +89,9 @@ func buildFlagged(err error) error {
 	if !errors.As(err, &oe) {
 		return err
 	}
-	flag := map[string]string{"Binary": "-o", "Targets": "-target", "ForConfig": "-for"}[oe.Field]
-	return errors.New(oe.In(flag))
+	flag, ok := map[string]string{"Binary": "-o", "Targets": "-target", "ForConfig": "-for"}[oe.Field]
+	if !ok {
+		return err
+	}
+	return oe.In(flag)
 }

@@ -76,12 +76,12 @@ type OptionError struct {
 }
 
 // Error says what is wrong, naming the field.
-func (e *OptionError) Error() string { return e.In("Options." + e.Field) }
+func (e *OptionError) Error() string { return e.In("Options." + e.Field).Error() }
 
-// In says what is wrong, calling the field what, such as the command-line
-// flag that set it.
-func (e *OptionError) In(what string) string {
-	return fmt.Sprintf("%s %s: %v", what, e.Value, e.Err)
+// In is the error said of what, such as the command-line flag that set
+// the field, instead of the field; it wraps Err.
+func (e *OptionError) In(what string) error {
+	return fmt.Errorf("%s %s: %w", what, e.Value, e.Err)
 }
 
 // Unwrap returns e.Err.
@@ -101,6 +101,8 @@ func Build(ctx context.Context, opts Options) error {
 	switch {
 	case !filepath.IsAbs(opts.WorkDir):
 		return fmt.Errorf("deploy: Options.WorkDir must be an absolute directory, got %q", opts.WorkDir)
+	case opts.Env == nil:
+		return errors.New("deploy: Options.Env is nil; give the go commands an environment, such as os.Environ()")
 	case opts.Output != "" || opts.Dir != "" || opts.TrimPath:
 		return errors.New("deploy: Options.Output, Dir and TrimPath are Build's to set; leave them unset")
 	case opts.Only != nil && opts.ForConfig != nil:
