@@ -142,6 +142,9 @@ func (c *checkCache) get(key string) (cachedCheck, bool) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if r, ok := c.used[key]; ok {
+		return r, true // found by this run or another of the same process
+	}
 	r, ok := c.data.Entries[key]
 	if ok {
 		c.used[key] = r

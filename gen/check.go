@@ -91,7 +91,7 @@ func prepareEntry(errs *diag.List, c manifest.Connector, index int, lp *loadedPa
 	name, namePos := c.Constructor.V, c.Constructor.Pos
 	if name == "" {
 		namePos = c.Pos
-		files, err := lp.parsed()
+		files, err := lp.src.parsed()
 		marked := findMarked(files)
 		switch {
 		case err != nil:

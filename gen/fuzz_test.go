@@ -114,6 +114,7 @@ func madeUpPackage(p string, c *contract) *loadedPackage {
 		types:    tp,
 		fset:     registryFset,
 		contract: c,
+		src:      newSourceFiles(nil),
 	}
 }
 

@@ -93,14 +93,14 @@ type Result struct {
 	// The packages were loaded with it.
 	Modules *gomod.Update
 
-	declared   map[string]bool // top-level names of the output package's other files
-	abs        string          // Path made absolute
-	target     string          // Path with symbolic links resolved: the file Write replaces
-	output     string          // Options.Output, when it named Path
-	importPath string          // the output package's import path, if known
-	root       string          // the module's root directory
-	flags      []string        // Options.BuildFlags
-	listed     *listing        // the loaded packages, for Docs
+	declared   map[string]bool         // top-level names of the output package's other files
+	abs        string                  // Path made absolute
+	target     string                  // Path with symbolic links resolved: the file Write replaces
+	output     string                  // Options.Output, when it named Path
+	importPath string                  // the output package's import path, if known
+	root       string                  // the module's root directory
+	flags      []string                // Options.BuildFlags
+	sources    map[string]*sourceFiles // the entries' packages' files, for Docs
 }
 
 // Generate runs every stage and returns the file to write. An error in the
@@ -380,7 +380,10 @@ func importPaths(m *manifest.Manifest) []string {
 // cache, which it returns for rendering.
 func checkResolved(errs *diag.List, opts Options, res *Result, kind *Contract, listed *listing) (*checkCache, error) {
 	m := res.Manifest
-	res.listed, listed.kind = listed, kind
+	res.sources, listed.kind = make(map[string]*sourceFiles, len(listed.pkgs)), kind
+	for path, lp := range listed.pkgs {
+		res.sources[path] = lp.src
+	}
 	contractOK := true
 	if !kind.KV() {
 		res.Contract, contractOK = resolveNamed(errs, m, listed)
@@ -503,8 +506,8 @@ func checkEntries(errs *diag.List, m *manifest.Manifest, listed *listing, outPat
 // it, so Resolve leaves it out.
 func (r *Result) Docs() {
 	for _, e := range r.Entries {
-		if lp := r.listed.pkgs[e.ImportPath]; lp != nil {
-			files, _ := lp.parsed() // what does not parse has no doc to give
+		if src := r.sources[e.ImportPath]; src != nil {
+			files, _ := src.parsed() // what does not parse has no doc to give
 			e.Doc = summary(files, e.Constructor)
 		}
 	}
@@ -526,14 +529,22 @@ func (r *Result) Stale() (bool, []byte, error) {
 	return true, unifiedDiff(r.Path, old, r.Content), nil
 }
 
-// Overlay writes into dir, a scratch directory of the caller's, what a go
-// build needs to compile r's registry without the working tree changing: an
-// overlay that stands r.Content in for the file at r.Path and, when
-// r.Modules is set, the linked go.mod and go.sum. It returns the go command
-// flags that build with them as the connectors were loaded (with those of
-// Options.BuildFlags). With r.Modules set the go command must run outside
-// workspace mode, which refuses -modfile.
+// Overlay writes, into a new directory inside dir, an absolute scratch
+// directory of the caller's, what a go build needs to compile r's registry
+// without the working tree changing: an overlay that stands r.Content in
+// for the file at r.Path and, when r.Modules is set, the linked go.mod and
+// go.sum. It returns the go command flags that build with them as the
+// connectors were loaded (with those of Options.BuildFlags). With
+// r.Modules set the go command must run outside workspace mode, which
+// refuses -modfile. The caller removes dir when the build is done.
 func (r *Result) Overlay(dir string) ([]string, error) {
+	if !filepath.IsAbs(dir) {
+		return nil, fmt.Errorf("gen: Overlay wants an absolute directory, got %q", dir)
+	}
+	dir, err := os.MkdirTemp(dir, "overlay-")
+	if err != nil {
+		return nil, err
+	}
 	file := filepath.Join(dir, filepath.Base(r.abs))
 	if err := os.WriteFile(file, r.Content, 0o644); err != nil {
 		return nil, err

@@ -45,33 +45,50 @@ type loadedPackage struct {
 	contract *contract
 	err      error
 
-	parseOnce sync.Once
-	syntax    []*ast.File // see parsed
-	syntaxErr error
+	// src is its Go files, parsed when first needed.
+	src *sourceFiles
 }
 
-// parsed returns the package's Go files parsed with their comments, for
+// sourceFiles is a package's Go files parsed with their comments, for
 // constructor markers and doc comments: parsed once, however many entries
-// and steps read them. A file that does not parse is left out, and the
-// first such failure returned with the others.
-func (lp *loadedPackage) parsed() ([]*ast.File, error) {
-	lp.parseOnce.Do(func() {
+// and steps read them. It is apart from the package's types, which a
+// Result does not keep.
+type sourceFiles struct {
+	names  []string
+	once   sync.Once
+	syntax []*ast.File
+	err    error
+}
+
+// newSourceFiles returns the source files of p, which may be nil.
+func newSourceFiles(p *packages.Package) *sourceFiles {
+	s := &sourceFiles{}
+	if p != nil {
+		s.names = p.GoFiles
+	}
+	return s
+}
+
+// parsed parses the files the first time it is called, and returns those
+// that parse and the first failure among the others.
+func (s *sourceFiles) parsed() ([]*ast.File, error) {
+	s.once.Do(func() {
 		fset := token.NewFileSet()
-		for _, name := range lp.pkg.GoFiles {
+		for _, name := range s.names {
 			src, err := readfile.Read(name, readfile.Max)
 			if err == nil {
 				var f *ast.File
 				if f, err = parser.ParseFile(fset, name, src, parser.ParseComments|parser.SkipObjectResolution); err == nil {
-					lp.syntax = append(lp.syntax, f)
+					s.syntax = append(s.syntax, f)
 					continue
 				}
 			}
-			if lp.syntaxErr == nil {
-				lp.syntaxErr = err
+			if s.err == nil {
+				s.err = err
 			}
 		}
 	})
-	return lp.syntax, lp.syntaxErr
+	return s.syntax, s.err
 }
 
 // contract is the part of package registry that constructors are checked
@@ -189,7 +206,7 @@ func load(ctx context.Context, lc loadConfig, overlay map[string][]byte, paths [
 		if _, dup := out.pkgs[path]; dup {
 			continue
 		}
-		lp := &loadedPackage{pkg: byPath[path]}
+		lp := &loadedPackage{pkg: byPath[path], src: newSourceFiles(byPath[path])}
 		out.pkgs[path] = lp
 		switch {
 		case lp.pkg == nil:

@@ -149,11 +149,17 @@ func topLevelNames(f *ast.File) []string {
 }
 
 // packagePath returns the import path of the absolute directory dir in
-// the main module, or "" when dir lies outside it.
+// the main module, or "" when dir lies outside it, or in a module nested
+// in it, whose path the main module's does not tell.
 func packagePath(main *gomod.Main, dir string) string {
 	rel, err := filepath.Rel(main.Dir, dir)
 	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 		return ""
+	}
+	for d := dir; d != main.Dir && d != filepath.Dir(d); d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return ""
+		}
 	}
 	return path.Join(main.Path, filepath.ToSlash(rel))
 }

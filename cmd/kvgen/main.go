@@ -112,8 +112,8 @@ type command struct {
 	run     func(ctx context.Context, env *env, args []string) int
 }
 
-// env is what a command may touch: its arguments' streams, and how the user
-// ran kvgen, for the commands that hints name.
+// env is what a command may touch: its output streams, the run's context,
+// the check cache, and the problems collected for -json.
 type env struct {
 	stdout, stderr io.Writer
 	// ctx is the run's context: once a signal has ended it, errors are its
@@ -122,7 +122,7 @@ type env struct {
 	// cache is this kvgen's check cache, nil for none; run saves it once
 	// the command is done, unless a signal stopped it.
 	cache *gen.CheckCache
-	// asJSON collects the problems report and fail are given into diags,
+	// asJSON collects the problems report is given into diags,
 	// which run prints on stdout as JSON, instead of printing them.
 	asJSON bool
 	diags  []*diag.Error

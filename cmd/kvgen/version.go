@@ -62,6 +62,10 @@ func runVersion(ctx context.Context, e *env, args []string) int {
 	if code := parse(fs, args); code >= 0 {
 		return code
 	}
-	fmt.Fprintf(e.stdout, "kvgen %s\n", cmp.Or(ownVersion(), "(devel)"))
+	// What the go command recorded, a modified checkout's "+dirty" or a
+	// replacement's directory included: more to go on in a bug report
+	// than ownVersion, which names only exact versions.
+	info, _ := debug.ReadBuildInfo()
+	fmt.Fprintf(e.stdout, "kvgen %s\n", cmp.Or(registry.ModuleVersion(info, kvgenModule), "(devel)"))
 	return exitOK
 }
