@@ -1,6 +1,9 @@
 package registry
 
-import "runtime/debug"
+import (
+	"runtime/debug"
+	"slices"
+)
 
 // fillVersions sets each entry's Version that the generated code left
 // empty from the build info of the running binary: the authoritative record
@@ -21,28 +24,28 @@ func (r *Registry) fillVersions() {
 // ModuleVersion returns the version of module path in info: the main
 // module's version, a dependency's version, the version of its replacement,
 // "v0.1.0 => ./dir" for a replacement by a local directory, or "" if the
-// module is not linked.
+// module is not linked. The main module has a replacement too when the
+// binary is a tool that go tool built from a replaced module.
 func ModuleVersion(info *debug.BuildInfo, path string) string {
 	if path == "" || info == nil {
 		return ""
 	}
-	if info.Main.Path == path {
-		return info.Main.Version
-	}
-	for _, m := range info.Deps {
-		if m.Path != path {
-			continue
+	m := &info.Main
+	if m.Path != path {
+		i := slices.IndexFunc(info.Deps, func(d *debug.Module) bool { return d.Path == path })
+		if i < 0 {
+			return ""
 		}
-		if m.Replace != nil {
-			// A directory replacement has no version of its own; the go
-			// command records it as "(devel)". Show what was required and
-			// where it came from instead.
-			if v := m.Replace.Version; v != "" && v != "(devel)" {
-				return v
-			}
-			return m.Version + " => " + m.Replace.Path
-		}
-		return m.Version
+		m = info.Deps[i]
 	}
-	return ""
+	if r := m.Replace; r != nil {
+		// A directory replacement has no version of its own; the go
+		// command records it as "(devel)". Show what was required and
+		// where it came from instead.
+		if v := r.Version; v != "" && v != "(devel)" {
+			return v
+		}
+		return m.Version + " => " + r.Path
+	}
+	return m.Version
 }

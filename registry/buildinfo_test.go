@@ -28,4 +28,9 @@ func TestModuleVersion(t *testing.T) {
 	assert.Empty(t, registry.ModuleVersion(info, "example.com/kv/absent"), "not linked")
 	assert.Empty(t, registry.ModuleVersion(info, ""), "no module")
 	assert.Empty(t, registry.ModuleVersion(nil, "example.com/kvserver"), "no build info")
+
+	// A tool that go tool built from a module replaced by a directory: the
+	// main module carries the replacement.
+	tool := &debug.BuildInfo{Main: debug.Module{Path: "github.com/kvgen/kvgen", Version: "v0.0.0-00010101000000-000000000000", Replace: &debug.Module{Path: "../kvgen", Version: "(devel)"}}}
+	assert.Equal(t, "v0.0.0-00010101000000-000000000000 => ../kvgen", registry.ModuleVersion(tool, "github.com/kvgen/kvgen"), "main module, replaced")
 }

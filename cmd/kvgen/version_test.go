@@ -22,6 +22,8 @@ func TestVersionIn(t *testing.T) {
 		{"main, a clean commit", &debug.BuildInfo{Main: debug.Module{Path: kvgenModule, Version: "v0.3.1-0.20261201050000-0123456789ab"}}, "v0.3.1-0.20261201050000-0123456789ab"},
 		{"main, a modified checkout", &debug.BuildInfo{Main: debug.Module{Path: kvgenModule, Version: "v0.3.1-0.20261201050000-0123456789ab+dirty"}}, ""},
 		{"main, unstamped", &debug.BuildInfo{Main: debug.Module{Path: kvgenModule, Version: "(devel)"}}, ""},
+		// go tool makes the tool's module the main one, replacement and all.
+		{"go tool, replaced by a checkout", &debug.BuildInfo{Main: debug.Module{Path: kvgenModule, Version: "v0.0.0-00010101000000-000000000000", Replace: &debug.Module{Path: "../kvgen", Version: "(devel)"}}}, ""},
 		{"a tool's dependency", dep(debug.Module{Path: kvgenModule, Version: "v0.2.0"}), "v0.2.0"},
 		{"replaced by a version", dep(debug.Module{Path: kvgenModule, Version: "v0.2.0", Replace: &debug.Module{Path: "example.com/fork", Version: "v0.2.1"}}), "v0.2.1"},
 		{"replaced by a directory", dep(debug.Module{Path: kvgenModule, Version: "v0.2.0", Replace: &debug.Module{Path: "../kvgen"}}), ""},
