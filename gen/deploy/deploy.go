@@ -98,15 +98,8 @@ func Build(ctx context.Context, opts Options) error {
 	if opts.GoOutput == nil {
 		opts.GoOutput = io.Discard
 	}
-	switch {
-	case !filepath.IsAbs(opts.WorkDir):
-		return fmt.Errorf("deploy: Options.WorkDir must be an absolute directory, got %q", opts.WorkDir)
-	case opts.Env == nil:
-		return errors.New("deploy: Options.Env is nil; give the go commands an environment, such as os.Environ()")
-	case opts.Output != "" || opts.Dir != "" || opts.TrimPath:
-		return errors.New("deploy: Options.Output, Dir and TrimPath are Build's to set; leave them unset")
-	case opts.Only != nil && opts.ForConfig != nil:
-		return errors.New("deploy: Options.Only and ForConfig both say which connectors to link; give one")
+	if err := opts.check(); err != nil {
+		return err
 	}
 	// A deployment build never changes go.mod or go.sum, whatever GOFLAGS
 	// says: what it links goes into a temporary copy.
@@ -143,6 +136,21 @@ func Build(ctx context.Context, opts Options) error {
 		if err := b.run(ctx); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// check refuses options that Build cannot honour, before it runs anything.
+func (o Options) check() error {
+	switch {
+	case !filepath.IsAbs(o.WorkDir):
+		return fmt.Errorf("deploy: Options.WorkDir must be an absolute directory, got %q", o.WorkDir)
+	case o.Env == nil:
+		return errors.New("deploy: Options.Env is nil; give the go commands an environment, such as os.Environ()")
+	case o.Output != "" || o.Dir != "" || o.TrimPath:
+		return errors.New("deploy: Options.Output, Dir and TrimPath are Build's to set; leave them unset")
+	case o.Only != nil && o.ForConfig != nil:
+		return errors.New("deploy: Options.Only and ForConfig both say which connectors to link; give one")
 	}
 	return nil
 }
