@@ -130,68 +130,14 @@ const maxPatternBytes = 32767 - 16384
 // with package registry, so the workers need no lock and the decoding, which
 // dominates once go list is done, runs on every core.
 func load(ctx context.Context, lc loadConfig, overlay map[string][]byte, paths []string) (*listing, error) {
-	// The loader package lives in the main module, so the go command's
-	// report of it names the main module's go.mod: no go env run needed.
-	ov := make(map[string][]byte, len(overlay)+1)
-	maps.Copy(ov, overlay)
-	loader := filepath.Join(lc.dir, loaderDir, "load.go")
-	// The contract's package is listed with the connectors, and so costs
-	// no go list run of its own.
-	wanted := []string{RegistryPath}
-	if lc.contract != "" && lc.contract != RegistryPath {
-		wanted = append(wanted, lc.contract)
-	}
-	patterns := append(append([]string{"./" + loaderDir}, wanted...), paths...)
-	mode := packages.NeedName | packages.NeedFiles | packages.NeedModule | packages.NeedExportFile
-	limit := maxPatternBytes
-	if lc.loaderAbove > 0 {
-		limit = lc.loaderAbove
-	}
-	if patternBytes(patterns) <= limit {
-		ov[loader] = loaderSource(nil)
-	} else {
-		ov[loader] = loaderSource(append(wanted[1:], paths...))
-		patterns = patterns[:1]
-		mode |= packages.NeedImports | packages.NeedDeps
-	}
-	cfg := &packages.Config{
-		Context:    ctx,
-		Dir:        lc.dir,
-		Mode:       mode,
-		BuildFlags: lc.buildFlags(),
-		Env:        lc.env(),
-		Overlay:    ov,
-	}
-	roots, err := packages.Load(cfg, patterns...)
+	roots, byPath, err := listPackages(ctx, lc, overlay, paths)
 	if err != nil {
-		return nil, fmt.Errorf("loading packages: %w", err)
+		return nil, err
 	}
-	byPath := map[string]*packages.Package{}
-	packages.Visit(roots, func(p *packages.Package) bool {
-		if _, seen := byPath[p.PkgPath]; seen {
-			return false
-		}
-		byPath[p.PkgPath] = p
-		return true
-	}, nil)
-	reg := byPath[RegistryPath]
-	if reg == nil || reg.ExportFile == "" {
-		msg := "cannot load " + RegistryPath
-		switch {
-		case reg != nil && reg.Module == nil && len(reg.Errors) > 0:
-			// No module provides it: the main module does not require
-			// kvgen.
-			return nil, fmt.Errorf("%s: %w", msg, ErrNoKVGen)
-		case reg != nil && len(reg.Errors) > 0:
-			msg += ": " + reg.Errors[0].Msg
-		default:
-			// go/packages drops the go command's complaint when go list
-			// fails as a whole (say, go.mod needs updating); ask again.
-			msg += ": " + goListError(ctx, lc, RegistryPath)
-		}
-		return nil, errors.New(msg)
+	reg, err := listedRegistry(ctx, lc, byPath[RegistryPath])
+	if err != nil {
+		return nil, err
 	}
-
 	out := &listing{registry: reg, pkgs: make(map[string]*loadedPackage, len(paths))}
 	if lc.contract != "" {
 		out.contract = byPath[lc.contract]
@@ -235,6 +181,80 @@ func load(ctx context.Context, lc loadConfig, overlay map[string][]byte, paths [
 		}
 	}
 	return out, nil
+}
+
+// listPackages runs the one go list: the registry package, the contract's,
+// and the connectors' paths, by name or, past maxPatternBytes, through the
+// loader package. It returns the packages listed as roots, and every
+// package listed by import path.
+func listPackages(ctx context.Context, lc loadConfig, overlay map[string][]byte, paths []string) ([]*packages.Package, map[string]*packages.Package, error) {
+	// The loader package lives in the main module, so the go command's
+	// report of it names the main module's go.mod: no go env run needed.
+	ov := make(map[string][]byte, len(overlay)+1)
+	maps.Copy(ov, overlay)
+	loader := filepath.Join(lc.dir, loaderDir, "load.go")
+	// The contract's package is listed with the connectors, and so costs
+	// no go list run of its own.
+	wanted := []string{RegistryPath}
+	if lc.contract != "" && lc.contract != RegistryPath {
+		wanted = append(wanted, lc.contract)
+	}
+	patterns := append(append([]string{"./" + loaderDir}, wanted...), paths...)
+	mode := packages.NeedName | packages.NeedFiles | packages.NeedModule | packages.NeedExportFile
+	limit := maxPatternBytes
+	if lc.loaderAbove > 0 {
+		limit = lc.loaderAbove
+	}
+	if patternBytes(patterns) <= limit {
+		ov[loader] = loaderSource(nil)
+	} else {
+		ov[loader] = loaderSource(append(wanted[1:], paths...))
+		patterns = patterns[:1]
+		mode |= packages.NeedImports | packages.NeedDeps
+	}
+	cfg := &packages.Config{
+		Context:    ctx,
+		Dir:        lc.dir,
+		Mode:       mode,
+		BuildFlags: lc.buildFlags(),
+		Env:        lc.env(),
+		Overlay:    ov,
+	}
+	roots, err := packages.Load(cfg, patterns...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("loading packages: %w", err)
+	}
+	byPath := map[string]*packages.Package{}
+	packages.Visit(roots, func(p *packages.Package) bool {
+		if _, seen := byPath[p.PkgPath]; seen {
+			return false
+		}
+		byPath[p.PkgPath] = p
+		return true
+	}, nil)
+	return roots, byPath, nil
+}
+
+// listedRegistry returns reg, the registry package as listed, or why it
+// could not be loaded: without it nothing can be checked.
+func listedRegistry(ctx context.Context, lc loadConfig, reg *packages.Package) (*packages.Package, error) {
+	if reg != nil && reg.ExportFile != "" {
+		return reg, nil
+	}
+	msg := "cannot load " + RegistryPath
+	switch {
+	case reg != nil && reg.Module == nil && len(reg.Errors) > 0:
+		// No module provides it: the main module does not require
+		// kvgen.
+		return nil, fmt.Errorf("%s: %w", msg, ErrNoKVGen)
+	case reg != nil && len(reg.Errors) > 0:
+		msg += ": " + reg.Errors[0].Msg
+	default:
+		// go/packages drops the go command's complaint when go list
+		// fails as a whole (say, go.mod needs updating); ask again.
+		msg += ": " + goListError(ctx, lc, RegistryPath)
+	}
+	return nil, errors.New(msg)
 }
 
 // listing is what the go command said of the connectors' packages and of
