@@ -151,119 +151,149 @@ type Plan struct {
 // replace: directories are relative to manifestDir, the absolute directory
 // of the manifest.
 func NewPlan(m *manifest.Manifest, main *Main, manifestDir string) (*Plan, error) {
-	p := &Plan{Main: main, Modules: map[int]string{}, Bad: map[int]bool{}}
-	required := map[string]string{}
+	pl := &planner{
+		Plan:        &Plan{Main: main, Modules: map[int]string{}, Bad: map[int]bool{}},
+		manifestDir: manifestDir,
+		required:    map[string]string{},
+		claims:      map[string]*claim{},
+	}
 	for _, r := range main.file.Require {
-		required[r.Mod.Path] = r.Mod.Version
-	}
-	var errs diag.List
-	// Entries whose packages share a module must agree on it.
-	type claim struct {
-		label, version, dir string
-		abs                 string // dir, made absolute
-		versionPos, dirPos  token.Position
-	}
-	claims := map[string]*claim{}
-	agree := func(mod string, c claim) bool {
-		prev := claims[mod]
-		switch {
-		case prev == nil:
-			claims[mod] = &c
-		case prev.version != "" && c.version != "" && prev.version != c.version:
-			errs.Add(c.versionPos, "%s: version %s of module %s disagrees with %s, version %s at %s; name one version", c.label, c.version, mod, prev.label, prev.version, diag.At(prev.versionPos, "the other version"))
-			return false
-		case prev.abs != "" && c.abs != "" && prev.abs != c.abs:
-			errs.Add(c.dirPos, "%s: module %s is in %s, but %s replaces it by %s at %s; name one directory", c.label, mod, c.dir, prev.label, prev.dir, diag.At(prev.dirPos, "the other directory"))
-			return false
-		default:
-			if prev.version == "" {
-				prev.version, prev.versionPos = c.version, c.versionPos
-			}
-			if prev.abs == "" {
-				prev.dir, prev.abs, prev.dirPos = c.dir, c.abs, c.dirPos
-			}
-		}
-		return true
+		pl.required[r.Mod.Path] = r.Mod.Version
 	}
 	for i, c := range m.Connectors {
-		if c.Invalid || !c.Replace.Set && !c.Version.Set {
-			continue
-		}
-		fail := func(pos token.Position, format string, args ...any) {
-			errs.Add(pos, format, args...)
-			p.Bad[i] = true
-		}
-		if !c.Replace.Set {
-			mod := ModuleOf(c.Import.V, main.Requires())
-			if mod == main.Path {
-				fail(c.Version.Pos, "%s: %s is in the main module, %s, which has no version of its own; drop version:", c.Label(i), c.Import.V, main.Path)
-				continue
+		switch {
+		case c.Invalid || !c.Replace.Set && !c.Version.Set:
+		case c.Replace.Set:
+			if err := pl.replaced(i, c); err != nil {
+				return nil, err
 			}
-			if mod != "" {
-				p.Modules[i] = mod
-				if !agree(mod, claim{label: c.Label(i), version: c.Version.V, versionPos: c.Version.Pos}) {
-					p.Bad[i] = true
-					continue
-				}
-			}
-			if have := required[mod]; mod == "" || have != c.Version.V {
-				p.Lacks = append(p.Lacks, Lack{Pos: c.Version.Pos, Label: c.Label(i), Import: c.Import.V, Module: mod, Version: c.Version.V, Have: have})
-			}
-			continue
+		default:
+			pl.versioned(i, c)
 		}
-
-		dir := filepath.Join(manifestDir, filepath.FromSlash(c.Dir), filepath.FromSlash(c.Replace.V))
-		modPath, err := modulePath(dir)
-		if err != nil {
-			fail(c.Replace.Pos, "%s: replace %q: %v", c.Label(i), c.Replace.V, err)
-			continue
-		}
-		if modPath == main.Path {
-			fail(c.Replace.Pos, "%s: replace %q: that is the main module itself; drop replace:", c.Label(i), c.Replace.V)
-			continue
-		}
-		if !InModule(c.Import.V, modPath) {
-			fail(c.Import.Pos, "%s: %s is not in module %s, which %s holds", c.Label(i), c.Import.V, modPath, c.Replace.V)
-			continue
-		}
-		p.Modules[i] = modPath
-		cl := claim{label: c.Label(i), dir: c.Replace.V, abs: dir, dirPos: c.Replace.Pos}
-		if c.Version.Set {
-			cl.version, cl.versionPos = c.Version.V, c.Version.Pos
-		}
-		if !agree(modPath, cl) {
-			p.Bad[i] = true
-			continue
-		}
-		have := required[modPath]
-		version := have
-		if c.Version.Set {
-			version = c.Version.V
-		}
-		if version == "" {
-			// Without a version, require the zero pseudo-version of the
-			// module's major version: v2 modules need a v2 version.
-			_, pathMajor, _ := module.SplitPathVersion(modPath)
-			major := module.PathMajorPrefix(pathMajor)
-			if major == "" {
-				major = "v0"
-			}
-			version = module.ZeroPseudoVersion(major)
-		}
-		target, err := replaceTarget(main.Dir, dir)
-		if err != nil {
-			return nil, err
-		}
-		if have == version && replacedBy(main, modPath, version, dir) {
-			continue
-		}
-		pos := c.Replace.Pos
-		if have != version && c.Version.Set {
-			pos = c.Version.Pos
-		}
-		p.Lacks = append(p.Lacks, Lack{Pos: pos, Label: c.Label(i), Import: c.Import.V, Module: modPath, Version: version, Have: have, Replace: target})
 	}
-	return p, errs.Err()
+	return pl.Plan, pl.errs.Err()
+}
+
+// planner makes a Plan, one entry at a time.
+type planner struct {
+	*Plan
+	manifestDir string
+	required    map[string]string // go.mod's requirements: module path -> version
+	claims      map[string]*claim // what the entries so far said of each module
+	errs        diag.List
+}
+
+// claim is what an entry says of its module: entries whose packages share
+// a module must agree on its version and directory.
+type claim struct {
+	label, version, dir string
+	abs                 string // dir, made absolute
+	versionPos, dirPos  token.Position
+}
+
+// fail reports a problem with entry i, which the plan then leaves out.
+func (pl *planner) fail(i int, pos token.Position, format string, args ...any) {
+	pl.errs.Add(pos, format, args...)
+	pl.Bad[i] = true
+}
+
+// agree records entry i's claim on mod, or reports how it contradicts an
+// earlier one and leaves the entry out.
+func (pl *planner) agree(i int, mod string, c claim) bool {
+	prev := pl.claims[mod]
+	switch {
+	case prev == nil:
+		pl.claims[mod] = &c
+	case prev.version != "" && c.version != "" && prev.version != c.version:
+		pl.fail(i, c.versionPos, "%s: version %s of module %s disagrees with %s, version %s at %s; name one version", c.label, c.version, mod, prev.label, prev.version, diag.At(prev.versionPos, "the other version"))
+		return false
+	case prev.abs != "" && c.abs != "" && prev.abs != c.abs:
+		pl.fail(i, c.dirPos, "%s: module %s is in %s, but %s replaces it by %s at %s; name one directory", c.label, mod, c.dir, prev.label, prev.dir, diag.At(prev.dirPos, "the other directory"))
+		return false
+	default:
+		if prev.version == "" {
+			prev.version, prev.versionPos = c.version, c.versionPos
+		}
+		if prev.abs == "" {
+			prev.dir, prev.abs, prev.dirPos = c.dir, c.abs, c.dirPos
+		}
+	}
+	return true
+}
+
+// versioned plans entry i, which names a version: and no replace:, for
+// its module to be required at that version.
+func (pl *planner) versioned(i int, c manifest.Connector) {
+	main := pl.Main
+	mod := ModuleOf(c.Import.V, main.Requires())
+	if mod == main.Path {
+		pl.fail(i, c.Version.Pos, "%s: %s is in the main module, %s, which has no version of its own; drop version:", c.Label(i), c.Import.V, main.Path)
+		return
+	}
+	if mod != "" {
+		pl.Modules[i] = mod
+		if !pl.agree(i, mod, claim{label: c.Label(i), version: c.Version.V, versionPos: c.Version.Pos}) {
+			return
+		}
+	}
+	if have := pl.required[mod]; mod == "" || have != c.Version.V {
+		pl.Lacks = append(pl.Lacks, Lack{Pos: c.Version.Pos, Label: c.Label(i), Import: c.Import.V, Module: mod, Version: c.Version.V, Have: have})
+	}
+}
+
+// replaced plans entry i, which names a replace: directory, for its module
+// to be required and replaced by that directory. Its error stops the plan.
+func (pl *planner) replaced(i int, c manifest.Connector) error {
+	main := pl.Main
+	dir := filepath.Join(pl.manifestDir, filepath.FromSlash(c.Dir), filepath.FromSlash(c.Replace.V))
+	modPath, err := modulePath(dir)
+	switch {
+	case err != nil:
+		pl.fail(i, c.Replace.Pos, "%s: replace %q: %v", c.Label(i), c.Replace.V, err)
+		return nil
+	case modPath == main.Path:
+		pl.fail(i, c.Replace.Pos, "%s: replace %q: that is the main module itself; drop replace:", c.Label(i), c.Replace.V)
+		return nil
+	case !InModule(c.Import.V, modPath):
+		pl.fail(i, c.Import.Pos, "%s: %s is not in module %s, which %s holds", c.Label(i), c.Import.V, modPath, c.Replace.V)
+		return nil
+	}
+	pl.Modules[i] = modPath
+	cl := claim{label: c.Label(i), dir: c.Replace.V, abs: dir, dirPos: c.Replace.Pos}
+	if c.Version.Set {
+		cl.version, cl.versionPos = c.Version.V, c.Version.Pos
+	}
+	if !pl.agree(i, modPath, cl) {
+		return nil
+	}
+	have := pl.required[modPath]
+	version := have
+	if c.Version.Set {
+		version = c.Version.V
+	}
+	if version == "" {
+		// Without a version, require the zero pseudo-version of the
+		// module's major version: v2 modules need a v2 version.
+		_, pathMajor, _ := module.SplitPathVersion(modPath)
+		major := module.PathMajorPrefix(pathMajor)
+		if major == "" {
+			major = "v0"
+		}
+		version = module.ZeroPseudoVersion(major)
+	}
+	target, err := replaceTarget(main.Dir, dir)
+	if err != nil {
+		return err
+	}
+	if have == version && replacedBy(main, modPath, version, dir) {
+		return nil
+	}
+	pos := c.Replace.Pos
+	if have != version && c.Version.Set {
+		pos = c.Version.Pos
+	}
+	pl.Lacks = append(pl.Lacks, Lack{Pos: pos, Label: c.Label(i), Import: c.Import.V, Module: modPath, Version: version, Have: have, Replace: target})
+	return nil
 }
 
 // LacksError is a go.mod that does not satisfy the manifest: one
