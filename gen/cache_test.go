@@ -239,3 +239,23 @@ func generateCached(opts gen.Options, dir, identity string) (*gen.Result, error)
 	opts.Cache.Save()
 	return res, err
 }
+
+// Generate writes nothing to the check cache: what it found is on disk
+// only once the caller saves it.
+func TestCacheIsWrittenOnlyBySave(t *testing.T) {
+	root, err := filepath.Abs("..")
+	require.NoError(t, err)
+	dir := caseModule(t, root, filepath.Join(root, "gen", "testdata", "basic"))
+	t.Chdir(dir)
+	cacheDir := t.TempDir()
+	cache := gen.OpenCheckCache(cacheDir, "test")
+	_, err = gen.Generate(context.Background(), gen.Options{WorkDir: cwd(t), Env: os.Environ(), Manifest: "connectors.yaml", Cache: cache})
+	require.NoError(t, err)
+	ents, err := os.ReadDir(cacheDir)
+	require.NoError(t, err)
+	assert.Empty(t, ents, "Generate wrote to the cache directory")
+	cache.Save()
+	files, err := filepath.Glob(filepath.Join(cacheDir, "check", "*.json"))
+	require.NoError(t, err)
+	assert.Len(t, files, 1, "Save writes the manifest's cache file")
+}

@@ -16,16 +16,16 @@ import (
 // kvgenModule is kvgen's module path.
 const kvgenModule = "github.com/kvgen/kvgen"
 
-// ownVersion is the version of the kvgen module this binary was built from,
-// whether kvgen is the main module or, as under go tool, a dependency of
-// the user's module; "" for a development build (a directory replacement,
-// no version, or a modified checkout), which no version names exactly.
+// ownVersion is versionIn for this binary.
 func ownVersion() string {
 	info, _ := debug.ReadBuildInfo()
 	return versionIn(info)
 }
 
-// versionIn is ownVersion for the build info given.
+// versionIn is the version of the kvgen module the binary of info was
+// built from, whether kvgen is the main module (as under go tool) or a
+// dependency; "" for a development build (a directory replacement, no
+// version, or a modified checkout), which no version names exactly.
 func versionIn(info *debug.BuildInfo) string {
 	v := registry.ModuleVersion(info, kvgenModule)
 	if !semver.IsValid(v) || semver.Build(v) != "" {
@@ -40,10 +40,11 @@ func versionIn(info *debug.BuildInfo) string {
 // file). It is "" when neither can be read, and then there is no cache.
 func generatorIdentity() string {
 	var id string
-	if info, ok := debug.ReadBuildInfo(); ok {
+	info, ok := debug.ReadBuildInfo()
+	if ok {
 		id = info.GoVersion
 	}
-	if v := ownVersion(); v != "" {
+	if v := versionIn(info); v != "" {
 		return id + " " + v
 	}
 	exe, err := os.Executable()
@@ -64,7 +65,7 @@ func runVersion(ctx context.Context, e *env, args []string) int {
 	}
 	// What the go command recorded, a modified checkout's "+dirty" or a
 	// replacement's directory included: more to go on in a bug report
-	// than ownVersion, which names only exact versions.
+	// than versionIn, which names only exact versions.
 	info, _ := debug.ReadBuildInfo()
 	fmt.Fprintf(e.stdout, "kvgen %s\n", cmp.Or(registry.ModuleVersion(info, kvgenModule), "(devel)"))
 	return exitOK
