@@ -142,10 +142,7 @@ var _ = store.Conn{}
 // TestCacheUpToDateFile: with a warm cache, an unchanged tree's registry
 // file is read back as the result, and a hand edit to it is still seen.
 func TestCacheUpToDateFile(t *testing.T) {
-	root, err := filepath.Abs("..")
-	require.NoError(t, err)
-	dir := caseModule(t, root, filepath.Join(root, "gen", "testdata", "basic"))
-	t.Chdir(dir)
+	inCase(t, "basic")
 	opts, cache := gen.Options{WorkDir: cwd(t), Env: os.Environ(), Manifest: "connectors.yaml"}, t.TempDir()
 	res, err := generateCached(opts, cache, "test")
 	require.NoError(t, err)
@@ -175,13 +172,10 @@ func TestCacheUpToDateFile(t *testing.T) {
 // not the constructor, between runs that share a check cache: the
 // constructor is checked against the new contract.
 func TestCacheFollowsTheContract(t *testing.T) {
-	root, err := filepath.Abs("..")
-	require.NoError(t, err)
-	dir := caseModule(t, root, filepath.Join(root, "gen", "testdata", "ok_contract_func"))
-	t.Chdir(dir)
+	inCase(t, "ok_contract_func")
 	opts, cache := gen.Options{WorkDir: cwd(t), Env: os.Environ(), Manifest: "connectors.yaml"}, t.TempDir()
 	for range 2 {
-		_, err = generateCached(opts, cache, "test")
+		_, err := generateCached(opts, cache, "test")
 		require.NoError(t, err)
 	}
 	path := filepath.Join("contract", "contract.go")
@@ -198,10 +192,7 @@ func TestCacheFollowsTheContract(t *testing.T) {
 // TestCacheBelongsToOneGenerator: the cache is used only with an identity
 // for the generator, and what one generator found is not used by another.
 func TestCacheBelongsToOneGenerator(t *testing.T) {
-	root, err := filepath.Abs("..")
-	require.NoError(t, err)
-	dir := caseModule(t, root, filepath.Join(root, "gen", "testdata", "basic"))
-	t.Chdir(dir)
+	inCase(t, "basic")
 	cache := t.TempDir()
 	entries := func(identity string) []string {
 		t.Helper()
@@ -243,13 +234,10 @@ func generateCached(opts gen.Options, dir, identity string) (*gen.Result, error)
 // Generate writes nothing to the check cache: what it found is on disk
 // only once the caller saves it.
 func TestCacheIsWrittenOnlyBySave(t *testing.T) {
-	root, err := filepath.Abs("..")
-	require.NoError(t, err)
-	dir := caseModule(t, root, filepath.Join(root, "gen", "testdata", "basic"))
-	t.Chdir(dir)
+	inCase(t, "basic")
 	cacheDir := t.TempDir()
 	cache := gen.OpenCheckCache(cacheDir, "test")
-	_, err = gen.Generate(context.Background(), gen.Options{WorkDir: cwd(t), Env: os.Environ(), Manifest: "connectors.yaml", Cache: cache})
+	_, err := gen.Generate(context.Background(), gen.Options{WorkDir: cwd(t), Env: os.Environ(), Manifest: "connectors.yaml", Cache: cache})
 	require.NoError(t, err)
 	ents, err := os.ReadDir(cacheDir)
 	require.NoError(t, err)
@@ -258,4 +246,13 @@ func TestCacheIsWrittenOnlyBySave(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(cacheDir, "check", "*.json"))
 	require.NoError(t, err)
 	assert.Len(t, files, 1, "Save writes the manifest's cache file")
+}
+
+// inCase makes the golden case name a module of its own, as TestGolden
+// does, and runs the rest of the test in it.
+func inCase(t *testing.T, name string) {
+	t.Helper()
+	root, err := filepath.Abs("..")
+	require.NoError(t, err)
+	t.Chdir(caseModule(t, root, filepath.Join(root, "gen", "testdata", name)))
 }
