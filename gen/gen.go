@@ -49,7 +49,9 @@ type Options struct {
 	// Tags are build tags used when loading the connectors' packages.
 	Tags []string
 	// Dir is where the go command loads the connectors' packages from;
-	// default the manifest's directory. It decides the main module.
+	// default the output file's directory, whose module compiles the
+	// registry (or its nearest existing parent). It decides the main
+	// module.
 	Dir string
 	// ReadOnlyModules makes a go.mod that lacks a module, version or
 	// replacement the manifest names an error (a *gomod.LacksError), in
@@ -155,6 +157,9 @@ func resolve(ctx context.Context, opts Options, forWrite bool) (*Result, *checkC
 		return nil, nil, err
 	}
 	res, out := placeOutput(&errs, opts, m)
+	if opts.Dir == "" {
+		opts.Dir = existingDir(filepath.Dir(res.abs))
+	}
 	if forWrite {
 		if err := res.checkOutput(&errs, opts); err != nil {
 			return nil, nil, err
@@ -209,12 +214,20 @@ func (o Options) abs(p string) string {
 	return filepath.Join(o.WorkDir, p)
 }
 
-// loadDir is the absolute directory the go command loads from.
+// loadDir is the absolute directory the go command loads from; resolve
+// sets Dir when the caller left it to the output's.
 func (o Options) loadDir() string {
-	if o.Dir != "" {
-		return o.abs(o.Dir)
+	return o.abs(o.Dir)
+}
+
+// existingDir returns dir, or its nearest parent that exists: an output
+// file may go into a directory that generate creates.
+func existingDir(dir string) string {
+	for d := dir; ; d = filepath.Dir(d) {
+		if fi, err := os.Stat(d); (err == nil && fi.IsDir()) || filepath.Dir(d) == d {
+			return d
+		}
 	}
-	return o.abs(filepath.Dir(o.Manifest))
 }
 
 // readManifest parses the manifest, keeping the entries opts.Only names.

@@ -46,7 +46,7 @@ func TestGateway(t *testing.T) {
 
 	out, err = exec.Command(bin, "-list-plugins").CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	assert.Contains(t, string(out), "cors\tgithub.com/kvgen/kvgen/examples/gateway/cors.New\tgithub.com/kvgen/kvgen/examples/gateway/cors v0.1.0 => ./examples/gateway/cors\n")
+	assert.Contains(t, string(out), "cors\tgithub.com/kvgen/kvgen/examples/gateway/cors.New\tgithub.com/kvgen/kvgen/examples/gateway/cors v0.1.0 => ./cors\n")
 }
 
 // A plugin the binary does not link fails at start-up, naming the nearest.

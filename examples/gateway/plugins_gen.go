@@ -15,7 +15,7 @@ import (
 var Registry = registry.MustNewTable(manifestDescription, entries...)
 
 // manifestDescription describes connectors.yaml and its plugins, for kvgen inspect to read from a binary.
-const manifestDescription = "\x00kvgen registry v1\x00000002bb{\"manifest\":\"connectors.yaml\",\"manifest_sha256\":\"52ea56d61a7b79b3155dc63ef2b899b437851c57898997fdb8753cd8db9dcc4d\",\"package\":\"github.com/kvgen/kvgen/examples/gateway\",\"factory\":\"github.com/kvgen/kvgen/examples/gateway/middleware.Factory\",\"connectors\":[{\"name\":\"headers\",\"import\":\"github.com/kvgen/kvgen/examples/gateway/plugins/headers\",\"constructor\":\"New\",\"module\":\"github.com/kvgen/kvgen\"},{\"name\":\"auth\",\"aliases\":[\"bearer\"],\"import\":\"github.com/kvgen/kvgen/examples/gateway/plugins/auth\",\"constructor\":\"Bearer\",\"module\":\"github.com/kvgen/kvgen\"},{\"name\":\"cors\",\"import\":\"github.com/kvgen/kvgen/examples/gateway/cors\",\"constructor\":\"New\",\"module\":\"github.com/kvgen/kvgen/examples/gateway/cors\"}]}"
+const manifestDescription = "\x00kvgen registry v1\x00000002dd{\"manifest\":\"connectors.yaml\",\"manifest_sha256\":\"52ea56d61a7b79b3155dc63ef2b899b437851c57898997fdb8753cd8db9dcc4d\",\"package\":\"github.com/kvgen/kvgen/examples/gateway\",\"factory\":\"github.com/kvgen/kvgen/examples/gateway/middleware.Factory\",\"connectors\":[{\"name\":\"headers\",\"import\":\"github.com/kvgen/kvgen/examples/gateway/plugins/headers\",\"constructor\":\"New\",\"module\":\"github.com/kvgen/kvgen/examples/gateway\"},{\"name\":\"auth\",\"aliases\":[\"bearer\"],\"import\":\"github.com/kvgen/kvgen/examples/gateway/plugins/auth\",\"constructor\":\"Bearer\",\"module\":\"github.com/kvgen/kvgen/examples/gateway\"},{\"name\":\"cors\",\"import\":\"github.com/kvgen/kvgen/examples/gateway/cors\",\"constructor\":\"New\",\"module\":\"github.com/kvgen/kvgen/examples/gateway/cors\"}]}"
 
 // entries is static data: constants and functions only.
 var entries = []registry.Plugin[middleware.Factory]{
@@ -23,7 +23,7 @@ var entries = []registry.Plugin[middleware.Factory]{
 		Name:        "headers",
 		ImportPath:  "github.com/kvgen/kvgen/examples/gateway/plugins/headers",
 		Constructor: "New",
-		Module:      "github.com/kvgen/kvgen",
+		Module:      "github.com/kvgen/kvgen/examples/gateway",
 		Factory:     headers.New,
 	},
 	{
@@ -31,7 +31,7 @@ var entries = []registry.Plugin[middleware.Factory]{
 		Aliases:     []string{"bearer"},
 		ImportPath:  "github.com/kvgen/kvgen/examples/gateway/plugins/auth",
 		Constructor: "Bearer",
-		Module:      "github.com/kvgen/kvgen",
+		Module:      "github.com/kvgen/kvgen/examples/gateway",
 		Factory:     auth.Bearer,
 	},
 	{

@@ -15,7 +15,7 @@ import (
 var Registry = registry.MustNewTable(manifestDescription, entries...)
 
 // manifestDescription describes connectors.yaml and its plugins, for kvgen inspect to read from a binary.
-const manifestDescription = "\x00kvgen registry v1\x00000002ce{\"manifest\":\"connectors.yaml\",\"manifest_sha256\":\"485c293a04461fec149f22f880c7e73b46d3ffd1916b1a6b03d70ee6b6cc8a80\",\"package\":\"github.com/kvgen/kvgen/examples/scheduler\",\"factory\":\"github.com/kvgen/kvgen/examples/scheduler/plugin.Factory\",\"connectors\":[{\"name\":\"queue-scorer\",\"import\":\"github.com/kvgen/kvgen/examples/scheduler/plugins/queue\",\"constructor\":\"New\",\"module\":\"github.com/kvgen/kvgen\"},{\"name\":\"kv-cache-utilization-scorer\",\"import\":\"github.com/kvgen/kvgen/examples/scheduler/plugins/kvcache\",\"constructor\":\"NewScorer\",\"module\":\"github.com/kvgen/kvgen\"},{\"name\":\"low-queue-filter\",\"import\":\"github.com/kvgen/kvgen/examples/scheduler/plugins/lowqueue\",\"constructor\":\"New\",\"module\":\"github.com/kvgen/kvgen\"}]}"
+const manifestDescription = "\x00kvgen registry v1\x0000000307{\"manifest\":\"connectors.yaml\",\"manifest_sha256\":\"485c293a04461fec149f22f880c7e73b46d3ffd1916b1a6b03d70ee6b6cc8a80\",\"package\":\"github.com/kvgen/kvgen/examples/scheduler\",\"factory\":\"github.com/kvgen/kvgen/examples/scheduler/plugin.Factory\",\"connectors\":[{\"name\":\"queue-scorer\",\"import\":\"github.com/kvgen/kvgen/examples/scheduler/plugins/queue\",\"constructor\":\"New\",\"module\":\"github.com/kvgen/kvgen/examples/scheduler\"},{\"name\":\"kv-cache-utilization-scorer\",\"import\":\"github.com/kvgen/kvgen/examples/scheduler/plugins/kvcache\",\"constructor\":\"NewScorer\",\"module\":\"github.com/kvgen/kvgen/examples/scheduler\"},{\"name\":\"low-queue-filter\",\"import\":\"github.com/kvgen/kvgen/examples/scheduler/plugins/lowqueue\",\"constructor\":\"New\",\"module\":\"github.com/kvgen/kvgen/examples/scheduler\"}]}"
 
 // entries is static data: constants and functions only.
 var entries = []registry.Plugin[plugin.Factory]{
@@ -23,21 +23,21 @@ var entries = []registry.Plugin[plugin.Factory]{
 		Name:        "queue-scorer",
 		ImportPath:  "github.com/kvgen/kvgen/examples/scheduler/plugins/queue",
 		Constructor: "New",
-		Module:      "github.com/kvgen/kvgen",
+		Module:      "github.com/kvgen/kvgen/examples/scheduler",
 		Factory:     queue.New,
 	},
 	{
 		Name:        "kv-cache-utilization-scorer",
 		ImportPath:  "github.com/kvgen/kvgen/examples/scheduler/plugins/kvcache",
 		Constructor: "NewScorer",
-		Module:      "github.com/kvgen/kvgen",
+		Module:      "github.com/kvgen/kvgen/examples/scheduler",
 		Factory:     kvcache.NewScorer,
 	},
 	{
 		Name:        "low-queue-filter",
 		ImportPath:  "github.com/kvgen/kvgen/examples/scheduler/plugins/lowqueue",
 		Constructor: "New",
-		Module:      "github.com/kvgen/kvgen",
+		Module:      "github.com/kvgen/kvgen/examples/scheduler",
 		Factory:     lowqueue.New,
 	},
 }

@@ -21,19 +21,19 @@ func BenchmarkBuild(b *testing.B) {
 	root := repoRoot(b)
 	kvgen := buildKVGen(b, root)
 	env := []string{goFlags()}
-	custom := copyModule(b, root)
-	plain := copyModule(b, root)
+	custom := kvserverDir(copyModule(b, root))
+	plain := kvserverDir(copyModule(b, root))
 
 	// The plain copy gets by hand what kvgen build does in temporary files.
 	mustRun(b, plain, env, "go", "mod", "edit",
-		"-require="+redisModule+"@v0.1.0", "-replace="+redisModule+"=./examples/external/redis")
+		"-require="+redisModule+"@v0.1.0", "-replace="+redisModule+"=../external/redis")
 	mustRun(b, plain, env, "go", "get", redisModule+"@v0.1.0")
-	mustRun(b, plain, env, kvgen, "-manifest", "examples/deploy/datacenter.yaml", "-o", "examples/kvserver/connectors_gen.go")
+	mustRun(b, plain, env, kvgen, "-manifest", "deploy/datacenter.yaml", "-o", "connectors_gen.go")
 
 	out := b.TempDir()
 	customBin, plainBin := filepath.Join(out, "kvserver-custom"), filepath.Join(out, "kvserver-plain")
-	customBuild := []string{kvgen, "build", "-manifest", "examples/deploy/datacenter.yaml", "-o", customBin, "./examples/kvserver"}
-	plainBuild := []string{"go", "build", "-trimpath", "-o", plainBin, "./examples/kvserver"}
+	customBuild := []string{kvgen, "build", "-manifest", "deploy/datacenter.yaml", "-o", customBin, "."}
+	plainBuild := []string{"go", "build", "-trimpath", "-o", plainBin, "."}
 	mustRun(b, custom, env, customBuild...)
 	mustRun(b, plain, env, plainBuild...)
 	// The same connectors must be linked, or the comparison is void.

@@ -13,7 +13,7 @@ import (
 )
 
 // These tests drive the real CLI: they build kvgen, run `kvgen build` at
-// the repository root with the deployment manifests of examples/deploy, and
+// the example server's module with its deployment manifests, and
 // run the binaries it writes as separate processes.
 
 // listed is one connector as `kvserver -list-connectors -json` prints it.
@@ -56,11 +56,10 @@ const (
 	otherPrompt  = "something else"
 )
 
-// devel is the version the go command records for the main module and
-// for a module replaced by a directory, when it stamps no VCS version
-// (kvgenBuild turns stamping off so that the listing is the same in any
-// checkout).
-const devel = "(devel)"
+// kvgenVersion is the version the example server's build records for
+// kvgen: its go.mod requires kvgen at the zero version and replaces it by
+// this checkout.
+const kvgenVersion = "v0.0.0-00010101000000-000000000000 => ../.."
 
 var bothRoles = []string{"scheduler", "worker"}
 
@@ -82,8 +81,8 @@ func TestBuild(t *testing.T) {
 	// compile it. What runs the binaries runs in parallel.
 	bins := t.TempDir()
 	edge, datacenter := filepath.Join(bins, "kvserver-edge"), filepath.Join(bins, "kvserver-dc")
-	kvgenBuild(t, root, kvgen, "examples/deploy/edge.yaml", edge)
-	kvgenBuild(t, root, kvgen, "examples/deploy/datacenter.yaml", datacenter)
+	kvgenBuild(t, root, kvgen, "deploy/edge.yaml", edge)
+	kvgenBuild(t, root, kvgen, "deploy/datacenter.yaml", datacenter)
 	assertRepoUnchanged(t, before, snapshotRepo(t, root))
 
 	t.Run("deployments", func(t *testing.T) {
@@ -105,7 +104,7 @@ func testEdge(t *testing.T, bin string) {
 		Roles:   bothRoles,
 		Import:  "github.com/kvgen/kvgen/examples/connectors/memory",
 		Module:  mainModule,
-		Version: devel,
+		Version: kvgenVersion,
 	}}, listConnectors(t, bin))
 
 	t.Run("in-process handoff", func(t *testing.T) {
@@ -141,21 +140,21 @@ func testDatacenter(t *testing.T, bin string) {
 			Roles:   bothRoles,
 			Import:  "github.com/kvgen/kvgen/examples/connectors/filesystem",
 			Module:  mainModule,
-			Version: devel,
+			Version: kvgenVersion,
 		},
 		{
 			Name:    "MultiConnector",
 			Roles:   bothRoles,
 			Import:  "github.com/kvgen/kvgen/registry",
 			Module:  mainModule,
-			Version: devel,
+			Version: kvgenVersion,
 		},
 		{
 			Name:    "redis",
 			Roles:   bothRoles,
 			Import:  redisModule,
 			Module:  redisModule,
-			Version: "v0.1.0 => ./examples/external/redis",
+			Version: "v0.1.0 => ../external/redis",
 		},
 	}, listConnectors(t, bin))
 

@@ -56,8 +56,8 @@ connectors:
 
 			// The go command must not look for the missing package in a
 			// module proxy: the answer would depend on the network.
-			res := execute(t, root, []string{goFlags(), "GOPROXY=off"}, buildTimeout,
-				kvgen, "build", "-manifest", manifest, "-o", bin, "./examples/kvserver")
+			res := execute(t, kvserverDir(root), []string{goFlags(), "GOPROXY=off"}, buildTimeout,
+				kvgen, "build", "-manifest", manifest, "-o", bin, ".")
 			assert.Equal(t, 1, res.code, "exit code; stderr:\n%s", res.stderr)
 			assert.Contains(t, res.stderr, manifest+tc.want)
 			assert.NoFileExists(t, bin)

@@ -72,6 +72,12 @@ func repoRoot(t testing.TB) string {
 	return root
 }
 
+// kvserverDir is the example server's module, which the deployment
+// manifests in its deploy directory build.
+func kvserverDir(root string) string {
+	return filepath.Join(root, "examples", "kvserver")
+}
+
 // buildKVGen builds the kvgen command of the module at root into a
 // temporary directory.
 func buildKVGen(t testing.TB, root string) string {
@@ -82,12 +88,12 @@ func buildKVGen(t testing.TB, root string) string {
 	return bin
 }
 
-// kvgenBuild runs `kvgen build` at root, as a user would, and fails the
-// test if it does not write bin.
+// kvgenBuild runs `kvgen build` of the example server in its module, as
+// a user would, and fails the test if it does not write bin.
 func kvgenBuild(t testing.TB, root, kvgen, manifest, bin string) {
 	t.Helper()
-	res := execute(t, root, []string{goFlags()}, buildTimeout,
-		kvgen, "build", "-manifest", manifest, "-o", bin, "./examples/kvserver")
+	res := execute(t, kvserverDir(root), []string{goFlags()}, buildTimeout,
+		kvgen, "build", "-manifest", manifest, "-o", bin, ".")
 	require.Equal(t, 0, res.code, "kvgen build -manifest %s:\n%s", manifest, res.stderr)
 	require.FileExists(t, bin)
 }
@@ -105,7 +111,7 @@ type repoState struct {
 }
 
 // untouched are the files that kvgen build replaces with temporary copies.
-var untouched = []string{"go.mod", "go.sum", "examples/kvserver/connectors_gen.go"}
+var untouched = []string{"go.mod", "go.sum", "examples/kvserver/go.mod", "examples/kvserver/go.sum", "examples/kvserver/connectors_gen.go"}
 
 func snapshotRepo(t testing.TB, root string) repoState {
 	t.Helper()

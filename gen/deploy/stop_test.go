@@ -60,9 +60,9 @@ func TestStop(t *testing.T) {
 			bin := filepath.Join(t.TempDir(), "kvserver")
 			before := snapshotRepo(t, root)
 			// The link step runs on every build, cached packages or not.
-			stopped := runAndStop(t, root, hold, "/link", "", sig,
-				kvgen, "build", "-manifest", "examples/deploy/edge.yaml", "-o", bin, "./examples/kvserver")
-			assert.Contains(t, stopped.stderr, "kvgen: compiling ./examples/kvserver")
+			stopped := runAndStop(t, kvserverDir(root), hold, "/link", "", sig,
+				kvgen, "build", "-manifest", "deploy/edge.yaml", "-o", bin, ".")
+			assert.Contains(t, stopped.stderr, "kvgen: compiling .")
 			assert.NoFileExists(t, bin)
 			assertRepoUnchanged(t, before, snapshotRepo(t, root))
 		})
