@@ -14,8 +14,8 @@ import (
 
 	"golang.org/x/tools/go/packages"
 
-	"github.com/kvgen/kvgen/gen/diag"
-	"github.com/kvgen/kvgen/gen/manifest"
+	"github.com/kvgen/kvgen/internal/diag"
+	"github.com/kvgen/kvgen/internal/manifest"
 	"github.com/kvgen/kvgen/internal/suggest"
 	"github.com/kvgen/kvgen/registry"
 )
@@ -23,8 +23,8 @@ import (
 // Entry is a manifest entry checked against its Go package: what the
 // generated registry links, and what `kvgen list` shows.
 type Entry struct {
-	// Manifest is the entry as written, with positions.
-	Manifest manifest.Connector
+	// Pos is where the entry is in the manifest.
+	Pos token.Position
 	// Name, Aliases and Roles are the manifest's values.
 	Name    string
 	Aliases []string
@@ -37,7 +37,7 @@ type Entry struct {
 	Constructor string
 	// Module and ModuleVersion describe the module that holds the package,
 	// as the go command resolved it. The version reads as a built binary
-	// reports it (registry.ModuleVersion): "(devel)" for the main module,
+	// reports it in its build information: "(devel)" for the main module,
 	// the replacement's version for a module replaced by another version,
 	// and "v0.1.0 => ../dir" for one replaced by a directory.
 	Module        string
@@ -52,11 +52,13 @@ type Entry struct {
 	// the package's documentation where the constructor has none: a
 	// package may hold more than one connector, or much else besides.
 	Doc string
+
+	manifest manifest.Connector // the entry as written
 }
 
-// MarkerConstructor marks the function a manifest entry without a
+// markerConstructor marks the function a manifest entry without a
 // constructor uses. It stands alone on a line of the function's doc comment.
-const MarkerConstructor = "//kvgen:constructor"
+const markerConstructor = "//kvgen:constructor"
 
 // prepareEntry checks what one manifest entry needs before types: that
 // its package loaded and can be imported, and which function is its
@@ -71,7 +73,8 @@ func prepareEntry(errs *diag.List, c manifest.Connector, index int, lp *loadedPa
 	}
 	p := lp.pkg
 	e := &Entry{
-		Manifest:   c,
+		Pos:        c.Pos,
+		manifest:   c,
 		Name:       c.Name.V,
 		Roles:      c.RoleSet(),
 		ImportPath: p.PkgPath,
@@ -95,10 +98,10 @@ func prepareEntry(errs *diag.List, c manifest.Connector, index int, lp *loadedPa
 		marked := findMarked(files)
 		switch {
 		case err != nil:
-			errs.Add(c.Pos, "%s: looking for a %s marker: %v", label, MarkerConstructor, err)
+			errs.Add(c.Pos, "%s: looking for a %s marker: %v", label, markerConstructor, err)
 			return nil, token.Position{}
 		case len(marked) == 0:
-			errs.Add(c.Pos, "%s: no constructor given and package %s marks none; add `constructor: NAME` to the entry, or a %s line to the constructor's doc comment", label, suggest.Quote(p.PkgPath), MarkerConstructor)
+			errs.Add(c.Pos, "%s: no constructor given and package %s marks none; add `constructor: NAME` to the entry, or a %s line to the constructor's doc comment", label, suggest.Quote(p.PkgPath), markerConstructor)
 			return nil, token.Position{}
 		case len(marked) > 1:
 			errs.Add(c.Pos, "%s: package %s marks %d constructors (%s); name one with `constructor:`", label, suggest.Quote(p.PkgPath), len(marked), strings.Join(marked, ", "))
@@ -114,7 +117,7 @@ func prepareEntry(errs *diag.List, c manifest.Connector, index int, lp *loadedPa
 // using its package's decoded export data. It reports whether the
 // constructor fits, and where it is declared, as export data says.
 func checkTypes(errs *diag.List, e *Entry, index int, namePos token.Position, lp *loadedPackage, rel func(string) string) (bool, token.Position) {
-	c, p, name := e.Manifest, lp.pkg, e.Constructor
+	c, p, name := e.manifest, lp.pkg, e.Constructor
 	label := c.Label(index)
 	if lp.err != nil {
 		errs.Add(c.Import.Pos, "%s: package %s: %v", label, suggest.Quote(c.Import.V), lp.err)
@@ -250,7 +253,7 @@ func findMarked(files []*ast.File) []string {
 				continue
 			}
 			for _, c := range fd.Doc.List {
-				if strings.TrimSpace(c.Text) == MarkerConstructor {
+				if strings.TrimSpace(c.Text) == markerConstructor {
 					names = append(names, fd.Name.Name)
 				}
 			}
@@ -261,8 +264,8 @@ func findMarked(files []*ast.File) []string {
 }
 
 // linkedVersion says which version of m a build links, in the words of
-// registry.ModuleVersion, so that a listing before the build reads as the
-// built binary's own.
+// the binary's build information, so that a listing before the build reads
+// as the built binary's own.
 func linkedVersion(m *packages.Module) string {
 	switch r := m.Replace; {
 	case m.Main:

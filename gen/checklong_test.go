@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvgen/kvgen/gen/diag"
-	"github.com/kvgen/kvgen/gen/manifest"
+	"github.com/kvgen/kvgen/internal/diag"
+	"github.com/kvgen/kvgen/internal/manifest"
 )
 
 // A constructor name is a Go identifier, which may be any length; an error

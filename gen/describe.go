@@ -3,8 +3,8 @@ package gen
 import (
 	"path/filepath"
 
-	"github.com/kvgen/kvgen/gen/inspect"
-	"github.com/kvgen/kvgen/gen/manifest"
+	"github.com/kvgen/kvgen/internal/inspect"
+	"github.com/kvgen/kvgen/internal/manifest"
 )
 
 // describe is the description of the manifest and its checked entries that

@@ -20,8 +20,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/tools/go/packages"
 
-	"github.com/kvgen/kvgen/gen/diag"
-	"github.com/kvgen/kvgen/gen/manifest"
+	"github.com/kvgen/kvgen/internal/diag"
+	"github.com/kvgen/kvgen/internal/manifest"
 )
 
 // FuzzGenerate feeds manifests through the generator: parse and validate,
@@ -164,7 +164,7 @@ func fuzzGenerate(t *testing.T, data []byte) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module example.com/kvcase\n"), 0o644))
 	path := filepath.Join(dir, filepath.FromSlash(m.Output.V))
-	res := &Result{Manifest: m, Package: out.name, Path: path, abs: path, root: dir}
+	res := &Result{manifest: m, Package: out.name, Path: path, abs: path, root: dir}
 	var errs diag.List
 	res.Entries, err = checkEntries(&errs, m, &listing{pkgs: pkgs}, "", func(s string) string { return s }, (*CheckCache)(nil).file("", ""), true)
 	require.NoError(t, err)

@@ -21,10 +21,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/kvgen/kvgen/gen/diag"
-	"github.com/kvgen/kvgen/gen/gomod"
-	"github.com/kvgen/kvgen/gen/manifest"
+	"github.com/kvgen/kvgen/internal/diag"
 	"github.com/kvgen/kvgen/internal/gocmd"
+	"github.com/kvgen/kvgen/internal/gomod"
+	"github.com/kvgen/kvgen/internal/manifest"
 	"github.com/kvgen/kvgen/internal/readfile"
 	"github.com/kvgen/kvgen/internal/suggest"
 )
@@ -56,7 +56,7 @@ type Options struct {
 	// ReadOnlyModules makes a go.mod that lacks a module, version or
 	// replacement the manifest names an error (a *gomod.LacksError), in
 	// the spirit of the go command's -mod=readonly. Otherwise Resolve
-	// computes the linked go.mod and go.sum into Result.Modules.
+	// computes the linked go.mod and go.sum, which Result.WriteModules writes.
 	ReadOnlyModules bool
 	// Cache holds what earlier runs found when checking constructors,
 	// keyed by the content of the packages checked, so that packages that
@@ -77,8 +77,6 @@ type Options struct {
 
 // Result is a generated registry file, not yet written anywhere.
 type Result struct {
-	// Manifest is the parsed manifest.
-	Manifest *manifest.Manifest
 	// Entries are the checked connectors, in manifest order.
 	Entries []*Entry
 	// Path is the file to write, as a path relative to Options.WorkDir
@@ -90,10 +88,6 @@ type Result struct {
 	Content []byte
 	// Contract is what the constructors were checked against.
 	Contract *Contract
-	// Modules is the main module's go.mod and go.sum linked with the
-	// modules the manifest names, or nil when go.mod already has them.
-	// The packages were loaded with it.
-	Modules *gomod.Update
 
 	declared   map[string]bool         // top-level names of the output package's other files
 	abs        string                  // Path made absolute
@@ -103,6 +97,8 @@ type Result struct {
 	root       string                  // the module's root directory
 	flags      []string                // Options.BuildFlags
 	sources    map[string]*sourceFiles // the entries' packages' files, for Docs
+	manifest   *manifest.Manifest      // the parsed manifest
+	modules    *gomod.Update           // go.mod and go.sum linked with the manifest's modules, if go.mod lacks them
 }
 
 // Generate runs every stage and returns the file to write. An error in the
@@ -116,18 +112,18 @@ func Generate(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	desc, err := describe(res.Manifest, res.Contract, res.importPath, res.Entries)
+	desc, err := describe(res.manifest, res.Contract, res.importPath, res.Entries)
 	if err != nil {
 		return nil, err
 	}
-	key := renderKey(cache.salt, res.Manifest.File, res.Package, res.Contract, desc, res.Entries, res.declared)
+	key := renderKey(cache.salt, res.manifest.File, res.Package, res.Contract, desc, res.Entries, res.declared)
 	// An existing file that is what these inputs rendered last time is
 	// what they render now: kvgen check on an unchanged tree stops here.
 	if old, err := readfile.Read(res.abs, readfile.Max); err == nil && cache.rendered(key, old) {
 		res.Content = old
 		return res, nil
 	}
-	res.Content, err = emit(res.Manifest.File, res.Package, res.Contract, desc, res.Entries, res.declared)
+	res.Content, err = emit(res.manifest.File, res.Package, res.Contract, desc, res.Entries, res.declared)
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +154,7 @@ func resolve(ctx context.Context, opts Options, forWrite bool) (*Result, *checkC
 	}
 	res, out := placeOutput(&errs, opts, m)
 	if opts.Dir == "" {
-		opts.Dir = existingDir(filepath.Dir(res.abs))
+		opts.Dir = defaultLoadDir(opts, res.abs)
 	}
 	if forWrite {
 		if err := res.checkOutput(&errs, opts); err != nil {
@@ -220,14 +216,26 @@ func (o Options) loadDir() string {
 	return o.abs(o.Dir)
 }
 
-// existingDir returns dir, or its nearest parent that exists: an output
-// file may go into a directory that generate creates.
-func existingDir(dir string) string {
-	for d := dir; ; d = filepath.Dir(d) {
-		if fi, err := os.Stat(d); (err == nil && fi.IsDir()) || filepath.Dir(d) == d {
-			return d
+// defaultLoadDir is where the go command loads from when Options.Dir is
+// unset: the directory of out, the output file, whose module compiles the
+// registry (its nearest existing parent, since generate may create it);
+// the manifest's directory when out is in no module, which checkOutput
+// then reports as outside the manifest's.
+func defaultLoadDir(opts Options, out string) string {
+	d := filepath.Dir(out)
+	for {
+		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+			break
 		}
+		if filepath.Dir(d) == d {
+			break
+		}
+		d = filepath.Dir(d)
 	}
+	if moduleRoot(d) == "" {
+		return opts.abs(filepath.Dir(opts.Manifest))
+	}
+	return d
 }
 
 // readManifest parses the manifest, keeping the entries opts.Only names.
@@ -252,7 +260,7 @@ func readManifest(errs *diag.List, opts Options) (*manifest.Manifest, error) {
 // package that file goes into as it is now; nil if it could not be
 // inspected, which is in errs.
 func placeOutput(errs *diag.List, opts Options, m *manifest.Manifest) (*Result, *outputPackage) {
-	res := &Result{Manifest: m, Path: opts.Output, flags: opts.BuildFlags()}
+	res := &Result{manifest: m, Path: opts.Output, flags: opts.BuildFlags()}
 	if res.Path == "" {
 		res.Path = filepath.Join(filepath.Dir(opts.Manifest), m.Output.V)
 	}
@@ -275,7 +283,7 @@ func (r *Result) checkOutput(errs *diag.List, opts Options) error {
 		if r.output != "" {
 			return err
 		}
-		errs.Append(outputPos(r.Manifest), err)
+		errs.Append(outputPos(r.manifest), err)
 	}
 	return nil
 }
@@ -291,13 +299,13 @@ func newLoadConfig(opts Options, contract string) (loadConfig, error) {
 	return lc, err
 }
 
-// loadLinked loads the packages of res.Manifest's entries with a go.mod
+// loadLinked loads the packages of res.manifest's entries with a go.mod
 // that links the modules the manifest names: the main module's when it
 // does, else one linked in a scratch directory, which it puts in
-// res.Modules. It sets lc.goMod, and lc.modFile when it linked; an entry
+// res.modules. It sets lc.goMod, and lc.modFile when it linked; an entry
 // whose version: or replace: is wrong is reported in errs and left out.
 func loadLinked(ctx context.Context, errs *diag.List, opts Options, res *Result, lc *loadConfig, overlay map[string][]byte) (*listing, error) {
-	m := res.Manifest
+	m := res.manifest
 	// A failure that stops the run comes with the problems found so far:
 	// the manifest's and the output file's.
 	stop := func(err error) error {
@@ -334,22 +342,22 @@ func loadLinked(ctx context.Context, errs *diag.List, opts Options, res *Result,
 		if merr != nil {
 			return nil, merr
 		}
-		if res.Modules, err = plan.Link(ctx, scratch, opts.Env); err != nil {
+		if res.modules, err = plan.Link(ctx, scratch, opts.Env); err != nil {
 			return nil, stop(err)
 		}
 		// Load again with the linked go.mod as go build will use it:
 		// read only, so that a go.mod still lacking something fails
 		// here.
-		lc.modFile, lc.goMod = res.Modules.ModFile, res.Modules.ModFile
+		lc.modFile, lc.goMod = res.modules.ModFile, res.modules.ModFile
 		listed, err = load(ctx, *lc, overlay, paths)
-		res.Modules.ModFile = "" // the scratch go.mod goes with this run
+		res.modules.ModFile = "" // the scratch go.mod goes with this run
 	}
 	if err != nil {
 		return nil, stop(err)
 	}
 	mods := main.Requires()
-	if res.Modules != nil {
-		mods = res.Modules.Requires()
+	if res.modules != nil {
+		mods = res.modules.Requires()
 	}
 	listed.explainMissing(ctx, *lc, mods)
 	return listed, nil
@@ -392,7 +400,7 @@ func importPaths(m *manifest.Manifest) []string {
 // checks every loaded entry against it, through the manifest's check
 // cache, which it returns for rendering.
 func checkResolved(errs *diag.List, opts Options, res *Result, kind *Contract, listed *listing) (*checkCache, error) {
-	m := res.Manifest
+	m := res.manifest
 	res.sources, listed.kind = make(map[string]*sourceFiles, len(listed.pkgs)), kind
 	for path, lp := range listed.pkgs {
 		res.sources[path] = lp.src
@@ -545,10 +553,10 @@ func (r *Result) Stale() (bool, []byte, error) {
 // Overlay writes, into a new directory inside dir, an absolute scratch
 // directory of the caller's, what a go build needs to compile r's registry
 // without the working tree changing: an overlay that stands r.Content in
-// for the file at r.Path and, when r.Modules is set, the linked go.mod and
+// for the file at r.Path and, when r.modules is set, the linked go.mod and
 // go.sum. It returns the go command flags that build with them as the
 // connectors were loaded (with those of Options.BuildFlags). With
-// r.Modules set the go command must run outside workspace mode, which
+// r.modules set the go command must run outside workspace mode, which
 // refuses -modfile. The caller removes dir when the build is done.
 func (r *Result) Overlay(dir string) ([]string, error) {
 	if !filepath.IsAbs(dir) {
@@ -570,7 +578,7 @@ func (r *Result) Overlay(dir string) ([]string, error) {
 	if err := os.WriteFile(filepath.Join(dir, "overlay.json"), overlay, 0o644); err != nil {
 		return nil, err
 	}
-	if u := r.Modules; u != nil {
+	if u := r.modules; u != nil {
 		modFile := filepath.Join(dir, "go.mod")
 		if err := os.WriteFile(modFile, u.GoMod, 0o644); err != nil {
 			return nil, err
@@ -640,4 +648,30 @@ func (o Options) BuildFlags() []string {
 		flags = append(flags, "-tags="+strings.Join(o.Tags, ","))
 	}
 	return flags
+}
+
+// ErrModulesChanged says that another process changed go.mod or go.sum
+// while kvgen was linking the manifest's modules: WriteModules wrote
+// nothing, and generating again links them from the new files.
+var ErrModulesChanged = gomod.ErrChanged
+
+// ModuleChanges says, one line each, what the linked go.mod and go.sum
+// change: the require and replace lines that the manifest's modules need
+// and the main module's go.mod lacks. It is empty when go.mod has them.
+func (r *Result) ModuleChanges() []string {
+	if r.modules == nil {
+		return nil
+	}
+	return r.modules.Changes
+}
+
+// WriteModules writes the linked go.mod and go.sum (see ModuleChanges),
+// if anything changes, as go get would. It writes nothing and returns an
+// error wrapping ErrModulesChanged when another process changed either
+// file since Generate read it.
+func (r *Result) WriteModules(ctx context.Context) error {
+	if r.modules == nil {
+		return nil
+	}
+	return r.modules.Write(ctx)
 }

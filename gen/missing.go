@@ -13,9 +13,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/kvgen/kvgen/gen/gomod"
 	"github.com/kvgen/kvgen/internal/gocmd"
 	"github.com/kvgen/kvgen/internal/gofiles"
+	"github.com/kvgen/kvgen/internal/gomod"
 	"github.com/kvgen/kvgen/internal/suggest"
 )
 

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvgen/kvgen/gen/manifest"
+	"github.com/kvgen/kvgen/internal/manifest"
 )
 
 // The output package's files are selected for the GOOS, GOARCH and build

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvgen/kvgen/gen/gomod"
+	"github.com/kvgen/kvgen/internal/gomod"
 )
 
 // The output package's import path follows from the main module's path,

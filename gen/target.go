@@ -13,9 +13,9 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/kvgen/kvgen/gen/diag"
-	"github.com/kvgen/kvgen/gen/manifest"
 	"github.com/kvgen/kvgen/internal/atomicfile"
+	"github.com/kvgen/kvgen/internal/diag"
+	"github.com/kvgen/kvgen/internal/manifest"
 	"github.com/kvgen/kvgen/internal/readfile"
 	"github.com/kvgen/kvgen/internal/suggest"
 )
@@ -147,11 +147,11 @@ func (r *Result) checkTarget() error {
 		return &OutputError{Path: r.output}
 	}
 	if r.root == "" {
-		return targetError(r.Manifest, r.output, errors.New("the manifest is not inside a Go module (no go.mod in its directory or above); kvgen generates into a module"))
+		return targetError(r.manifest, r.output, errors.New("the manifest is not inside a Go module (no go.mod in its directory or above); kvgen generates into a module"))
 	}
 	target, err := checkTarget(r.Path, r.abs, r.root)
 	if err != nil {
-		return targetError(r.Manifest, r.output, err)
+		return targetError(r.manifest, r.output, err)
 	}
 	r.target = target
 	return nil

@@ -2,7 +2,8 @@ package registry
 
 import (
 	"runtime/debug"
-	"slices"
+
+	"github.com/kvgen/kvgen/internal/buildinfo"
 )
 
 // fillVersions sets each entry's Version that the generated code left
@@ -16,36 +17,7 @@ func (r *Registry) fillVersions() {
 	for i := range r.entries {
 		e := &r.entries[i]
 		if e.Version == "" {
-			e.Version = ModuleVersion(info, e.Module)
+			e.Version = buildinfo.ModuleVersion(info, e.Module)
 		}
 	}
-}
-
-// ModuleVersion returns the version of module path in info: the main
-// module's version, a dependency's version, the version of its replacement,
-// "v0.1.0 => ./dir" for a replacement by a local directory, or "" if the
-// module is not linked. The main module has a replacement too when the
-// binary is a tool that go tool built from a replaced module.
-func ModuleVersion(info *debug.BuildInfo, path string) string {
-	if path == "" || info == nil {
-		return ""
-	}
-	m := &info.Main
-	if m.Path != path {
-		i := slices.IndexFunc(info.Deps, func(d *debug.Module) bool { return d.Path == path })
-		if i < 0 {
-			return ""
-		}
-		m = info.Deps[i]
-	}
-	if r := m.Replace; r != nil {
-		// A directory replacement has no version of its own; the go
-		// command records it as "(devel)". Show what was required and
-		// where it came from instead.
-		if v := r.Version; v != "" && v != "(devel)" {
-			return v
-		}
-		return m.Version + " => " + r.Path
-	}
-	return m.Version
 }

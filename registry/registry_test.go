@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kvgen/kvgen/internal/buildinfo"
 	"github.com/kvgen/kvgen/registry"
 )
 
@@ -292,7 +293,7 @@ func TestEntriesVersionFromBuildInfo(t *testing.T) {
 	require.True(t, ok)
 	// Test binaries record the main module, not their dependencies.
 	mod := info.Main.Path
-	want := registry.ModuleVersion(info, mod)
+	want := buildinfo.ModuleVersion(info, mod)
 	require.NotEmpty(t, want)
 
 	linked := entry("linked")

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kvgen/kvgen/internal/buildinfo"
 	"github.com/kvgen/kvgen/internal/suggest"
 )
 
@@ -65,7 +66,7 @@ func NewTable[F any](entries ...Plugin[F]) (*Table[F], error) {
 	if info, ok := debug.ReadBuildInfo(); ok {
 		for i := range t.entries {
 			if e := &t.entries[i]; e.Version == "" {
-				e.Version = ModuleVersion(info, e.Module)
+				e.Version = buildinfo.ModuleVersion(info, e.Module)
 			}
 		}
 	}

@@ -11,8 +11,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/kvgen/kvgen/gen"
-	"github.com/kvgen/kvgen/gen/gomod"
-	"github.com/kvgen/kvgen/gen/manifest"
+	"github.com/kvgen/kvgen/internal/gomod"
+	"github.com/kvgen/kvgen/internal/manifest"
 )
 
 // genFlags are the flags generate, check and list share.
@@ -132,8 +132,8 @@ func runGenerate(ctx context.Context, e *env, args []string) int {
 			g.report(e, err)
 			return exitError
 		}
-		err = writeModules(ctx, e, res.Modules)
-		if errors.Is(err, gomod.ErrChanged) {
+		err = writeModules(ctx, e, res)
+		if errors.Is(err, gen.ErrModulesChanged) {
 			if attempt < maxLinkAttempts {
 				continue // link again what go.mod now lacks
 			}
@@ -158,16 +158,13 @@ func runGenerate(ctx context.Context, e *env, args []string) int {
 const maxLinkAttempts = 10
 
 // writeModules writes the linked go.mod and go.sum, and says what changed.
-// It writes nothing, and returns gomod.ErrChanged, when another process
-// changed either since they were read.
-func writeModules(ctx context.Context, e *env, u *gomod.Update) error {
-	if u == nil {
-		return nil
-	}
-	if err := u.Write(ctx); err != nil {
+// It writes nothing, and returns gen.ErrModulesChanged, when another
+// process changed either since they were read.
+func writeModules(ctx context.Context, e *env, res *gen.Result) error {
+	if err := res.WriteModules(ctx); err != nil {
 		return err
 	}
-	for _, c := range u.Changes {
+	for _, c := range res.ModuleChanges() {
 		e.errorf("go.mod: %s", c)
 	}
 	return nil

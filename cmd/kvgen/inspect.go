@@ -10,7 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/kvgen/kvgen/gen/inspect"
+	"github.com/kvgen/kvgen/internal/inspect"
 )
 
 func runInspect(ctx context.Context, e *env, args []string) int {

@@ -8,9 +8,8 @@ import (
 	"runtime/debug"
 	"strconv"
 
+	"github.com/kvgen/kvgen/internal/buildinfo"
 	"golang.org/x/mod/semver"
-
-	"github.com/kvgen/kvgen/registry"
 )
 
 // kvgenModule is kvgen's module path.
@@ -27,7 +26,7 @@ func ownVersion() string {
 // dependency; "" for a development build (a directory replacement, no
 // version, or a modified checkout), which no version names exactly.
 func versionIn(info *debug.BuildInfo) string {
-	v := registry.ModuleVersion(info, kvgenModule)
+	v := buildinfo.ModuleVersion(info, kvgenModule)
 	if !semver.IsValid(v) || semver.Build(v) != "" {
 		return "" // "(devel)", "v0.0.0 => ../kvgen", or a "+dirty" checkout
 	}
@@ -67,6 +66,6 @@ func runVersion(ctx context.Context, e *env, args []string) int {
 	// replacement's directory included: more to go on in a bug report
 	// than versionIn, which names only exact versions.
 	info, _ := debug.ReadBuildInfo()
-	fmt.Fprintf(e.stdout, "kvgen %s\n", cmp.Or(registry.ModuleVersion(info, kvgenModule), "(devel)"))
+	fmt.Fprintf(e.stdout, "kvgen %s\n", cmp.Or(buildinfo.ModuleVersion(info, kvgenModule), "(devel)"))
 	return exitOK
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/kvgen/kvgen/gen"
-	"github.com/kvgen/kvgen/gen/manifest"
+	"github.com/kvgen/kvgen/internal/manifest"
 	"github.com/kvgen/kvgen/registry"
 )
 

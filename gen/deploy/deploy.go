@@ -21,9 +21,9 @@ import (
 	"golang.org/x/tools/go/packages"
 
 	"github.com/kvgen/kvgen/gen"
-	"github.com/kvgen/kvgen/gen/manifest"
 	"github.com/kvgen/kvgen/internal/gocmd"
 	"github.com/kvgen/kvgen/internal/gofiles"
+	"github.com/kvgen/kvgen/internal/manifest"
 )
 
 // Options says what to build.
@@ -210,8 +210,8 @@ func (b *builder) generate(ctx context.Context) error {
 	if b.res, err = gen.Generate(ctx, opts); err != nil {
 		return err
 	}
-	if b.opts.Verbose && b.res.Modules != nil {
-		for _, c := range b.res.Modules.Changes {
+	if b.opts.Verbose {
+		for _, c := range b.res.ModuleChanges() {
 			b.opts.Progress(fmt.Sprintf("%stemporary go.mod: %s", b.prefix, c))
 		}
 	}
@@ -292,7 +292,7 @@ func goFilesIn(dir string) ([]string, error) {
 // temporary go.mod, which the go command refuses in it.
 func (b *builder) env() []string {
 	env := b.env0
-	if b.res != nil && b.res.Modules != nil {
+	if b.res != nil && b.res.ModuleChanges() != nil {
 		env = gocmd.WithoutWorkspace(env)
 	}
 	return gocmd.WithTempDir(env, b.goTmp)
@@ -329,48 +329,5 @@ func (b *builder) goOutput(ctx context.Context, dir string, args ...string) (str
 	if errors.As(err, &ge) {
 		err = ge.Err // the go command's words follow, annotated
 	}
-	return "", fmt.Errorf("go %s: %w\n%s", args[0], err, b.annotate(string(stderr)))
-}
-
-// annotate prefixes each line of the go command's output that names an
-// entry's import path or module with the entry's manifest position.
-func (b *builder) annotate(out string) string {
-	modules := map[string]string{} // import path -> module path
-	for _, e := range b.res.Entries {
-		modules[e.ImportPath] = e.Module
-	}
-	m := b.res.Manifest
-	var lines []string
-	for _, line := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
-		best, bestIdx := "", -1
-		for i, c := range m.Connectors {
-			for _, p := range []string{c.Import.V, modules[c.Import.V]} {
-				if p != "" && len(p) > len(best) && mentions(line, p) {
-					best, bestIdx = p, i
-				}
-			}
-		}
-		if bestIdx >= 0 {
-			c := m.Connectors[bestIdx]
-			line = fmt.Sprintf("%s: %s: %s", c.Import.Pos, c.Label(bestIdx), line)
-		}
-		lines = append(lines, line)
-	}
-	return strings.Join(lines, "\n")
-}
-
-// mentions reports whether line names path as a whole path, not as the
-// prefix of a longer one (github.com/x/foo in github.com/x/foobar).
-func mentions(line, path string) bool {
-	for i := 0; ; {
-		j := strings.Index(line[i:], path)
-		if j < 0 {
-			return false
-		}
-		end := i + j + len(path)
-		if end == len(line) || strings.ContainsRune("/@: \t\"'", rune(line[end])) {
-			return true
-		}
-		i = end
-	}
+	return "", fmt.Errorf("go %s: %w\n%s", args[0], err, b.res.Annotate(string(stderr)))
 }

@@ -13,7 +13,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/kvgen/kvgen/gen/diag"
+	"github.com/kvgen/kvgen/internal/diag"
 	"github.com/kvgen/kvgen/internal/readfile"
 	"github.com/kvgen/kvgen/internal/suggest"
 )

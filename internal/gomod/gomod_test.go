@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/mod/modfile"
 
-	"github.com/kvgen/kvgen/gen/diag"
-	"github.com/kvgen/kvgen/gen/manifest"
+	"github.com/kvgen/kvgen/internal/diag"
+	"github.com/kvgen/kvgen/internal/manifest"
 )
 
 // tree writes files under a new temporary directory and returns it.

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvgen/kvgen/gen/manifest"
+	"github.com/kvgen/kvgen/internal/manifest"
 )
 
 // A chain of manifests in nested directories: each entry's replace: stays

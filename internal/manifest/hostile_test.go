@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvgen/kvgen/gen/diag"
+	"github.com/kvgen/kvgen/internal/diag"
 )
 
 // An output name that could hide what it is, break out of a comment or a

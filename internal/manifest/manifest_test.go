@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvgen/kvgen/gen/diag"
+	"github.com/kvgen/kvgen/internal/diag"
 	"github.com/kvgen/kvgen/registry"
 )
 

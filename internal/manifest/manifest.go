@@ -12,7 +12,7 @@ import (
 	"go/token"
 	"strings"
 
-	"github.com/kvgen/kvgen/gen/diag"
+	"github.com/kvgen/kvgen/internal/diag"
 	"github.com/kvgen/kvgen/registry"
 )
 
