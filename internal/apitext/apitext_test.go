@@ -1,6 +1,7 @@
 package apitext
 
 import (
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,29 @@ import (
 
 	"github.com/kvgen/kvgen/internal/moduletest"
 )
+
+var update = flag.Bool("update", false, "rewrite the API files under api/ to match the code")
+
+// TestAPI checks that api/ holds the exported API of kvgen's public
+// packages as it is now, so that every change of API is a diff there.
+func TestAPI(t *testing.T) {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	require.NoError(t, err)
+	computed, err := Files(root)
+	require.NoError(t, err)
+	require.NotEmpty(t, computed, "no public packages found")
+	if *update {
+		require.NoError(t, WriteFiles(root, computed))
+		return
+	}
+	committed, err := ReadFiles(root)
+	require.NoError(t, err)
+	if d := Diff(committed, computed); d != "" {
+		t.Errorf("the exported API is not what %s/ says (- in %s/, + in the code):\n%s\n"+
+			"If the change is meant, accept it with: go test ./internal/apitext -update",
+			Dir, Dir, d)
+	}
+}
 
 // sample has one declaration of each kind, and packages that are not
 // public in each way one can be.
