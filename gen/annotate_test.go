@@ -19,3 +19,15 @@ func TestAnnotatePointsAtTheEntry(t *testing.T) {
 example.com/acmebar: unrelated
 other line`, got)
 }
+
+func TestProblemsAreData(t *testing.T) {
+	t.Parallel()
+	_, err := manifest.Parse("edge.yaml", []byte("version: 1\nconnectors:\n  - name: acme\n    import: example.com/acme/conn\n    colour: blue\n"))
+	require.Error(t, err)
+	ps := Problems(err)
+	require.Len(t, ps, 1)
+	assert.Equal(t, "edge.yaml", ps[0].Pos.Filename)
+	assert.Equal(t, 5, ps[0].Pos.Line)
+	assert.Contains(t, ps[0].Msg, `"colour"`)
+	assert.NotContains(t, ps[0].Msg, "edge.yaml:5")
+}

@@ -6,6 +6,10 @@
 // It writes nothing until the command calls Result.Write (and, for the
 // check cache, CheckCache.Save); the terminal and the exit code are the
 // command's alone.
+//
+// It serves build systems and tools that generate, check or list a
+// registry without running the kvgen command, which is built on it; its
+// errors are data (see Problems). Deployment builds are in gen/deploy.
 package gen
 
 import (

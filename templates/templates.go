@@ -2,6 +2,9 @@
 // not the registry: the scaffold of a new connector module (`kvgen new`) and
 // the Markdown table of a manifest's connectors (`kvgen doc`). The registry
 // itself is emitted with jennifer only.
+//
+// It serves the kvgen command, and tools that scaffold a connector or
+// document a manifest as kvgen new and kvgen doc do.
 package templates
 
 import (

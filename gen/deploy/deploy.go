@@ -5,6 +5,9 @@
 // stands in for the package's generated file, and the modules the manifest
 // names are added to a temporary copy of go.mod used through -modfile, so
 // go.mod, go.sum and the committed registry stay as they are.
+//
+// It serves build systems that make a deployment's binaries themselves,
+// as kvgen build does.
 package deploy
 
 import (

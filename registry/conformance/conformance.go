@@ -1,4 +1,5 @@
-// Package conformance is the test suite every KV connector should pass. A
+// Package conformance is the test suite every KV connector should pass:
+// it serves connector authors. A
 // connector's own tests call [Run] with its factory:
 //
 //	func TestConformance(t *testing.T) {
