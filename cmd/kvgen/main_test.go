@@ -41,6 +41,9 @@ func TestScripts(t *testing.T) {
 	goEnv := goEnvVars(t, "GOCACHE", "GOMODCACHE", "GOPATH", "GOROOT", "GOPROXY")
 	proxy := goproxytest.NewTestServer(t, "testdata/mod", "")
 	published, unpublished := publish(t, root)
+	if unpublished == "" && !testing.Short() {
+		unpublished = completeModCache(root, goEnv)
+	}
 	warmBuildCache(t, root, goEnv)
 	// The scripts share one check cache of their own: HOME is /no-home in
 	// a script, and the user's cache directory is not the tests' to write.
@@ -216,15 +219,51 @@ func fileInZip(archive []byte, name string) ([]byte, error) {
 // on a cold cache each would compile all of it at the same time as the
 // others. The environment is the scripts': no GOFLAGS, no go env file.
 func warmBuildCache(t *testing.T, root string, goEnv map[string]string) {
-	cmd := exec.Command("go", "build", "./registry/...", "./examples/connectors/...", "./cmd/kvgen")
-	cmd.Dir = root
+	cmd := goCommand(root, goEnv, "build", "./registry/...", "./examples/connectors/...", "./cmd/kvgen")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+}
+
+// completeModCache fills in the module cache's downloads, which stand in
+// for the proxy a published kvgen's dependencies come from, with all a host
+// of kvgen may ask of it: the .info, .mod and .zip of every module version
+// in kvgen's graph. Building kvgen fetches less (no zip of a module it
+// builds no package of), and a host whose graph lacks some of kvgen's
+// requirements selects lower versions. This repository's own modules are
+// left out: they are not published. It returns why, if it could not.
+func completeModCache(root string, goEnv map[string]string) (why string) {
+	graph, err := goCommand(root, goEnv, "mod", "graph").Output()
+	if err != nil {
+		return fmt.Sprintf("kvgen's module graph: go mod graph: %v", err)
+	}
+	args := []string{"mod", "download"}
+	seen := map[string]bool{}
+	for _, mv := range strings.Fields(string(graph)) {
+		path, _, ok := strings.Cut(mv, "@")
+		if !ok || seen[mv] || path == "go" || path == "toolchain" ||
+			path == "github.com/kvgen/kvgen" || strings.HasPrefix(path, "github.com/kvgen/kvgen/") {
+			continue
+		}
+		seen[mv] = true
+		args = append(args, mv)
+	}
+	if out, err := goCommand(root, goEnv, args...).CombinedOutput(); err != nil {
+		return fmt.Sprintf("the module cache lacks modules of kvgen's graph: go mod download: %v\n%s", err, out)
+	}
+	return ""
+}
+
+// goCommand is a go command in dir in the scripts' environment: no
+// GOFLAGS, no go env file.
+func goCommand(dir string, goEnv map[string]string, args ...string) *exec.Cmd {
+	cmd := exec.Command("go", args...)
+	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GOFLAGS=", "GOENV=off")
 	for k, v := range goEnv {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	return cmd
 }
 
 // exitCode runs `exitcode N command args...` and fails unless the command
