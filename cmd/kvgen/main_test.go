@@ -1,9 +1,13 @@
 package main
 
 import (
+	"archive/zip"
+	"bytes"
+	"encoding/json"
 	"errors"
 	"flag"
-	"io/fs"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +18,8 @@ import (
 
 	"github.com/rogpeppe/go-internal/goproxytest"
 	"github.com/rogpeppe/go-internal/testscript"
+	"golang.org/x/mod/module"
+	modzip "golang.org/x/mod/zip"
 )
 
 var update = flag.Bool("update", false, "rewrite the expectations in testdata/script")
@@ -34,7 +40,10 @@ func TestScripts(t *testing.T) {
 	}
 	goEnv := goEnvVars(t, "GOCACHE", "GOMODCACHE", "GOPATH", "GOROOT", "GOPROXY")
 	proxy := goproxytest.NewTestServer(t, "testdata/mod", "")
-	published := goproxytest.NewTestServer(t, publish(t, root), "")
+	published, unpublished := publish(t, root)
+	if unpublished == "" && !testing.Short() {
+		unpublished = completeModCache(root, goEnv)
+	}
 	warmBuildCache(t, root, goEnv)
 	// The scripts share one check cache of their own: HOME is /no-home in
 	// a script, and the user's cache directory is not the tests' to write.
@@ -54,10 +63,12 @@ func TestScripts(t *testing.T) {
 			// sleeps a second on exit for other goroutines' reports, and
 			// the scripts run it some two hundred times.
 			env.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
-			// What a published kvgen needs: this checkout as
+			// What a published kvgen needs: this checkout's HEAD as
 			// github.com/kvgen/kvgen v0.1.0, and its dependencies from the
-			// module cache's downloads.
-			env.Setenv("KVGEN_PUBLISHED_PROXY", published.URL)
+			// module cache's downloads. Without it, [!published] scripts
+			// skip, saying why.
+			env.Setenv("KVGEN_PUBLISHED_PROXY", published)
+			env.Setenv("KVGEN_UNPUBLISHED", unpublished)
 			env.Setenv("MODCACHE_PROXY", "file://"+filepath.ToSlash(filepath.Join(goEnv["GOMODCACHE"], "cache", "download")))
 			env.Setenv("PATH", filepath.Join(goEnv["GOROOT"], "bin")+string(os.PathListSeparator)+env.Getenv("PATH"))
 			gomod := "module example.com/script\n\ngo 1.26.0\n\nrequire github.com/kvgen/kvgen v0.0.0\n\nreplace github.com/kvgen/kvgen => " + root + "\n"
@@ -70,6 +81,12 @@ func TestScripts(t *testing.T) {
 			}
 			return os.WriteFile(filepath.Join(env.WorkDir, "go.sum"), sum, 0o644)
 		},
+		Condition: func(cond string) (bool, error) {
+			if cond == "published" {
+				return unpublished == "", nil
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
+		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"exitcode": exitCode,
 			"age":      age,
@@ -78,49 +95,121 @@ func TestScripts(t *testing.T) {
 	})
 }
 
-// publish lays out this checkout as the files of module version
-// github.com/kvgen/kvgen v0.1.0, for goproxytest to serve, and returns the
-// directory that holds it. Like a module zip it leaves out nested modules.
-func publish(t *testing.T, root string) string {
-	dir := t.TempDir()
-	to := filepath.Join(dir, "github.com_kvgen_kvgen_v0.1.0")
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+// publish serves github.com/kvgen/kvgen v0.1.0 as a tag at HEAD would make
+// it, and returns the GOPROXY URL of a module proxy directory that holds it
+// and nothing else of this repository. zip.CreateFromVCS zips what git
+// archive does: committed files, without ignored ones or nested modules, so
+// uncommitted changes are not what is served. A checkout that is not a git
+// one (a source tarball, say) cannot be zipped so: publish returns why.
+func publish(t *testing.T, root string) (proxy, why string) {
+	if _, err := exec.LookPath("git"); err != nil {
+		return "", "kvgen is not published: git is not on PATH"
+	}
+	// A tree unpacked inside another repository's is not a checkout.
+	top, err := git(root, "rev-parse", "--show-toplevel")
+	if err != nil || !sameDir(top, root) {
+		return "", "kvgen is not published: this checkout is not a git work tree of its own"
+	}
+	head, err := git(root, "show", "-s", "--no-show-signature", "--format=%H %ct", "HEAD")
+	if err != nil {
+		return "", "kvgen is not published: this checkout has no commit"
+	}
+	hash, secs, _ := strings.Cut(head, " ")
+	unix, err := strconv.ParseInt(secs, 10, 64)
+	if err != nil {
+		t.Fatalf("commit time %q: %v", secs, err)
+	}
+
+	m := module.Version{Path: "github.com/kvgen/kvgen", Version: "v0.1.0"}
+	var zipped bytes.Buffer
+	// It fails too if the zip outgrows the module zip limits.
+	err = modzip.CreateFromVCS(&zipped, m, root, hash, "")
+	if _, ok := errors.AsType[*modzip.UnrecognizedVCSError](err); ok {
+		// CreateFromVCS wants the git directory at root/.git, which a
+		// linked worktree's is not: zip from a clone sharing its objects.
+		clone := filepath.Join(t.TempDir(), "kvgen")
+		if _, err := git(root, "clone", "--quiet", "--shared", "--no-checkout", root, clone); err != nil {
+			t.Fatal(err)
 		}
-		rel, err := filepath.Rel(root, path)
-		if err != nil || rel == "." {
-			return err
-		}
-		if strings.HasPrefix(d.Name(), ".") {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if d.IsDir() {
-			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		dst := filepath.Join(to, rel)
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			return err
-		}
-		return os.WriteFile(dst, data, 0o644)
-	})
+		zipped.Reset()
+		err = modzip.CreateFromVCS(&zipped, m, clone, hash, "")
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	return dir
+	gomod, err := fileInZip(zipped.Bytes(), m.Path+"@"+m.Version+"/go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := json.Marshal(struct {
+		Version string
+		Time    time.Time
+	}{m.Version, time.Unix(unix, 0).UTC()})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The proxy protocol's files, $GOPROXY/<escaped path>/@v/...
+	dir := t.TempDir()
+	escaped, err := module.EscapePath(m.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := filepath.Join(dir, filepath.FromSlash(escaped), "@v")
+	if err := os.MkdirAll(at, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string][]byte{
+		"list":              []byte(m.Version + "\n"),
+		m.Version + ".info": info,
+		m.Version + ".mod":  gomod,
+		m.Version + ".zip":  zipped.Bytes(),
+	} {
+		if err := os.WriteFile(filepath.Join(at, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return "file://" + filepath.ToSlash(dir), ""
+}
+
+// git runs git in dir and returns its output, trimmed.
+func git(dir string, args ...string) (string, error) {
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			err = fmt.Errorf("git %s: %v\n%s", strings.Join(args, " "), err, ee.Stderr)
+		}
+		return "", err
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// sameDir reports whether a and b name one directory, whatever symlinks
+// either path goes through.
+func sameDir(a, b string) bool {
+	ai, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	bi, err := os.Stat(b)
+	return err == nil && os.SameFile(ai, bi)
+}
+
+// fileInZip returns the contents of the named file in a zip archive.
+func fileInZip(archive []byte, name string) ([]byte, error) {
+	r, err := zip.NewReader(bytes.NewReader(archive), int64(len(archive)))
+	if err != nil {
+		return nil, err
+	}
+	f, err := r.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
 }
 
 // warmBuildCache compiles, once, what the scripts' go commands compile
@@ -130,15 +219,51 @@ func publish(t *testing.T, root string) string {
 // on a cold cache each would compile all of it at the same time as the
 // others. The environment is the scripts': no GOFLAGS, no go env file.
 func warmBuildCache(t *testing.T, root string, goEnv map[string]string) {
-	cmd := exec.Command("go", "build", "./registry/...", "./examples/connectors/...", "./cmd/kvgen")
-	cmd.Dir = root
+	cmd := goCommand(root, goEnv, "build", "./registry/...", "./examples/connectors/...", "./cmd/kvgen")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+}
+
+// completeModCache fills in the module cache's downloads, which stand in
+// for the proxy a published kvgen's dependencies come from, with all a host
+// of kvgen may ask of it: the .info, .mod and .zip of every module version
+// in kvgen's graph. Building kvgen fetches less (no zip of a module it
+// builds no package of), and a host whose graph lacks some of kvgen's
+// requirements selects lower versions. This repository's own modules are
+// left out: they are not published. It returns why, if it could not.
+func completeModCache(root string, goEnv map[string]string) (why string) {
+	graph, err := goCommand(root, goEnv, "mod", "graph").Output()
+	if err != nil {
+		return fmt.Sprintf("kvgen's module graph: go mod graph: %v", err)
+	}
+	args := []string{"mod", "download"}
+	seen := map[string]bool{}
+	for _, mv := range strings.Fields(string(graph)) {
+		path, _, ok := strings.Cut(mv, "@")
+		if !ok || seen[mv] || path == "go" || path == "toolchain" ||
+			path == "github.com/kvgen/kvgen" || strings.HasPrefix(path, "github.com/kvgen/kvgen/") {
+			continue
+		}
+		seen[mv] = true
+		args = append(args, mv)
+	}
+	if out, err := goCommand(root, goEnv, args...).CombinedOutput(); err != nil {
+		return fmt.Sprintf("the module cache lacks modules of kvgen's graph: go mod download: %v\n%s", err, out)
+	}
+	return ""
+}
+
+// goCommand is a go command in dir in the scripts' environment: no
+// GOFLAGS, no go env file.
+func goCommand(dir string, goEnv map[string]string, args ...string) *exec.Cmd {
+	cmd := exec.Command("go", args...)
+	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GOFLAGS=", "GOENV=off")
 	for k, v := range goEnv {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	return cmd
 }
 
 // exitCode runs `exitcode N command args...` and fails unless the command
