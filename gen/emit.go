@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"fmt"
 	"maps"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/dave/jennifer/jen"
+	goimports "golang.org/x/tools/imports"
 
 	"github.com/kvgen/kvgen/registry"
 )
@@ -29,7 +29,7 @@ import (
 // registry.Table of the contract's factory type.
 func emit(manifestFile, pkgName string, c *Contract, desc string, entries []*Entry, declared map[string]bool) ([]byte, error) {
 	f := jen.NewFile(pkgName)
-	name := commentName(filepath.Base(manifestFile))
+	name := commentName(manifestFile)
 	f.HeaderComment(header(name))
 
 	adapt := slices.ContainsFunc(entries, func(e *Entry) bool { return e.Adapt })
@@ -68,7 +68,7 @@ func emit(manifestFile, pkgName string, c *Contract, desc string, entries []*Ent
 		}
 		factory := jen.Qual(e.ImportPath, e.Constructor)
 		if e.Adapt {
-			fn := names.free("adapt_" + identPart(e.Name))
+			fn := names.free(adapterName(e.Name))
 			if c.KV() {
 				adapters = append(adapters, adapter(fn, e, reg), jen.Line())
 			} else {
@@ -110,7 +110,13 @@ func emit(manifestFile, pkgName string, c *Contract, desc string, entries []*Ent
 	if err := f.Render(&buf); err != nil {
 		return nil, fmt.Errorf("rendering the registry: %w", err)
 	}
-	return buf.Bytes(), nil
+	// Standard-library imports in a group of their own, as goimports
+	// leaves a file that a person wrote.
+	out, err := goimports.Process("", buf.Bytes(), &goimports.Options{FormatOnly: true, Comments: true, TabIndent: true, TabWidth: 8})
+	if err != nil {
+		return nil, fmt.Errorf("formatting the registry: %w", err)
+	}
+	return out, nil
 }
 
 // adapter declares fn, which calls the entry's constructor, whose result
@@ -173,15 +179,17 @@ func (t idents) free(name string) string {
 	return id
 }
 
-// identPart turns a connector name into the part of a Go identifier: a
-// name's '.' and '-' become '_'.
-func identPart(name string) string {
-	return strings.Map(func(r rune) rune {
-		if r == '.' || r == '-' {
-			return '_'
-		}
-		return r
-	}, name)
+// adapterName is the name of the adapter function for the connector
+// name, as Go names a function: adapt followed by the name's parts, split
+// at dots, dashes and underscores, each capitalised (queue-scorer gives
+// adaptQueueScorer).
+func adapterName(name string) string {
+	var b strings.Builder
+	b.WriteString("adapt")
+	for _, part := range strings.FieldsFunc(name, func(r rune) bool { return r == '.' || r == '-' || r == '_' }) {
+		b.WriteString(strings.ToUpper(part[:1]) + part[1:])
+	}
+	return b.String()
 }
 
 // commentName is a file name as a comment shows it: as it is when every

@@ -120,19 +120,36 @@ func Generate(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	key := renderKey(cache.salt, res.manifest.File, res.Package, res.Contract, desc, res.Entries, res.declared)
+	shown := res.shownManifest(opts.WorkDir)
+	key := renderKey(cache.salt, shown, res.Package, res.Contract, desc, res.Entries, res.declared)
 	// An existing file that is what these inputs rendered last time is
 	// what they render now: kvgen check on an unchanged tree stops here.
 	if old, err := readfile.Read(res.abs, readfile.Max); err == nil && cache.rendered(key, old) {
 		res.Content = old
 		return res, nil
 	}
-	res.Content, err = emit(res.manifest.File, res.Package, res.Contract, desc, res.Entries, res.declared)
+	res.Content, err = emit(shown, res.Package, res.Contract, desc, res.Entries, res.declared)
 	if err != nil {
 		return nil, err
 	}
 	cache.remember(key, res.Content)
 	return res, nil
+}
+
+// shownManifest is the manifest's path as the generated file names it:
+// relative to the file's directory, in slashes, so that it reads the same
+// from any working directory and in any checkout, and leads a reader from
+// the file to what it was generated from.
+func (r *Result) shownManifest(workDir string) string {
+	m := r.manifest.File
+	if !filepath.IsAbs(m) {
+		m = filepath.Join(workDir, m)
+	}
+	rel, err := filepath.Rel(filepath.Dir(r.abs), m)
+	if err != nil {
+		return filepath.Base(m)
+	}
+	return filepath.ToSlash(rel)
 }
 
 // Resolve parses the manifest and checks every entry against its package,
