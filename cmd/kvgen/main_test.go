@@ -74,6 +74,7 @@ func TestScripts(t *testing.T) {
 			"exitcode": exitCode,
 			"age":      age,
 			"aged":     aged,
+			"repo":     copyRepo,
 		},
 	})
 }
