@@ -91,6 +91,7 @@ func TestScripts(t *testing.T) {
 			"exitcode": exitCode,
 			"age":      age,
 			"aged":     aged,
+			"repo":     copyRepo,
 		},
 	})
 }

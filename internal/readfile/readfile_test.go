@@ -3,10 +3,7 @@ package readfile
 import (
 	"os"
 	"path/filepath"
-	"runtime"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -45,32 +42,4 @@ func TestRefusesLargeFiles(t *testing.T) {
 	assert.Contains(t, err.Error(), "larger than 100 bytes")
 	_, err = Read(path, 101)
 	require.NoError(t, err)
-}
-
-// TestRefusesWhatIsNotAFile puts a device, a FIFO and a directory where a
-// file is expected: each is refused at once, and none is read.
-func TestRefusesWhatIsNotAFile(t *testing.T) {
-	if runtime.GOOS == "windows" {
-		t.Skip("no FIFOs or /dev/zero")
-	}
-	dir := t.TempDir()
-	zero := filepath.Join(dir, "zero")
-	require.NoError(t, os.Symlink("/dev/zero", zero))
-	fifo := filepath.Join(dir, "fifo.go")
-	require.NoError(t, syscall.Mkfifo(fifo, 0o644))
-	for path, want := range map[string]string{zero: "a character device", fifo: "a FIFO", dir: "a directory"} {
-		done := make(chan error, 1)
-		go func() {
-			_, err := Read(path, Max)
-			done <- err
-		}()
-		select {
-		case err := <-done:
-			var nr *NotRegularError
-			require.ErrorAs(t, err, &nr, path)
-			assert.Contains(t, err.Error(), want)
-		case <-time.After(10 * time.Second):
-			t.Fatalf("reading %s blocks", path)
-		}
-	}
 }
