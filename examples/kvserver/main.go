@@ -51,7 +51,7 @@ func run(ctx context.Context, linked *registry.Registry, args []string, stdout, 
 	fs.SetOutput(stderr)
 	list := fs.Bool("list-connectors", false, "list the linked connectors and exit")
 	asJSON := fs.Bool("json", false, "print JSON")
-	configJSON := fs.String("kv-transfer-config", "", "vLLM-style KV transfer config (JSON); default: "+describeDefault(linked))
+	configJSON := fs.String("kv-transfer-config", "", "vLLM-style KV transfer config (JSON); a filesystem connector's max_bytes_per_token defaults to the size of kvserver's KV, 128 bytes a token; default: "+describeDefault(linked))
 	model := fs.String("model", "", "the model whose KV this is; connectors keep each model's KV apart")
 	prompt := fs.String("prompt", "The quick brown fox jumps over the lazy dog", "the prompt")
 	tokens := fs.Int("tokens", 100, "prompt length in tokens; the prompt's tokens repeat to fill it")
@@ -96,6 +96,7 @@ func run(ctx context.Context, linked *registry.Registry, args []string, stdout, 
 		return 2
 	}
 	cfg.Model = *model
+	boundLayers(linked, cfg.Connector, cfg.Extra)
 	if len(cfg.LayerNames) == 0 {
 		for i := range 4 {
 			cfg.LayerNames = append(cfg.LayerNames, fmt.Sprintf("model.layers.%d.self_attn", i))
