@@ -287,6 +287,35 @@ func TestErrorsAreOneQuotedLine(t *testing.T) {
 	}
 }
 
+// -tokens takes the bounds a serve step takes: a prompt of 50,000,000
+// tokens once ended in an out-of-memory throw and a stack dump, and one of
+// -5 was taken for the prompt's own length.
+func TestTokensFlagIsBounded(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-tokens", "-5"}, "kvserver: -tokens -5: want from 1 to 1048576 (-max-prompt-tokens)\n"},
+		{[]string{"-tokens", "0"}, "kvserver: -tokens 0: want from 1 to 1048576 (-max-prompt-tokens)\n"},
+		{[]string{"-tokens", "50000000"}, "kvserver: -tokens 50000000: want from 1 to 1048576 (-max-prompt-tokens)\n"},
+		{[]string{"-max-prompt-tokens", "64", "-tokens", "65"}, "kvserver: -tokens 65: want from 1 to 64 (-max-prompt-tokens)\n"},
+	} {
+		code, out, stderr := runServer(t, append(c.args, "prefill")...)
+		require.Equal(t, 2, code, "%q: %s", c.args, stderr)
+		assert.Empty(t, out)
+		assert.Equal(t, c.want, stderr)
+	}
+	code, _, stderr := runServer(t, "-max-prompt-tokens", "64", "-tokens", "64", "demo")
+	require.Equal(t, 0, code, stderr)
+}
+
+// Limits out of range are refused, each named, before anything runs.
+func TestLimitFlagsAreChecked(t *testing.T) {
+	code, _, stderr := runServer(t, "-max-conns", "0", "-read-timeout", "-1s", "-max-prompt-tokens", "100", "-max-tokens-in-flight", "99", "serve")
+	assert.Equal(t, 2, code)
+	assert.Equal(t, "kvserver: -max-conns 0: want at least 1; -max-tokens-in-flight 99: want at least -max-prompt-tokens (100); -read-timeout -1s: want more than 0\n", stderr)
+}
+
 // A filesystem connector's loads are bounded by the layer kvserver
 // expects, 128 bytes a token: a file in the shared directory that passes
 // every check but holds more is a miss, not KV. A layer one byte longer
