@@ -67,3 +67,30 @@ func describeDefault(reg *registry.Registry) string {
 	}
 	return "the " + e.Name + " connector"
 }
+
+// boundLayers sets max_bytes_per_token, in the settings extra of a
+// filesystem connector (the connector named, or a MultiConnector's child
+// at any depth) that leave it out, to kvBytesPerToken: the size of a
+// token's KV in kvserver's layers, so that a load allocates no more than
+// the layer kvserver expects, whatever a file in the shared directory
+// claims.
+func boundLayers(reg *registry.Registry, connector string, extra map[string]any) {
+	e, ok := reg.Lookup(connector)
+	if !ok || extra == nil {
+		return
+	}
+	switch {
+	case e.ImportPath == filesystemImport:
+		if _, set := extra["max_bytes_per_token"]; !set {
+			extra["max_bytes_per_token"] = kvBytesPerToken
+		}
+	case e.Name == registry.MultiConnectorName:
+		children, _ := extra["connectors"].([]any)
+		for _, c := range children {
+			child, _ := c.(map[string]any)
+			name, _ := child["kv_connector"].(string)
+			settings, _ := child["kv_connector_extra_config"].(map[string]any)
+			boundLayers(reg, name, settings)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -61,4 +62,28 @@ func TestDefaultConnectorIsMemoryWhereLinked(t *testing.T) {
 	code, _, stderr = runWith(t, only)
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr, "kv_connector")
+}
+
+// kvserver's bound on a layer reaches every filesystem connector a config
+// creates, by any of its names and inside a MultiConnector, and leaves a
+// setting of the operator's own and other connectors alone.
+func TestBoundLayersReachesEveryFilesystemConnector(t *testing.T) {
+	cfg, err := registry.ParseTransferConfig([]byte(`{"kv_connector":"MultiConnector","kv_connector_extra_config":{"connectors":[
+		{"kv_connector":"memory","kv_connector_extra_config":{}},
+		{"kv_connector":"SharedStorageConnector","kv_connector_extra_config":{"shared_storage_path":"a"}},
+		{"kv_connector":"filesystem","kv_connector_extra_config":{"shared_storage_path":"b","max_bytes_per_token":4096}},
+		{"kv_connector":"MultiConnector","kv_connector_extra_config":{"connectors":[
+			{"kv_connector":"ExampleConnector","kv_connector_extra_config":{"shared_storage_path":"c"}}]}}]}}`))
+	require.NoError(t, err)
+	boundLayers(Registry, cfg.Connector, cfg.Extra)
+	children := cfg.Extra["connectors"].([]any)
+	settings := func(c any) map[string]any {
+		return c.(map[string]any)["kv_connector_extra_config"].(map[string]any)
+	}
+	assert.NotContains(t, settings(children[0]), "max_bytes_per_token")
+	assert.Equal(t, kvBytesPerToken, settings(children[1])["max_bytes_per_token"])
+	assert.Equal(t, "4096", fmt.Sprint(settings(children[2])["max_bytes_per_token"]))
+	nested := settings(children[3])["connectors"].([]any)
+	assert.Equal(t, kvBytesPerToken, settings(nested[0])["max_bytes_per_token"])
+	assert.NotContains(t, cfg.Extra, "max_bytes_per_token", "not on MultiConnector itself")
 }

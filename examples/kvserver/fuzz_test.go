@@ -29,6 +29,7 @@ func FuzzTransferConfig(f *testing.F) {
 		`{"kv_connector":"filesystem","kv_connector_extra_config":{"shared_storage_path":"fs1","stale_temp_seconds":9300000000}}`,
 		`{"kv_connector":"filesystem","kv_connector_extra_config":{"shared_storage_path":"fs1","stale_temp_seconds":9223372036854775807}}`,
 		`{"kv_connector":"filesystem","kv_connector_extra_config":{"shared_storage_path":"fs1","max_layer_bytes":9223372036854775807,"durability":"full"}}`,
+		`{"kv_connector":"filesystem","kv_connector_extra_config":{"shared_storage_path":"fs1","max_bytes_per_token":0,"max_layer_bytes":1}}`,
 		`{"kv_connector":"memory","kv_connector_extra_config":{"capacity_bytes":-1,"store":"\u001b[2J\n"}}`,
 		`{"kv_connector":"MultiConnector","block_size":32,"kv_connector_extra_config":{"connectors":[` +
 			`{"kv_connector":"memory","kv_connector_extra_config":{"store":"a"}},` +

@@ -19,7 +19,11 @@
 // step for the prompt their JSON body names ({"prompt": ..., "tokens": N}),
 // /metrics exports the connector's stats in Prometheus' text format,
 // /events streams its KV events as JSON lines, /healthz answers ok, and
-// SIGTERM stops it once the requests in flight are answered.
+// SIGTERM stops it once the requests in flight are answered. Flags bound
+// the connections, the requests and prompt tokens in flight (503 with
+// Retry-After past them), the time each read and write may take, and how
+// far an /events follower may fall behind; -h lists them with their
+// defaults.
 package main
 
 //go:generate go tool kvgen -manifest ../../connectors.yaml
@@ -51,12 +55,14 @@ func run(ctx context.Context, linked *registry.Registry, args []string, stdout, 
 	fs.SetOutput(stderr)
 	list := fs.Bool("list-connectors", false, "list the linked connectors and exit")
 	asJSON := fs.Bool("json", false, "print JSON")
-	configJSON := fs.String("kv-transfer-config", "", "vLLM-style KV transfer config (JSON); default: "+describeDefault(linked))
+	configJSON := fs.String("kv-transfer-config", "", "vLLM-style KV transfer config (JSON); a filesystem connector's max_bytes_per_token defaults to the size of kvserver's KV, 128 bytes a token; default: "+describeDefault(linked))
 	model := fs.String("model", "", "the model whose KV this is; connectors keep each model's KV apart")
 	prompt := fs.String("prompt", "The quick brown fox jumps over the lazy dog", "the prompt")
-	tokens := fs.Int("tokens", 100, "prompt length in tokens; the prompt's tokens repeat to fill it")
+	tokens := fs.Int("tokens", 100, "prompt length in tokens, from 1 to -max-prompt-tokens; the prompt's tokens repeat to fill it")
 	verbose := fs.Bool("v", false, "log each connector created")
 	listen := fs.String("listen", "127.0.0.1:8080", "serve: the address to listen on")
+	lim := defaultLimits
+	lim.flags(fs)
 	fs.Usage = func() { usage(fs) }
 	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -87,6 +93,14 @@ func run(ctx context.Context, linked *registry.Registry, args []string, stdout, 
 		fmt.Fprintf(stderr, "kvserver: unknown mode %q (want %s)\n", mode, strings.Join(modeNames(), ", "))
 		return 2
 	}
+	if err := lim.check(); err != nil {
+		fmt.Fprintln(stderr, "kvserver:", strings.ReplaceAll(err.Error(), "\n", "; "))
+		return 2
+	}
+	if err := lim.checkTokens(*tokens); err != nil {
+		fmt.Fprintf(stderr, "kvserver: -tokens %d: %v\n", *tokens, err)
+		return 2
+	}
 	if *configJSON == "" {
 		*configJSON = defaultConfig(linked)
 	}
@@ -96,6 +110,7 @@ func run(ctx context.Context, linked *registry.Registry, args []string, stdout, 
 		return 2
 	}
 	cfg.Model = *model
+	boundLayers(linked, cfg.Connector, cfg.Extra)
 	if len(cfg.LayerNames) == 0 {
 		for i := range 4 {
 			cfg.LayerNames = append(cfg.LayerNames, fmt.Sprintf("model.layers.%d.self_attn", i))
@@ -114,7 +129,7 @@ func run(ctx context.Context, linked *registry.Registry, args []string, stdout, 
 	var report any
 	switch mode {
 	case "serve":
-		if err := serve(ctx, e, *listen, stdout); err != nil {
+		if err := serve(ctx, e, lim, *listen, stdout); err != nil {
 			fmt.Fprintln(stderr, "kvserver:", err)
 			return 1
 		}

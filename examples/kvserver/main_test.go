@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kvgen/kvgen/examples/connectors/filesystem"
 	"github.com/kvgen/kvgen/registry"
 )
 
@@ -246,6 +247,8 @@ func TestOutOfRangeSettingsAreErrors(t *testing.T) {
 		{`"stale_temp_seconds":-1`, "stale_temp_seconds -1: want from 1 to 31536000"},
 		{`"max_layer_bytes":-1`, "max_layer_bytes -1: want from 1 to 1099511627776"},
 		{`"max_layer_bytes":9223372036854775807`, "max_layer_bytes 9223372036854775807: want from 1 to 1099511627776"},
+		{`"max_bytes_per_token":0`, "max_bytes_per_token 0: want from 1 to 1073741824"},
+		{`"max_bytes_per_token":1073741825`, "max_bytes_per_token 1073741825: want from 1 to 1073741824"},
 	} {
 		config := fmt.Sprintf(`{"kv_connector":"filesystem","kv_connector_extra_config":{"shared_storage_path":%q,%s}}`, dir, c.extra)
 		code, _, stderr := runServer(t, "-kv-transfer-config", config, "demo")
@@ -282,4 +285,72 @@ func TestErrorsAreOneQuotedLine(t *testing.T) {
 		assert.Equal(t, 1, strings.Count(stderr, "\n"), "%s: %q", config, stderr)
 		assert.NotContains(t, stderr, "\x1b", config)
 	}
+}
+
+// -tokens takes the bounds a serve step takes: a prompt of 50,000,000
+// tokens once ended in an out-of-memory throw and a stack dump, and one of
+// -5 was taken for the prompt's own length.
+func TestTokensFlagIsBounded(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-tokens", "-5"}, "kvserver: -tokens -5: want from 1 to 1048576 (-max-prompt-tokens)\n"},
+		{[]string{"-tokens", "0"}, "kvserver: -tokens 0: want from 1 to 1048576 (-max-prompt-tokens)\n"},
+		{[]string{"-tokens", "50000000"}, "kvserver: -tokens 50000000: want from 1 to 1048576 (-max-prompt-tokens)\n"},
+		{[]string{"-max-prompt-tokens", "64", "-tokens", "65"}, "kvserver: -tokens 65: want from 1 to 64 (-max-prompt-tokens)\n"},
+	} {
+		code, out, stderr := runServer(t, append(c.args, "prefill")...)
+		require.Equal(t, 2, code, "%q: %s", c.args, stderr)
+		assert.Empty(t, out)
+		assert.Equal(t, c.want, stderr)
+	}
+	code, _, stderr := runServer(t, "-max-prompt-tokens", "64", "-tokens", "64", "demo")
+	require.Equal(t, 0, code, stderr)
+}
+
+// Limits out of range are refused, each named, before anything runs.
+func TestLimitFlagsAreChecked(t *testing.T) {
+	code, _, stderr := runServer(t, "-max-conns", "0", "-read-timeout", "-1s", "-max-prompt-tokens", "100", "-max-tokens-in-flight", "99", "serve")
+	assert.Equal(t, 2, code)
+	assert.Equal(t, "kvserver: -max-conns 0: want at least 1; -max-tokens-in-flight 99: want at least -max-prompt-tokens (100); -read-timeout -1s: want more than 0\n", stderr)
+}
+
+// A filesystem connector's loads are bounded by the layer kvserver
+// expects, 128 bytes a token: a file in the shared directory that passes
+// every check but holds more is a miss, not KV. A layer one byte longer
+// once loaded, and the decode failed comparing it with recomputation.
+func TestLoadsAreBoundedByTheLayerKVServerExpects(t *testing.T) {
+	dir := t.TempDir()
+	ctx := t.Context()
+	// Valid files, written by a connector that takes any size.
+	w, err := filesystem.New(ctx, registry.Config{BlockSize: 16, Extra: map[string]any{
+		"shared_storage_path": dir, "max_bytes_per_token": 1 << 20,
+	}}, registry.RoleWorker)
+	require.NoError(t, err)
+	req := &registry.Request{ID: "r", PromptTokens: tokenize("a long prompt", 100)}
+	for i := range 4 {
+		layer := fmt.Sprintf("model.layers.%d.self_attn", i)
+		require.NoError(t, w.SaveLayer(ctx, req, layer, 96, append(computeKV(req.PromptTokens[:96], layer), 0)))
+	}
+	require.NoError(t, w.Close())
+
+	code, out, stderr := runServer(t, "-json", "-prompt", "a long prompt", "-kv-transfer-config", fsConfig(dir, "d", `,"kv_load_failure_policy":"recompute"`), "decode")
+	require.Equal(t, 0, code, stderr)
+	var d decodeReport
+	require.NoError(t, json.Unmarshal([]byte(out), &d))
+	assert.Equal(t, 0, d.Loaded)
+	assert.Equal(t, 100, d.Recomputed)
+	assert.Contains(t, stderr, "12289 bytes of KV, more than the 12288 a load of 96 tokens may take (max_bytes_per_token 128)")
+
+	// A setting of the operator's own is kept: 127 bytes a token makes a
+	// miss of kvserver's own layers.
+	code, _, stderr = runServer(t, "-prompt", "a long prompt", "-tokens", "100", "-kv-transfer-config", fsConfig(dir, "p", ""), "prefill")
+	require.Equal(t, 0, code, stderr)
+	cfg := fmt.Sprintf(`{"kv_connector":"ExampleConnector","kv_load_failure_policy":"recompute","kv_connector_extra_config":{"shared_storage_path":%q,"max_bytes_per_token":127}}`, dir)
+	code, out, stderr = runServer(t, "-json", "-prompt", "a long prompt", "-kv-transfer-config", cfg, "decode")
+	require.Equal(t, 0, code, stderr)
+	require.NoError(t, json.Unmarshal([]byte(out), &d))
+	assert.Equal(t, 0, d.Loaded)
+	assert.Contains(t, stderr, "12288 bytes of KV, more than the 12192 a load of 96 tokens may take (max_bytes_per_token 127)")
 }

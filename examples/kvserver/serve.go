@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"os/signal"
 	"sync"
 	"sync/atomic"
@@ -20,10 +22,6 @@ import (
 
 	"github.com/kvgen/kvgen/registry"
 )
-
-// shutdownGrace bounds how long a stopping server waits for requests in
-// flight.
-const shutdownGrace = 30 * time.Second
 
 // stepRequest is the body of POST /prefill and POST /decode.
 type stepRequest struct {
@@ -39,10 +37,13 @@ type stepRequest struct {
 type server struct {
 	e        *engine
 	log      *slog.Logger
+	lim      limits
 	events   *eventHub
-	inFlight prometheus.Gauge
+	requests gate // requests in flight
+	tokens   gate // prompt tokens of the steps in flight
+	bodies   bodyReaders
 	steps    *prometheus.CounterVec
-	tokens   *prometheus.CounterVec
+	prompt   *prometheus.CounterVec
 	nextID   atomic.Uint64
 }
 
@@ -50,7 +51,7 @@ type server struct {
 // arrives, then stops taking connections and waits for the requests in
 // flight. It prints the address it listens on first, so that port 0 can be
 // asked for.
-func serve(ctx context.Context, e *engine, listen string, stdout io.Writer) error {
+func serve(ctx context.Context, e *engine, lim limits, listen string, stdout io.Writer) error {
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	// Both sides exist before the first request, so that stats and events
@@ -62,18 +63,38 @@ func serve(ctx context.Context, e *engine, listen string, stdout io.Writer) erro
 	if err != nil {
 		return err
 	}
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return err
+	}
+	conns := newLimitListener(ln, lim.Conns)
 	s := &server{
 		e:        e,
 		log:      e.log,
-		events:   newEventHub(),
-		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "kvserver_requests_in_flight", Help: "Prefill and decode requests being served."}),
-		steps: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvserver_steps_total", Help: "Prefill and decode steps served, by step and outcome."},
+		lim:      lim,
+		events:   newEventHub(lim.EventsLagBytes),
+		requests: gate{max: int64(lim.Requests)},
+		tokens:   gate{max: int64(lim.TokensInFlight)},
+		steps: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvserver_steps_total", Help: "Prefill and decode steps served, by step and outcome (ok, error, bad_request, busy: refused past a bound)."},
 			[]string{"step", "outcome"}),
-		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvserver_prompt_tokens_total", Help: "Prompt tokens of decode steps, by whether their KV was loaded or recomputed."},
+		prompt: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvserver_prompt_tokens_total", Help: "Prompt tokens of decode steps, by whether their KV was loaded or recomputed."},
 			[]string{"source"}),
 	}
+	gauge := func(name, help string, f func() float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
+	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(s.inFlight, s.steps, s.tokens, &statsCollector{connector: e.cfg.Connector, worker: w})
+	reg.MustRegister(s.steps, s.prompt, &statsCollector{connector: e.cfg.Connector, worker: w},
+		gauge("kvserver_requests_in_flight", "Prefill and decode requests being served.", func() float64 { return float64(s.requests.n.Load()) }),
+		gauge("kvserver_requests_in_flight_limit", "The most prefill and decode requests served at once (-max-requests).", func() float64 { return float64(lim.Requests) }),
+		gauge("kvserver_tokens_in_flight", "Prompt tokens of the steps being run.", func() float64 { return float64(s.tokens.n.Load()) }),
+		gauge("kvserver_tokens_in_flight_limit", "The most prompt tokens of steps run at once (-max-tokens-in-flight).", func() float64 { return float64(lim.TokensInFlight) }),
+		gauge("kvserver_connections_open", "Connections open.", func() float64 { return float64(conns.open()) }),
+		gauge("kvserver_connections_limit", "The most connections open at once (-max-conns).", func() float64 { return float64(lim.Conns) }),
+		gauge("kvserver_event_followers", "Followers of /events.", func() float64 { n, _ := s.events.stats(); return float64(n) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "kvserver_event_followers_dropped_total", Help: "Followers of /events dropped for falling behind (-events-lag-bytes) or taking too long over an event (-events-write-timeout)."},
+			func() float64 { _, n := s.events.stats(); return float64(n) }),
+	)
 	if r, ok := w.(registry.StatsReporter); ok {
 		r.KVStats() // connectors count from the first read: from now on
 	}
@@ -89,24 +110,31 @@ func serve(ctx context.Context, e *engine, listen string, stdout io.Writer) erro
 	mux.HandleFunc("POST /prefill", s.step)
 	mux.HandleFunc("POST /decode", s.step)
 
-	ln, err := net.Listen("tcp", listen)
-	if err != nil {
-		return err
-	}
 	fmt.Fprintf(stdout, "kvserver: serving through %s on http://%s\n", registry.Quote(e.cfg.Connector), ln.Addr())
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(e.log.Handler(), slog.LevelWarn)}
+	srv := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: lim.ReadHeaderTimeout,
+		ReadTimeout:       lim.ReadTimeout,
+		WriteTimeout:      lim.WriteTimeout, // /events moves it on for each event
+		IdleTimeout:       lim.IdleTimeout,
+		MaxHeaderBytes:    lim.HeaderBytes,
+		ErrorLog:          slog.NewLogLogger(e.log.Handler(), slog.LevelWarn),
+	}
 	// Followers of /events stream until they leave: a shutdown ends their
 	// streams, or it would wait for them forever.
 	srv.RegisterOnShutdown(s.events.close)
 	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
+	go func() { done <- srv.Serve(conns) }()
 	select {
 	case err := <-done:
 		return err
 	case <-ctx.Done():
 	}
 	s.log.Info("stopping: draining requests in flight")
-	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	// Bodies still on their way get a little longer; one that stalls
+	// would otherwise hold the stop for as long as -read-timeout.
+	s.bodies.stop(lim.ShutdownReadTimeout)
+	sctx, cancel := context.WithTimeout(context.Background(), lim.ShutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
@@ -117,14 +145,38 @@ func serve(ctx context.Context, e *engine, listen string, stdout io.Writer) erro
 	return nil
 }
 
+// busy answers 503 with Retry-After: a bound is reached, and the client
+// may try again in a moment.
+func busy(w http.ResponseWriter, why string) {
+	w.Header().Set("Retry-After", "1")
+	http.Error(w, "kvserver: busy: "+why+"; retry later", http.StatusServiceUnavailable)
+}
+
 // step serves POST /prefill and POST /decode: the JSON body names the
 // prompt, the answer is the report kvserver prints with -json.
 func (s *server) step(w http.ResponseWriter, r *http.Request) {
-	s.inFlight.Inc()
-	defer s.inFlight.Dec()
 	name := r.URL.Path[1:]
+	if !s.requests.take(1) {
+		s.steps.WithLabelValues(name, "busy").Inc()
+		busy(w, fmt.Sprintf("%d requests in flight (-max-requests)", s.lim.Requests))
+		return
+	}
+	defer s.requests.give(1)
+	// No work outlives the time to answer, which runs from the header.
+	ctx, cancel := context.WithTimeout(r.Context(), s.lim.WriteTimeout)
+	defer cancel()
+	data, err := s.bodies.read(http.NewResponseController(w), http.MaxBytesReader(w, r.Body, s.lim.BodyBytes))
+	if err != nil {
+		s.steps.WithLabelValues(name, "bad_request").Inc()
+		status := http.StatusBadRequest
+		if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
+			status = http.StatusRequestTimeout
+		}
+		http.Error(w, "kvserver: request body: "+err.Error(), status)
+		return
+	}
 	var body stepRequest
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
+	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&body); err != nil {
 		s.steps.WithLabelValues(name, "bad_request").Inc()
@@ -137,24 +189,29 @@ func (s *server) step(w http.ResponseWriter, r *http.Request) {
 	if body.Tokens == 0 {
 		body.Tokens = 100
 	}
-	if body.Tokens < 0 || body.Tokens > 1<<20 {
+	if err := s.lim.checkTokens(body.Tokens); err != nil {
 		s.steps.WithLabelValues(name, "bad_request").Inc()
-		http.Error(w, "kvserver: tokens: want from 1 to 1048576", http.StatusBadRequest)
+		http.Error(w, "kvserver: tokens: "+err.Error(), http.StatusBadRequest)
 		return
 	}
+	if !s.tokens.take(int64(body.Tokens)) {
+		s.steps.WithLabelValues(name, "busy").Inc()
+		busy(w, fmt.Sprintf("a step of %d tokens would pass the %d tokens in flight (-max-tokens-in-flight)", body.Tokens, s.lim.TokensInFlight))
+		return
+	}
+	defer s.tokens.give(int64(body.Tokens))
 	if body.ID == "" {
 		body.ID = fmt.Sprintf("req-%d", s.nextID.Add(1))
 	}
 	req := &registry.Request{ID: body.ID, PromptTokens: tokenize(body.Prompt, body.Tokens)}
 	var report any
-	var err error
 	if name == "prefill" {
-		report, err = s.e.prefill(r.Context(), req)
+		report, err = s.e.prefill(ctx, req)
 	} else {
 		var d *decodeReport
-		if d, err = s.e.decode(r.Context(), req); err == nil {
-			s.tokens.WithLabelValues("loaded").Add(float64(d.Loaded))
-			s.tokens.WithLabelValues("recomputed").Add(float64(d.Recomputed))
+		if d, err = s.e.decode(ctx, req); err == nil {
+			s.prompt.WithLabelValues("loaded").Add(float64(d.Loaded))
+			s.prompt.WithLabelValues("recomputed").Add(float64(d.Recomputed))
 		}
 		report = d
 	}
@@ -172,96 +229,94 @@ func (s *server) step(w http.ResponseWriter, r *http.Request) {
 	json.NewEncoder(w).Encode(report)
 }
 
+// bodyReaders are the requests reading their body, so that a stop can cut
+// the ones that stall.
+type bodyReaders struct {
+	mu       sync.Mutex
+	readers  map[*http.ResponseController]bool
+	stopping bool
+	grace    time.Duration
+}
+
+// read reads a request's whole body.
+func (b *bodyReaders) read(rc *http.ResponseController, body io.Reader) ([]byte, error) {
+	b.mu.Lock()
+	if b.readers == nil {
+		b.readers = map[*http.ResponseController]bool{}
+	}
+	b.readers[rc] = true
+	if b.stopping {
+		_ = rc.SetReadDeadline(time.Now().Add(b.grace))
+	}
+	b.mu.Unlock()
+	data, err := io.ReadAll(body)
+	b.mu.Lock()
+	delete(b.readers, rc)
+	b.mu.Unlock()
+	// The body is read: a deadline a stop set in the meantime must not
+	// reach the server's read that watches for the client leaving, which
+	// would cancel the step.
+	_ = rc.SetReadDeadline(time.Time{})
+	return data, err
+}
+
+// stop gives the bodies being read, and those to come, grace to arrive.
+func (b *bodyReaders) stop(grace time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.stopping, b.grace = true, grace
+	for rc := range b.readers {
+		// A ResponseController's deadline is the connection's, which any
+		// goroutine may set (net.Conn).
+		_ = rc.SetReadDeadline(time.Now().Add(grace))
+	}
+}
+
 // follow serves GET /events: the connector's KV events, one JSON object a
 // line, from the moment of the request until the follower leaves or the
-// server stops. A follower that falls behind by eventBuffer events is
-// dropped, its stream ended, so that no follower slows the data path; it
-// reconnects and rebuilds its view.
+// server stops. A follower that falls behind by -events-lag-bytes, or
+// takes longer than -events-write-timeout over an event, is dropped, its
+// stream ended, so that no follower slows the data path or holds memory
+// or a stop; it reconnects and rebuilds its view.
 func (s *server) follow(w http.ResponseWriter, r *http.Request) {
-	flusher, ok := w.(http.Flusher)
-	if !ok {
-		http.Error(w, "kvserver: streaming unsupported", http.StatusInternalServerError)
-		return
-	}
-	ch, closed := s.events.subscribe()
-	if closed {
+	rc := http.NewResponseController(w)
+	f := s.events.subscribe(rc)
+	if f == nil {
 		http.Error(w, "kvserver: stopping", http.StatusServiceUnavailable)
 		return
 	}
-	defer s.events.unsubscribe(ch)
+	slow := false
+	defer func() { s.events.unsubscribe(f, slow) }()
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.WriteHeader(http.StatusOK)
-	flusher.Flush()
-	enc := json.NewEncoder(w)
+	if !f.arm(s.lim.EventsWriteTimeout) || rc.Flush() != nil {
+		return
+	}
 	for {
-		select {
-		case <-r.Context().Done():
+		ev, ended := f.next()
+		if ended {
 			return
-		case e, ok := <-ch:
-			if !ok {
-				return
-			}
-			if err := enc.Encode(e); err != nil {
-				return
-			}
-			flusher.Flush()
 		}
-	}
-}
-
-// eventBuffer is how many events a follower may lag behind.
-const eventBuffer = 4096
-
-// eventHub hands the connector's events to every follower.
-type eventHub struct {
-	mu     sync.Mutex
-	subs   map[chan registry.KVEvent]bool
-	closed bool
-}
-
-func newEventHub() *eventHub { return &eventHub{subs: map[chan registry.KVEvent]bool{}} }
-
-func (h *eventHub) subscribe() (chan registry.KVEvent, bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.closed {
-		return nil, true
-	}
-	ch := make(chan registry.KVEvent, eventBuffer)
-	h.subs[ch] = true
-	return ch, false
-}
-
-func (h *eventHub) unsubscribe(ch chan registry.KVEvent) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.subs[ch] {
-		delete(h.subs, ch)
-		close(ch)
-	}
-}
-
-// publish is the connector's event function: it never blocks.
-func (h *eventHub) publish(e registry.KVEvent) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for ch := range h.subs {
-		select {
-		case ch <- e:
-		default: // too far behind: end its stream
-			delete(h.subs, ch)
-			close(ch)
+		if ev == nil {
+			select {
+			case <-r.Context().Done():
+				return
+			case <-f.wake:
+			}
+			continue
 		}
-	}
-}
-
-// close ends every stream and refuses new followers.
-func (h *eventHub) close() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.closed = true
-	for ch := range h.subs {
-		delete(h.subs, ch)
-		close(ch)
+		line := ev.encoded()
+		if !f.arm(s.lim.EventsWriteTimeout) {
+			return
+		}
+		_, err := w.Write(line)
+		if err == nil {
+			err = rc.Flush()
+		}
+		if err != nil {
+			slow = errors.Is(err, os.ErrDeadlineExceeded)
+			return
+		}
+		f.sent(ev)
 	}
 }

@@ -63,11 +63,17 @@ func (b *syncBuffer) String() string {
 	return b.b.String()
 }
 
+// scrapes is the client of metric. Its connections close after each
+// scrape: a pool's spare connection, dialed and never used, would hold a
+// server's stop for 5 s (net/http waits that long for a connection to send
+// its first request).
+var scrapes = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+
 // metric returns the value of the series of /metrics that starts with
 // name (with its labels), or -1 if there is none.
 func metric(t *testing.T, base, series string) float64 {
 	t.Helper()
-	resp, err := http.Get(base + "/metrics")
+	resp, err := scrapes.Get(base + "/metrics")
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)

@@ -15,6 +15,11 @@
 //   - max_layer_bytes: the largest layer it saves or loads; a larger file
 //     is a miss, refused before anything is allocated for it. 2 GiB by
 //     default, at most 1 TiB.
+//   - max_bytes_per_token: the most KV a layer holds for each token, so
+//     that a layer of n tokens is at most n times this; a larger file is a
+//     miss, refused the same way. 131072 (128 KiB) by default, from 1 to
+//     1073741824. Set it to the model's size of one token's KV in one layer
+//     for the tightest bound.
 //
 // KV is keyed by the model (Config.Model) as well as the prompt, so engines
 // of several models can share one directory without ever seeing each
@@ -107,6 +112,11 @@ type Options struct {
 	// (the storage directory may be shared, and its files are not
 	// trusted). At most 1 TiB.
 	MaxLayerBytes int64 `json:"max_layer_bytes" min:"1" max:"1099511627776"`
+	// MaxBytesPerToken bounds one layer's KV by its tokens: a layer of n
+	// tokens holds at most n times this, and a load allocates no more,
+	// since a file's checksum is no bound on its size (a file of zeros
+	// with their CRC-32 is easy to forge).
+	MaxBytesPerToken int64 `json:"max_bytes_per_token" min:"1" max:"1073741824"`
 }
 
 // Durability settings.
@@ -124,6 +134,12 @@ const DefaultStaleTempSeconds = 600
 // 16 bits.
 const DefaultMaxLayerBytes = 2 << 30
 
+// DefaultMaxBytesPerToken is the default of max_bytes_per_token: 128 KiB,
+// twice a token's KV in one layer of full multi-head attention of 64
+// heads of 128 dimensions in 32 bits, and 32 times that of a model with 8
+// KV heads of 128 dimensions in 16 bits.
+const DefaultMaxBytesPerToken = 128 << 10
+
 // Connector stores KV in files. It serves both roles: it implements
 // [registry.Scheduler] and [registry.Worker], and
 // [registry.LayerAppender].
@@ -140,6 +156,7 @@ type Connector struct {
 	hashes     *registry.PrefixCache // prefixes, remembering a request's
 	durability string
 	maxLayer   int64 // max_layer_bytes
+	perToken   int64 // max_bytes_per_token
 	closed     atomic.Bool
 	closeOnce  sync.Once
 	stats      registry.StatsRecorder
@@ -173,7 +190,7 @@ func New(ctx context.Context, cfg registry.Config, role registry.Role) (*Connect
 	if err != nil {
 		return nil, err
 	}
-	opts := Options{Durability: DurabilityFile, StaleTempSeconds: DefaultStaleTempSeconds, MaxLayerBytes: DefaultMaxLayerBytes}
+	opts := Options{Durability: DurabilityFile, StaleTempSeconds: DefaultStaleTempSeconds, MaxLayerBytes: DefaultMaxLayerBytes, MaxBytesPerToken: DefaultMaxBytesPerToken}
 	if err := registry.DecodeExtra(cfg.Extra, &opts); err != nil {
 		return nil, err
 	}
@@ -189,7 +206,7 @@ func New(ctx context.Context, cfg registry.Config, role registry.Role) (*Connect
 	if err != nil {
 		return nil, err
 	}
-	c := &Connector{Logger: cfg.Logger(), dir: opts.SharedStoragePath, root: root, cfg: cfg, prefixes: prefixes, hashes: prefixes.Cache(), durability: opts.Durability, maxLayer: opts.MaxLayerBytes, stop: make(chan struct{})}
+	c := &Connector{Logger: cfg.Logger(), dir: opts.SharedStoragePath, root: root, cfg: cfg, prefixes: prefixes, hashes: prefixes.Cache(), durability: opts.Durability, maxLayer: opts.MaxLayerBytes, perToken: opts.MaxBytesPerToken, stop: make(chan struct{})}
 	if role == registry.RoleWorker {
 		c.swept = make(chan struct{})
 		go c.sweepStale(time.Duration(opts.StaleTempSeconds) * time.Second)
@@ -290,6 +307,9 @@ func (c *Connector) saveLayer(ctx context.Context, req *registry.Request, layer 
 	if int64(len(kv)) > c.maxLayer {
 		return fmt.Errorf("save layer %s: %d bytes of KV, more than max_layer_bytes (%d)", registry.Quote(layer), len(kv), c.maxLayer)
 	}
+	if int64(len(kv)) > c.limit(numTokens) {
+		return fmt.Errorf("save layer %s: %d bytes of KV, more than max_bytes_per_token (%d) for %d tokens", registry.Quote(layer), len(kv), c.perToken, numTokens)
+	}
 	h, err := c.hashes.Hash(req.PromptTokens, numTokens)
 	if err != nil {
 		return fmt.Errorf("save layer %s: %w", registry.Quote(layer), err)
@@ -328,7 +348,7 @@ func (c *Connector) appendLayer(ctx context.Context, req *registry.Request, laye
 		return dst, fmt.Errorf("load layer %s: %w", registry.Quote(layer), err)
 	}
 	name := fileName(layer)
-	out, err := c.readFile(ctx, h, layer, name, dst)
+	out, err := c.readFile(ctx, h, layer, name, numTokens, dst)
 	if err == nil {
 		return out, nil
 	}
@@ -346,10 +366,23 @@ func (c *Connector) appendLayer(ctx context.Context, req *registry.Request, laye
 		Err: fmt.Errorf("%q: %w", path, err)} // whole: a path cut short is no use
 }
 
-// readFile appends the checked KV bytes of the layer file name of prefix h
-// to dst. An error wrapping fs.ErrNotExist means there is no such file.
-// It reads in chunks, checking ctx before each.
-func (c *Connector) readFile(ctx context.Context, h registry.BlockHash, layer, name string, dst []byte) ([]byte, error) {
+// limit is the most KV a layer of numTokens tokens may hold: what a load
+// of it may allocate.
+func (c *Connector) limit(numTokens int) int64 {
+	if numTokens <= 0 {
+		return 0
+	}
+	if int64(numTokens) > c.maxLayer/c.perToken {
+		return c.maxLayer // and no overflow
+	}
+	return int64(numTokens) * c.perToken
+}
+
+// readFile appends the checked KV bytes of the layer file name of prefix h,
+// a layer of numTokens tokens, to dst. An error wrapping fs.ErrNotExist
+// means there is no such file. It allocates nothing for a file larger than
+// the layer's limit, and reads in chunks, checking ctx before each.
+func (c *Connector) readFile(ctx context.Context, h registry.BlockHash, layer, name string, numTokens int, dst []byte) ([]byte, error) {
 	dir, err := c.openPrefix(h.String(), false)
 	if err != nil {
 		return dst, err
@@ -378,6 +411,10 @@ func (c *Connector) readFile(ctx context.Context, h registry.BlockHash, layer, n
 	size := fi.Size() - headerLen
 	if size > c.maxLayer {
 		return dst, fmt.Errorf("%d bytes of KV, more than max_layer_bytes (%d)", size, c.maxLayer)
+	}
+	// A CRC-32 is no bound on size: all zeros with their CRC pass it.
+	if limit := c.limit(numTokens); size > limit {
+		return dst, fmt.Errorf("%d bytes of KV, more than the %d a load of %d tokens may take (max_bytes_per_token %d)", size, limit, numTokens, c.perToken)
 	}
 	if size > readChunk && !backed(fi) {
 		// A sparse file's size is not proof of its bytes: a forged header

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -84,10 +85,18 @@ func (r *recorder) warnings() []string {
 // open creates a connector on dir that logs to a recorder.
 func open(t *testing.T, dir string) (*Connector, *recorder) {
 	t.Helper()
+	return openWith(t, dir, nil)
+}
+
+// openWith is open with settings besides the directory.
+func openWith(t *testing.T, dir string, extra map[string]any) (*Connector, *recorder) {
+	t.Helper()
+	settings := map[string]any{"shared_storage_path": dir}
+	maps.Copy(settings, extra)
 	c, err := New(t.Context(), registry.Config{
 		BlockSize:  bs,
 		LayerNames: layers,
-		Extra:      map[string]any{"shared_storage_path": dir},
+		Extra:      settings,
 	}, registry.RoleWorker)
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, c.Close()) })

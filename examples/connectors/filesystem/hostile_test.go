@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -139,6 +140,76 @@ func forgeSparse(t *testing.T, path string, size int64) {
 	require.NoError(t, f.Close())
 }
 
+// forgeZeros makes the layer file at path claim size bytes of KV that are
+// all zeros, with their CRC-32 in the header: a file anyone who read one
+// real header can forge, which passes every check but a bound on size.
+// Past the header it is a hole, so the disk holds nothing of it.
+func forgeZeros(t *testing.T, path string, size int64) {
+	t.Helper()
+	require.NoError(t, os.Truncate(path, headerLen)) // the real KV goes
+	forgeSparse(t, path, size)
+	zeros := make([]byte, readChunk)
+	var sum uint32
+	for left := size; left > 0; left -= int64(len(zeros)) {
+		sum = checksum(sum, zeros[:min(left, int64(len(zeros)))])
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	require.NoError(t, err)
+	defer f.Close()
+	var crc [4]byte
+	binary.LittleEndian.PutUint32(crc[:], sum)
+	_, err = f.WriteAt(crc[:], 52)
+	require.NoError(t, err)
+}
+
+// A forged file of zeros whose CRC-32 matches, claiming more KV than a
+// load of its tokens may hold (max_bytes_per_token a token), is a miss
+// refused from its header, before anything is allocated for it. A forged
+// 1.5 GiB file once passed every check: each load of it allocated 1.5 GiB
+// and returned zeros, and eight at once ran the server out of memory.
+func TestForgedLayerFileIsBoundedByItsTokens(t *testing.T) {
+	c, rec, path := savedLayer(t)
+	forgeZeros(t, path, 64<<20)
+
+	before := totalAlloc()
+	got, err := c.LoadLayer(t.Context(), req, layers[0], bs)
+	allocated := totalAlloc() - before
+	require.ErrorIs(t, err, registry.ErrMiss)
+	assert.Nil(t, got)
+	assert.ErrorContains(t, err, "max_bytes_per_token")
+	assert.Equal(t, []string{path}, rec.warnings())
+	assert.Less(t, allocated, uint64(1<<20), "a load allocated %d bytes for a forged 64 MiB file", allocated)
+}
+
+// max_bytes_per_token bounds a layer by the tokens it holds: a save of
+// more is an error, a file of more is a miss, and a layer of exactly the
+// bound saves and loads.
+func TestMaxBytesPerToken(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	c, err := New(ctx, registry.Config{BlockSize: bs, Extra: map[string]any{
+		"shared_storage_path": dir, "max_bytes_per_token": 8,
+	}}, registry.RoleWorker)
+	require.NoError(t, err)
+	defer c.Close()
+	c.Logger = slog.New(&recorder{})
+
+	err = c.SaveLayer(ctx, req, layers[0], bs, make([]byte, 8*bs+1))
+	assert.ErrorContains(t, err, "more than max_bytes_per_token (8) for 4 tokens")
+	full := bytes.Repeat([]byte{1}, 8*bs)
+	require.NoError(t, c.SaveLayer(ctx, req, layers[0], bs, full))
+	got, err := c.LoadLayer(ctx, req, layers[0], bs)
+	require.NoError(t, err)
+	assert.Equal(t, full, got)
+
+	// A file another connector saved, valid but one byte over the bound.
+	other, _ := open(t, dir)
+	require.NoError(t, other.SaveLayer(ctx, req, layers[1], bs, make([]byte, 8*bs+1)))
+	_, err = c.LoadLayer(ctx, req, layers[1], bs)
+	require.ErrorIs(t, err, registry.ErrMiss)
+	assert.ErrorContains(t, err, "33 bytes of KV, more than the 32 a load of 4 tokens may take (max_bytes_per_token 8)")
+}
+
 // totalAlloc returns how many bytes the program has allocated so far.
 func totalAlloc() uint64 {
 	var m runtime.MemStats
@@ -151,7 +222,7 @@ func totalAlloc() uint64 {
 // the bytes its size claims, so the checksum is verified before the layer
 // is allocated. It once cost a load 1 to 2 GiB of memory.
 func TestSparseLayerFileIsAMissWithoutAllocating(t *testing.T) {
-	c, rec, path := savedLayer(t)
+	c, rec, path := savedLayerWith(t, roomy)
 	forgeSparse(t, path, 1<<30)
 
 	before := totalAlloc()
@@ -167,7 +238,7 @@ func TestSparseLayerFileIsAMissWithoutAllocating(t *testing.T) {
 // during a long read ends the load then, with the context's error, not a
 // warning about the file. It once read the whole file first.
 func TestLoadStopsAtTheDeadline(t *testing.T) {
-	c, rec, path := savedLayer(t)
+	c, rec, path := savedLayerWith(t, roomy)
 	forgeSparse(t, path, 1<<30)
 
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Millisecond)
@@ -188,7 +259,7 @@ func TestLoadStopsAtTheDeadline(t *testing.T) {
 	require.NoError(t, c.SaveLayer(t.Context(), req, layers[1], bs, dense))
 	ctx, cancel = context.WithCancel(t.Context())
 	cancel()
-	_, err = c.readFile(ctx, mustHash(t), layers[1], fileName(layers[1]), nil)
+	_, err = c.readFile(ctx, mustHash(t), layers[1], fileName(layers[1]), bs, nil)
 	require.ErrorIs(t, err, context.Canceled)
 	got, err := c.LoadLayer(t.Context(), req, layers[1], bs)
 	require.NoError(t, err)
@@ -196,7 +267,7 @@ func TestLoadStopsAtTheDeadline(t *testing.T) {
 }
 
 // mustHash is the hash of req's first block.
-func mustHash(t *testing.T) registry.BlockHash {
+func mustHash(t testing.TB) registry.BlockHash {
 	p, err := registry.NewPrefixes("", bs)
 	require.NoError(t, err)
 	h, err := p.Hash(req.PromptTokens, bs)
@@ -266,7 +337,7 @@ func TestKilledWriterTemporaryFilesSwept(t *testing.T) {
 
 	time.Sleep(1100 * time.Millisecond) // the files age past a 1 s grace period
 	w, err := New(t.Context(), registry.Config{BlockSize: bs, Extra: map[string]any{
-		"shared_storage_path": dir, "stale_temp_seconds": 1,
+		"shared_storage_path": dir, "stale_temp_seconds": 1, "max_bytes_per_token": 1 << 30,
 	}}, registry.RoleWorker)
 	require.NoError(t, err)
 	defer w.Close()
@@ -300,7 +371,7 @@ func killWriter(t *testing.T, dir string) []string {
 // writeForever saves a large layer again and again, until killed.
 func writeForever(t *testing.T, dir string) {
 	c, err := New(context.Background(), registry.Config{BlockSize: bs, Extra: map[string]any{
-		"shared_storage_path": dir,
+		"shared_storage_path": dir, "max_bytes_per_token": 1 << 30,
 	}}, registry.RoleWorker)
 	require.NoError(t, err)
 	kv := bytes.Repeat([]byte{7}, 16<<20)
@@ -312,8 +383,17 @@ func writeForever(t *testing.T, dir string) {
 // savedLayer returns a connector on a directory of its own that has saved
 // the first layer of req's first block, and the path of its file.
 func savedLayer(t *testing.T) (*Connector, *recorder, string) {
+	return savedLayerWith(t, nil)
+}
+
+// roomy are settings under which a layer of a block of a few tokens may
+// be large: max_layer_bytes alone bounds it.
+var roomy = map[string]any{"max_bytes_per_token": 1 << 30}
+
+// savedLayerWith is savedLayer with settings besides the directory.
+func savedLayerWith(t *testing.T, extra map[string]any) (*Connector, *recorder, string) {
 	dir := t.TempDir()
-	c, rec := open(t, dir)
+	c, rec := openWith(t, dir, extra)
 	require.NoError(t, c.SaveLayer(t.Context(), req, layers[0], bs, []byte("kv")))
 	return c, rec, layerFile(t, dir, layers[0], bs)
 }
