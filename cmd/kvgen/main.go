@@ -40,14 +40,17 @@ import (
 	"fmt"
 	"go/token"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
 
 	"github.com/kvgen/kvgen/gen"
 	"github.com/kvgen/kvgen/internal/diag"
 	"github.com/kvgen/kvgen/internal/manifest"
+	"github.com/kvgen/kvgen/internal/suggest"
 )
 
 func main() {
@@ -161,9 +164,53 @@ func (e *env) printJSON() {
 	}
 }
 
-// errorf prints a message prefixed with "kvgen: ".
+// errorf prints a message prefixed with "kvgen: ", as one line of
+// printable text: strings from outside are shown through suggest.Show
+// where the message names them, and whatever else reaches it (an error's
+// text) is escaped by diag.OneLine, so no argument, file name or message
+// can end the line or drive the terminal.
 func (e *env) errorf(format string, args ...any) {
-	fmt.Fprintf(e.stderr, "kvgen: "+format+"\n", args...)
+	for i, a := range args {
+		if err, ok := a.(error); ok {
+			args[i] = message(err)
+		}
+	}
+	fmt.Fprintf(e.stderr, "kvgen: %s\n", diag.OneLine(fmt.Sprintf(format, args...)))
+}
+
+// message is err's text for errorf: the paths of the file-system errors
+// in it (a missing -manifest, a package directory, a binary to inspect)
+// shown through suggest.Show, as kvgen's own messages show paths.
+func message(err error) string {
+	msg := err.Error()
+	for _, p := range errorPaths(err) {
+		if shown := suggest.Show(p); shown != p && p != "" {
+			msg = strings.ReplaceAll(msg, p, shown)
+		}
+	}
+	return msg
+}
+
+// errorPaths returns the paths of the *fs.PathError and *os.LinkError
+// values in err's tree.
+func errorPaths(err error) []string {
+	var paths []string
+	for err != nil {
+		switch x := err.(type) {
+		case *fs.PathError:
+			paths = append(paths, x.Path)
+		case *os.LinkError:
+			paths = append(paths, x.Old, x.New)
+		}
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, part := range j.Unwrap() {
+				paths = append(paths, errorPaths(part)...)
+			}
+			return paths
+		}
+		err = errors.Unwrap(err)
+	}
+	return paths
 }
 
 // report prints err: positioned errors one per line as the compiler does,
@@ -310,13 +357,36 @@ func newFlags(e *env, name, args string) *flag.FlagSet {
 }
 
 // parse parses flags; it returns the exit code to use when parsing ended
-// the command (-h, or a bad flag), else -1.
+// the command (-h, or a bad flag), else -1. The flag package prints a bad
+// flag's name as it is, so parse prints the error itself, escaped as
+// errorf escapes, then the usage.
 func parse(fs *flag.FlagSet, args []string) int {
+	out, usage := fs.Output(), fs.Usage
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	err := fs.Parse(args)
+	fs.SetOutput(out)
+	fs.Usage = usage
 	switch {
 	case errors.Is(err, flag.ErrHelp):
+		usage()
 		return exitOK
 	case err != nil:
+		fmt.Fprintln(out, diag.OneLine(err.Error()))
+		usage()
+		return exitUsage
+	}
+	return -1
+}
+
+// noArgs parses the flags of a command that takes no arguments; it
+// returns the exit code to use when that ended the command, else -1.
+func noArgs(e *env, fs *flag.FlagSet, name string, args []string) int {
+	if code := parse(fs, args); code >= 0 {
+		return code
+	}
+	if fs.NArg() > 0 {
+		e.errorf("%s takes no arguments, got %q", name, fs.Args())
 		return exitUsage
 	}
 	return -1

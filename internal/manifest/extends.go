@@ -257,7 +257,7 @@ func readManifest(file, path string) ([]byte, error) {
 		nr.Path = path
 		return nil, &FileError{Path: path, Err: nr}
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, &FileError{Path: path, Err: fmt.Errorf("open %s: %w", path, fs.ErrNotExist)}
+		return nil, &FileError{Path: path, Err: fmt.Errorf("open %s: %w", suggest.Show(path), fs.ErrNotExist)}
 	case err != nil:
 		return nil, err
 	}
