@@ -45,8 +45,10 @@ type Options struct {
 	// for each target's GOOS, GOARCH, and .exe on Windows.
 	Binary string
 	// Targets are the platforms to build for, a binary each; none means
-	// the one GOOS and GOARCH in Env name, else the host. Several must
-	// name their binaries apart in Binary.
+	// the one the go command builds for with Env (GOOS and GOARCH there,
+	// else in the go env file, else the host's), which {os} and {arch}
+	// then name. Each must be one go tool dist list lists, and several
+	// must name their binaries apart in Binary.
 	Targets []Target
 	// ForConfig, when set, is a --kv-transfer-config: only the connectors
 	// it creates are linked (the one it names and, for a MultiConnector,
@@ -124,17 +126,31 @@ func Build(ctx context.Context, opts Options) error {
 			return &OptionError{Field: "ForConfig", Value: opts.ForFile, Err: err}
 		}
 	}
+	// The go command says which targets there are, and which one it
+	// builds for when none is named: {os} and {arch} name that one.
+	ports, err := goPorts(ctx, opts.WorkDir, opts.Env)
+	if err != nil {
+		return err
+	}
 	targets := opts.Targets
 	if len(targets) == 0 {
-		targets = []Target{{}}
+		if err := ports.check(ports.host); err != nil {
+			return fmt.Errorf("GOOS=%s GOARCH=%s, from the environment or the go env file: %w", suggest.Show(ports.host.GOOS), suggest.Show(ports.host.GOARCH), err)
+		}
+		targets = []Target{ports.host}
 	}
-	outs, err := outputs(opts.Binary, targets)
+	for _, t := range targets {
+		if err := ports.check(t); err != nil {
+			return &OptionError{Field: "Targets", Value: t.String(), Err: err}
+		}
+	}
+	outs, err := outputs(opts.WorkDir, opts.Binary, targets)
 	if err != nil {
 		return err
 	}
 	for i, t := range targets {
 		b := &builder{opts: opts, output: outs[i], env0: t.env(opts.Env)}
-		if t != (Target{}) {
+		if len(opts.Targets) > 0 {
 			b.prefix = t.String() + ": "
 		}
 		if err := b.run(ctx); err != nil {
