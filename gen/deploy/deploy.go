@@ -277,6 +277,9 @@ func (b *builder) packageFiles(ctx context.Context) ([]string, error) {
 		BuildFlags: b.opts.BuildFlags(),
 		Env:        b.env(),
 	}
+	if err := gocmd.CheckModuleFiles(cfg.Dir, cfg.Env); err != nil {
+		return nil, err
+	}
 	pkgs, err := packages.Load(cfg, b.opts.Package)
 	if err != nil {
 		return nil, err
