@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -270,10 +269,8 @@ func runList(ctx context.Context, e *env, args []string) int {
 		return exitError
 	}
 	if asJSON {
-		enc := json.NewEncoder(e.stdout)
-		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false) // "v0.1.0 => ../dir" stays readable
-		if err := enc.Encode(items); err != nil {
+		// "v0.1.0 => ../dir" stays readable.
+		if err := writeJSON(e.stdout, items, false); err != nil {
 			e.report(err)
 			return exitError
 		}

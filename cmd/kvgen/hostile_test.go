@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/kvgen/kvgen/internal/inspect"
 )
 
 // hostile is an argument that, printed as it is, would color the
@@ -46,6 +48,7 @@ func TestHostileArgumentsStayText(t *testing.T) {
 	write(hostile+".yaml", "version: 1\noutput: host/connectors_gen.go\nconnectors: []\n")
 	write("host/main.go", "package main\n\nfunc main() {}\n")
 	write("notbinary/"+hostile, "not a binary")
+	write("appended/README", "a directory of binaries")
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -55,6 +58,17 @@ func TestHostileArgumentsStayText(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join("notbinary", "go-"+hostile), data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// A Go binary with a description appended that says hostile things.
+	enc, err := inspect.Encode(inspect.Description{
+		Manifest: hostile + ".yaml", ManifestSHA256: hostile, Package: "evil\x1b[2J\x1b[H\u009b\x7f",
+		Connectors: []inspect.Connector{{Name: hostile, Aliases: []string{hostile}, Roles: []string{hostile}, Import: hostile, Constructor: hostile, Module: hostile}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join("appended", hostile), append(data, enc...), 0o755); err != nil {
 		t.Fatal(err)
 	}
 
@@ -82,6 +96,8 @@ func TestHostileArgumentsStayText(t *testing.T) {
 		{"inspect", filepath.Join("notbinary", hostile)},
 		{"inspect", "notbinary"},
 		{"inspect", "-json", "notbinary"},
+		{"inspect", "appended"},
+		{"inspect", "-json", "appended"},
 		{"new", hostile},
 		{"new", "acme", "-module", hostile},
 		{"new", "acme", "-factory", hostile},

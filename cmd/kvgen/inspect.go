@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -34,13 +33,10 @@ func runInspect(ctx context.Context, e *env, args []string) int {
 		}
 	}
 	if asJSON {
-		enc := json.NewEncoder(e.stdout)
-		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false)
 		if bins == nil {
 			bins = []*inspect.Binary{}
 		}
-		enc.Encode(bins)
+		writeJSON(e.stdout, bins, false)
 	} else {
 		inspect.WriteText(e.stdout, bins)
 	}

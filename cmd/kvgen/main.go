@@ -33,6 +33,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -44,8 +45,11 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"syscall"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/kvgen/kvgen/gen"
 	"github.com/kvgen/kvgen/internal/diag"
@@ -154,14 +158,48 @@ func problemIn(file, format string, args ...any) error {
 // printJSON prints the problems collected with -json: a JSON list, empty
 // when there were none.
 func (e *env) printJSON() {
-	enc := json.NewEncoder(e.stdout)
-	enc.SetIndent("", "  ")
 	if e.diags == nil {
 		e.diags = []*diag.Error{}
 	}
-	if err := enc.Encode(e.diags); err != nil {
+	if err := writeJSON(e.stdout, e.diags, true); err != nil {
 		e.errorf("%v", err)
 	}
+}
+
+// writeJSON prints v as indented JSON, every character that is not
+// printable escaped: encoding/json leaves DEL, U+009B (a terminal's CSI)
+// and bidirectional-text controls in strings as they are, and what kvgen
+// prints may come from a hostile file. escapeHTML is as for
+// json.Encoder.
+func writeJSON(w io.Writer, v any, escapeHTML bool) error {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(escapeHTML)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(printableJSON(b.Bytes()))
+	return err
+}
+
+// printableJSON escapes, as \uXXXX, each character of JSON text that is
+// neither printable nor a newline; outside strings JSON text is printable
+// ASCII, so the escapes land in strings, where they mean what they replace.
+func printableJSON(data []byte) []byte {
+	var b bytes.Buffer
+	for len(data) > 0 {
+		r, n := utf8.DecodeRune(data)
+		if r == '\n' || strconv.IsPrint(r) {
+			b.Write(data[:n])
+		} else if r1, r2 := utf16.EncodeRune(r); r1 != utf8.RuneError {
+			fmt.Fprintf(&b, `\u%04x\u%04x`, r1, r2)
+		} else {
+			fmt.Fprintf(&b, `\u%04x`, r)
+		}
+		data = data[n:]
+	}
+	return b.Bytes()
 }
 
 // errorf prints a message prefixed with "kvgen: ", as one line of

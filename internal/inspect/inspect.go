@@ -289,6 +289,9 @@ func File(path string) (*Binary, error) {
 		}
 	}
 	if len(b.Suspect) > 0 {
+		if b.Registries == nil {
+			b.Registries = []Description{} // JSON lists none, as for every binary
+		}
 		s := b.Suspect[0]
 		return b, fmt.Errorf("%w in %s at offset %d: %s; it may have been put there after the build, so inspect does not list it as linked", ErrSuspect, shown, s.Offset, s.Reason)
 	}
