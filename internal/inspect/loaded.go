@@ -67,7 +67,7 @@ func (l loaded) why(off, n int64) string {
 
 // loadedData returns where the data a binary loads lies in its file: for
 // ELF, its loadable segments; for Mach-O, its segments but the link edit
-// one (symbols, signature); for PE, its sections that are not discarded
+// one (symbols, signature), in each architecture of a universal binary; for PE, its sections that are not discarded
 // when it loads; for XCOFF and Plan 9, text and data. A format it does
 // not know has no extents. (debug/buildinfo reads no other format.)
 func loadedData(r io.ReaderAt) (loaded, error) {
@@ -94,10 +94,17 @@ func loadedData(r io.ReaderAt) (loaded, error) {
 		if err != nil {
 			return l, err
 		}
-		for _, ld := range f.Loads {
-			if s, ok := ld.(*macho.Segment); ok && s.Name != "__LINKEDIT" && s.Filesz > 0 {
-				l.add(s.Offset, s.Filesz)
-			}
+		l.addSegments(f, 0)
+	case bytes.HasPrefix(ident[:], []byte("\xca\xfe\xba\xbe")), bytes.HasPrefix(ident[:], []byte("\xca\xfe\xba\xbf")):
+		// A universal binary: one Mach-O file per architecture, each at
+		// its offset, as lipo makes them.
+		l.format = "Mach-O"
+		f, err := macho.NewFatFile(r)
+		if err != nil {
+			return l, err
+		}
+		for _, a := range f.Arches {
+			l.addSegments(a.File, uint64(a.Offset))
 		}
 	case bytes.HasPrefix(ident[:], []byte("MZ")):
 		l.format = "PE"
@@ -127,6 +134,16 @@ func loadedData(r io.ReaderAt) (loaded, error) {
 		}
 	}
 	return l, nil
+}
+
+// addSegments adds a Mach-O file's segments but the link edit one, the
+// file starting at base.
+func (l *loaded) addSegments(f *macho.File, base uint64) {
+	for _, ld := range f.Loads {
+		if s, ok := ld.(*macho.Segment); ok && s.Name != "__LINKEDIT" && s.Filesz > 0 {
+			l.add(base+s.Offset, s.Filesz)
+		}
+	}
 }
 
 func (l *loaded) add(off, n uint64) {
