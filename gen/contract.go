@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/tools/go/packages"
 
+	"github.com/kvgen/kvgen/internal/gocmd"
 	"github.com/kvgen/kvgen/internal/manifest"
 	"github.com/kvgen/kvgen/internal/suggest"
 )
@@ -261,6 +262,9 @@ func kindOf(t types.Type) string {
 func LoadContract(ctx context.Context, dir string, env []string, factory string) (*Contract, error) {
 	path, name, err := manifest.ParseFactory(factory)
 	if err != nil {
+		return nil, err
+	}
+	if err := gocmd.CheckModuleFiles(dir, env); err != nil {
 		return nil, err
 	}
 	cfg := &packages.Config{Context: ctx, Dir: dir, Env: env, Mode: packages.NeedName | packages.NeedExportFile}

@@ -220,6 +220,9 @@ func listPackages(ctx context.Context, lc loadConfig, overlay map[string][]byte,
 		Env:        lc.env(),
 		Overlay:    ov,
 	}
+	if err := gocmd.CheckModuleFiles(cfg.Dir, cfg.Env); err != nil {
+		return nil, nil, err
+	}
 	roots, err := packages.Load(cfg, patterns...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("loading packages: %w", err)

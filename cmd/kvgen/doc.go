@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/kvgen/kvgen/internal/suggest"
 	"github.com/kvgen/kvgen/templates"
 )
 
@@ -13,12 +14,8 @@ func runDoc(ctx context.Context, e *env, args []string) int {
 	var g genFlags
 	fs := newFlags(e, "doc", "[-manifest FILE] [-tags TAGS]")
 	g.register(fs, false)
-	if code := parse(fs, args); code >= 0 {
+	if code := noArgs(e, fs, "doc", args); code >= 0 {
 		return code
-	}
-	if fs.NArg() > 0 {
-		e.errorf("doc takes no arguments, got %q", fs.Args())
-		return exitUsage
 	}
 	items, contract, err := resolveListed(ctx, e, g)
 	if err != nil {
@@ -36,7 +33,7 @@ func runDoc(ctx context.Context, e *env, args []string) int {
 	if !contract.KV() {
 		factory = contract.String()
 	}
-	out, err := templates.RenderDoc(filepath.Base(g.manifest), factory, rows)
+	out, err := templates.RenderDoc(suggest.Show(filepath.Base(g.manifest)), factory, rows)
 	if err != nil {
 		e.report(err)
 		return exitError

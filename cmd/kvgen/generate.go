@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"github.com/kvgen/kvgen/gen"
 	"github.com/kvgen/kvgen/internal/gomod"
 	"github.com/kvgen/kvgen/internal/manifest"
+	"github.com/kvgen/kvgen/internal/suggest"
 )
 
 // genFlags are the flags generate, check and list share.
@@ -32,12 +32,12 @@ func (g *genFlags) register(fs interface {
 
 // command is the command line that writes what check compared.
 func (g *genFlags) command() string {
-	cmd := self + " -manifest " + g.manifest
+	cmd := self + " -manifest " + suggest.Show(g.manifest)
 	if g.output != "" {
-		cmd += " -o " + g.output
+		cmd += " -o " + suggest.Show(g.output)
 	}
 	if g.tags != "" {
-		cmd += " -tags " + g.tags
+		cmd += " -tags " + suggest.Show(g.tags)
 	}
 	return cmd
 }
@@ -49,7 +49,7 @@ func (g *genFlags) report(e *env, err error) bool {
 	if !errors.As(err, new(*gomod.LacksError)) {
 		return false
 	}
-	e.report(problemIn(g.manifest, "go.mod does not satisfy %s; run go generate (or %s) to add what it lacks", g.manifest, g.command()))
+	e.report(problemIn(g.manifest, "go.mod does not satisfy %s; run go generate (or %s) to add what it lacks", suggest.Show(g.manifest), g.command()))
 	return true
 }
 
@@ -110,12 +110,8 @@ func runGenerate(ctx context.Context, e *env, args []string) int {
 	g.register(fs, true)
 	e.jsonFlag(fs)
 	mod := fs.String("mod", "mod", "mod: add to go.mod and go.sum what the manifest names and they lack; readonly: report it and change nothing")
-	if code := parse(fs, args); code >= 0 {
+	if code := noArgs(e, fs, "generate", args); code >= 0 {
 		return code
-	}
-	if fs.NArg() > 0 {
-		e.errorf("generate takes no arguments, got %q", fs.Args())
-		return exitUsage
 	}
 	opts := g.options(e)
 	switch *mod {
@@ -175,12 +171,8 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 	fs := newFlags(e, "check", "[-manifest FILE] [-o FILE] [-tags TAGS] [-json]")
 	g.register(fs, true)
 	e.jsonFlag(fs)
-	if code := parse(fs, args); code >= 0 {
+	if code := noArgs(e, fs, "check", args); code >= 0 {
 		return code
-	}
-	if fs.NArg() > 0 {
-		e.errorf("check takes no arguments, got %q", fs.Args())
-		return exitUsage
 	}
 	opts := g.options(e)
 	opts.ReadOnlyModules = true
@@ -197,13 +189,13 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 		e.report(err)
 		return exitUsage
 	case stale && diff == nil:
-		e.report(problemIn(res.Path, "%s is missing; run go generate (or %s)", res.Path, g.command()))
+		e.report(problemIn(res.Path, "%s is missing; run go generate (or %s)", suggest.Show(res.Path), g.command()))
 		return exitError
 	case stale:
 		if !e.asJSON {
 			e.stdout.Write(diff)
 		}
-		e.report(problemIn(res.Path, "%s is stale; run go generate (or %s)", res.Path, g.command()))
+		e.report(problemIn(res.Path, "%s is stale; run go generate (or %s)", suggest.Show(res.Path), g.command()))
 		return exitError
 	}
 	return exitOK
@@ -268,12 +260,8 @@ func runList(ctx context.Context, e *env, args []string) int {
 	fs := newFlags(e, "list", "[-manifest FILE] [-tags TAGS] [-json]")
 	g.register(fs, false)
 	fs.BoolVar(&asJSON, "json", false, "print JSON")
-	if code := parse(fs, args); code >= 0 {
+	if code := noArgs(e, fs, "list", args); code >= 0 {
 		return code
-	}
-	if fs.NArg() > 0 {
-		e.errorf("list takes no arguments, got %q", fs.Args())
-		return exitUsage
 	}
 	items, contract, err := resolveListed(ctx, e, g)
 	if err != nil {
@@ -281,10 +269,8 @@ func runList(ctx context.Context, e *env, args []string) int {
 		return exitError
 	}
 	if asJSON {
-		enc := json.NewEncoder(e.stdout)
-		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false) // "v0.1.0 => ../dir" stays readable
-		if err := enc.Encode(items); err != nil {
+		// "v0.1.0 => ../dir" stays readable.
+		if err := writeJSON(e.stdout, items, false); err != nil {
 			e.report(err)
 			return exitError
 		}
@@ -312,7 +298,7 @@ func runList(ctx context.Context, e *env, args []string) int {
 
 func runSchema(ctx context.Context, e *env, args []string) int {
 	fs := newFlags(e, "schema", "")
-	if code := parse(fs, args); code >= 0 {
+	if code := noArgs(e, fs, "schema", args); code >= 0 {
 		return code
 	}
 	e.stdout.Write(manifest.Schema())

@@ -2,13 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
-	"text/tabwriter"
 
 	"github.com/kvgen/kvgen/internal/inspect"
 )
@@ -37,15 +33,12 @@ func runInspect(ctx context.Context, e *env, args []string) int {
 		}
 	}
 	if asJSON {
-		enc := json.NewEncoder(e.stdout)
-		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false)
 		if bins == nil {
 			bins = []*inspect.Binary{}
 		}
-		enc.Encode(bins)
+		writeJSON(e.stdout, bins, false)
 	} else {
-		printBinaries(e, bins)
+		inspect.WriteText(e.stdout, bins)
 	}
 	if failed {
 		return exitError
@@ -63,67 +56,36 @@ func inspectPath(name string) ([]*inspect.Binary, []error) {
 	}
 	if !fi.IsDir() {
 		b, err := inspect.File(name)
-		if err != nil {
+		if b == nil {
 			return nil, []error{err}
 		}
-		return []*inspect.Binary{b}, nil
+		return []*inspect.Binary{b}, errs(err)
 	}
 	ents, err := os.ReadDir(name)
 	if err != nil {
 		return nil, []error{err}
 	}
 	var bins []*inspect.Binary
-	var errs []error
+	var list []error
 	for _, ent := range ents {
 		if !ent.Type().IsRegular() {
 			continue
 		}
 		b, err := inspect.File(filepath.Join(name, ent.Name()))
-		switch {
-		case err == nil:
+		if b != nil {
 			bins = append(bins, b)
-		case isNoRegistry(err):
-			errs = append(errs, err)
+		}
+		if errors.Is(err, inspect.ErrNoRegistry) || errors.Is(err, inspect.ErrSuspect) {
+			list = append(list, err)
 		}
 	}
-	return bins, errs
+	return bins, list
 }
 
-func isNoRegistry(err error) bool {
-	return errors.Is(err, inspect.ErrNoRegistry)
-}
-
-// printBinaries prints each binary's connectors as a table under a line
-// that names the binary, its toolchain and target, and its manifest.
-func printBinaries(e *env, bins []*inspect.Binary) {
-	for i, b := range bins {
-		if i > 0 {
-			fmt.Fprintln(e.stdout)
-		}
-		target := ""
-		if b.GOOS != "" {
-			target = " " + b.GOOS + "/" + b.GOARCH
-		}
-		fmt.Fprintf(e.stdout, "%s: %s%s, %s\n", b.Path, b.GoVersion, target, b.Main)
-		for _, r := range b.Registries {
-			fmt.Fprintf(e.stdout, "registry %s from %s (sha256 %s)\n", r.Package, r.Manifest, r.ManifestSHA256)
-			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tROLES\tCONSTRUCTOR\tMODULE\tSUM")
-			for _, c := range r.Connectors {
-				name := c.Name
-				if len(c.Aliases) > 0 {
-					name += " (" + strings.Join(c.Aliases, ", ") + ")"
-				}
-				mod := c.Module
-				if c.Version != "" {
-					mod += "@" + c.Version
-				}
-				if c.Replace != "" {
-					mod += " => " + c.Replace
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s.%s\t%s\t%s\n", name, strings.Join(c.Roles, ","), c.Import, c.Constructor, mod, c.Sum)
-			}
-			tw.Flush()
-		}
+// errs is err as a list: none for nil.
+func errs(err error) []error {
+	if err == nil {
+		return nil
 	}
+	return []error{err}
 }

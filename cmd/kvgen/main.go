@@ -33,6 +33,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -40,14 +41,20 @@ import (
 	"fmt"
 	"go/token"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strconv"
+	"strings"
 	"syscall"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/kvgen/kvgen/gen"
 	"github.com/kvgen/kvgen/internal/diag"
 	"github.com/kvgen/kvgen/internal/manifest"
+	"github.com/kvgen/kvgen/internal/suggest"
 )
 
 func main() {
@@ -151,19 +158,97 @@ func problemIn(file, format string, args ...any) error {
 // printJSON prints the problems collected with -json: a JSON list, empty
 // when there were none.
 func (e *env) printJSON() {
-	enc := json.NewEncoder(e.stdout)
-	enc.SetIndent("", "  ")
 	if e.diags == nil {
 		e.diags = []*diag.Error{}
 	}
-	if err := enc.Encode(e.diags); err != nil {
+	if err := writeJSON(e.stdout, e.diags, true); err != nil {
 		e.errorf("%v", err)
 	}
 }
 
-// errorf prints a message prefixed with "kvgen: ".
+// writeJSON prints v as indented JSON, every character that is not
+// printable escaped: encoding/json leaves DEL, U+009B (a terminal's CSI)
+// and bidirectional-text controls in strings as they are, and what kvgen
+// prints may come from a hostile file. escapeHTML is as for
+// json.Encoder.
+func writeJSON(w io.Writer, v any, escapeHTML bool) error {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(escapeHTML)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(printableJSON(b.Bytes()))
+	return err
+}
+
+// printableJSON escapes, as \uXXXX, each character of JSON text that is
+// neither printable nor a newline; outside strings JSON text is printable
+// ASCII, so the escapes land in strings, where they mean what they replace.
+func printableJSON(data []byte) []byte {
+	var b bytes.Buffer
+	for len(data) > 0 {
+		r, n := utf8.DecodeRune(data)
+		if r == '\n' || strconv.IsPrint(r) {
+			b.Write(data[:n])
+		} else if r1, r2 := utf16.EncodeRune(r); r1 != utf8.RuneError {
+			fmt.Fprintf(&b, `\u%04x\u%04x`, r1, r2)
+		} else {
+			fmt.Fprintf(&b, `\u%04x`, r)
+		}
+		data = data[n:]
+	}
+	return b.Bytes()
+}
+
+// errorf prints a message prefixed with "kvgen: ", as one line of
+// printable text: strings from outside are shown through suggest.Show
+// where the message names them, and whatever else reaches it (an error's
+// text) is escaped by diag.OneLine, so no argument, file name or message
+// can end the line or drive the terminal.
 func (e *env) errorf(format string, args ...any) {
-	fmt.Fprintf(e.stderr, "kvgen: "+format+"\n", args...)
+	for i, a := range args {
+		if err, ok := a.(error); ok {
+			args[i] = message(err)
+		}
+	}
+	fmt.Fprintf(e.stderr, "kvgen: %s\n", diag.OneLine(fmt.Sprintf(format, args...)))
+}
+
+// message is err's text for errorf: the paths of the file-system errors
+// in it (a missing -manifest, a package directory, a binary to inspect)
+// shown through suggest.Show, as kvgen's own messages show paths.
+func message(err error) string {
+	msg := err.Error()
+	for _, p := range errorPaths(err) {
+		if shown := suggest.Show(p); shown != p && p != "" {
+			msg = strings.ReplaceAll(msg, p, shown)
+		}
+	}
+	return msg
+}
+
+// errorPaths returns the paths of the *fs.PathError and *os.LinkError
+// values in err's tree.
+func errorPaths(err error) []string {
+	var paths []string
+	for err != nil {
+		switch x := err.(type) {
+		case *fs.PathError:
+			paths = append(paths, x.Path)
+		case *os.LinkError:
+			paths = append(paths, x.Old, x.New)
+		}
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, part := range j.Unwrap() {
+				paths = append(paths, errorPaths(part)...)
+			}
+			return paths
+		}
+		err = errors.Unwrap(err)
+	}
+	return paths
 }
 
 // report prints err: positioned errors one per line as the compiler does,
@@ -310,13 +395,36 @@ func newFlags(e *env, name, args string) *flag.FlagSet {
 }
 
 // parse parses flags; it returns the exit code to use when parsing ended
-// the command (-h, or a bad flag), else -1.
+// the command (-h, or a bad flag), else -1. The flag package prints a bad
+// flag's name as it is, so parse prints the error itself, escaped as
+// errorf escapes, then the usage.
 func parse(fs *flag.FlagSet, args []string) int {
+	out, usage := fs.Output(), fs.Usage
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	err := fs.Parse(args)
+	fs.SetOutput(out)
+	fs.Usage = usage
 	switch {
 	case errors.Is(err, flag.ErrHelp):
+		usage()
 		return exitOK
 	case err != nil:
+		fmt.Fprintln(out, diag.OneLine(err.Error()))
+		usage()
+		return exitUsage
+	}
+	return -1
+}
+
+// noArgs parses the flags of a command that takes no arguments; it
+// returns the exit code to use when that ended the command, else -1.
+func noArgs(e *env, fs *flag.FlagSet, name string, args []string) int {
+	if code := parse(fs, args); code >= 0 {
+		return code
+	}
+	if fs.NArg() > 0 {
+		e.errorf("%s takes no arguments, got %q", name, fs.Args())
 		return exitUsage
 	}
 	return -1

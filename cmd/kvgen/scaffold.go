@@ -15,6 +15,7 @@ import (
 
 	"github.com/kvgen/kvgen/gen"
 	"github.com/kvgen/kvgen/internal/atomicfile"
+	"github.com/kvgen/kvgen/internal/suggest"
 	"github.com/kvgen/kvgen/templates"
 )
 
@@ -60,7 +61,7 @@ func runNew(ctx context.Context, e *env, args []string) int {
 		*dir = name
 	}
 	if _, err := os.Stat(*dir); err == nil {
-		e.errorf("%s already exists; choose another -dir", *dir)
+		e.errorf("%s already exists; choose another -dir", suggest.Show(*dir))
 		return exitError
 	}
 	s := templates.Scaffold{Name: name, Module: *modPath, GoVersion: "1.26.0", KVGenVersion: cmp.Or(ownVersion(), "v0.0.0-00010101000000-000000000000")}
@@ -92,11 +93,11 @@ func runNew(ctx context.Context, e *env, args []string) int {
 			return exitError
 		}
 	}
-	fmt.Fprintf(e.stdout, "created %s (module %s): %s\n", *dir, *modPath, strings.Join(names, ", "))
+	fmt.Fprintf(e.stdout, "created %s (module %s): %s\n", suggest.Show(*dir), *modPath, strings.Join(names, ", "))
 	if s.Replace == "" && strings.HasPrefix(s.KVGenVersion, "v0.0.0-") {
 		fmt.Fprintf(e.stdout, "this kvgen is a development build: point go.mod at your kvgen checkout with\n\tgo mod edit -replace github.com/kvgen/kvgen=PATH\n")
 	}
-	fmt.Fprintf(e.stdout, "next: cd %s && go mod tidy && go test ./...\n", *dir)
+	fmt.Fprintf(e.stdout, "next: cd %s && go mod tidy && go test ./...\n", suggest.Show(*dir))
 	return exitOK
 }
 
@@ -104,7 +105,7 @@ func runNew(ctx context.Context, e *env, args []string) int {
 // contract factory names and a test of it.
 func newPlugin(ctx context.Context, e *env, name, factory, dir string) int {
 	if _, err := os.Stat(dir); err == nil {
-		e.errorf("%s already exists; choose another -dir", dir)
+		e.errorf("%s already exists; choose another -dir", suggest.Show(dir))
 		return exitError
 	}
 	c, err := gen.LoadContract(ctx, workDir(), os.Environ(), factory)
@@ -154,7 +155,7 @@ func newPlugin(ctx context.Context, e *env, name, factory, dir string) int {
 			return exitError
 		}
 	}
-	fmt.Fprintf(e.stdout, "created %s, a plugin of %s: %s\n", dir, c.String(), strings.Join(names, ", "))
-	fmt.Fprintf(e.stdout, "next: go test ./%s, then list its import path in the manifest (New is marked, so no constructor: line) and run go generate\n", filepath.ToSlash(filepath.Clean(dir)))
+	fmt.Fprintf(e.stdout, "created %s, a plugin of %s: %s\n", suggest.Show(dir), c.String(), strings.Join(names, ", "))
+	fmt.Fprintf(e.stdout, "next: go test %s, then list its import path in the manifest (New is marked, so no constructor: line) and run go generate\n", suggest.Show("./"+filepath.ToSlash(filepath.Clean(dir))))
 	return exitOK
 }

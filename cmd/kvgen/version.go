@@ -59,7 +59,7 @@ func generatorIdentity() string {
 
 func runVersion(ctx context.Context, e *env, args []string) int {
 	fs := newFlags(e, "version", "")
-	if code := parse(fs, args); code >= 0 {
+	if code := noArgs(e, fs, "version", args); code >= 0 {
 		return code
 	}
 	// What the go command recorded, a modified checkout's "+dirty" or a

@@ -44,10 +44,14 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return e.Err }
 
 // Run runs the go command with args in dir with the environment env, as
-// Command does, and returns what it printed. When it fails the error is an
+// Command does, and returns what it printed, once CheckModuleFiles finds
+// nothing wrong. When it fails the error is an
 // *Error holding its standard error, or, when ctx ended, the context's
 // cause.
 func Run(ctx context.Context, dir string, env []string, args ...string) (stdout, stderr []byte, err error) {
+	if err := CheckModuleFiles(dir, env); err != nil {
+		return nil, nil, err
+	}
 	cmd := Command(ctx, args...)
 	cmd.Dir, cmd.Env = dir, env
 	if dir != "" && env != nil && runtime.GOOS != "windows" && runtime.GOOS != "plan9" {

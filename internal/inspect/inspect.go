@@ -3,6 +3,11 @@
 // kvgen generates into the binary, joined with the module versions and sums
 // the go command records in every binary (debug/buildinfo). It reads
 // binaries of any target the go command builds for.
+//
+// A binary's file is input like any other: it is read as a stream, in
+// memory bounded whatever its headers claim, and a description that is not
+// in the data the binary loads, or that its build information contradicts,
+// is reported as suspect, not as linked.
 package inspect
 
 import (
@@ -16,8 +21,11 @@ import (
 	"io"
 	"runtime/debug"
 	"strconv"
+	"strings"
+	"text/tabwriter"
 
 	"github.com/kvgen/kvgen/internal/readfile"
+	"github.com/kvgen/kvgen/internal/suggest"
 )
 
 // Description is what kvgen generates into a registry file, for a binary
@@ -63,41 +71,123 @@ const magic = "\x00kvgen registry v1\x00"
 // lengthDigits is how many hexadecimal digits give the JSON's length.
 const lengthDigits = 8
 
+// header is the length of what precedes the JSON: magic and length.
+const header = len(magic) + lengthDigits
+
+// MaxDescription bounds an encoded description's JSON. A manifest is at
+// most 1 MiB and 10,000 connectors; its description, with each entry's
+// module, stays well under this.
+const MaxDescription = 8 << 20
+
 // Encode returns d as it is embedded: magic, length, JSON.
 func Encode(d Description) (string, error) {
 	data, err := json.Marshal(d)
 	if err != nil {
 		return "", err
 	}
-	if len(data) >= 1<<(4*lengthDigits) {
-		return "", fmt.Errorf("a registry description of %d bytes is too long to embed", len(data))
+	if len(data) > MaxDescription {
+		return "", fmt.Errorf("a registry description of %d bytes is too long to embed (at most %d)", len(data), MaxDescription)
 	}
 	return fmt.Sprintf("%s%0*x%s", magic, lengthDigits, len(data), data), nil
 }
 
-// decodeAll finds every encoded description in data, skipping whatever
-// starts like one and is not (such as the magic in kvgen's own code).
-func decodeAll(data []byte) []Description {
-	var found []Description
-	for rest := data; ; {
-		i := bytes.Index(rest, []byte(magic))
+// maxFound bounds how many descriptions one file yields; a binary links
+// one registry, or a few.
+const maxFound = 64
+
+// scanChunk is how much of a file the scan holds at once.
+const scanChunk = 1 << 20
+
+// found is a description and where in the file it starts.
+type found struct {
+	d              Description
+	offset, length int64 // length: magic, length digits and JSON
+}
+
+// scan finds, in the size bytes r holds, every encoded description (at
+// most maxFound; more is reported by the count of them it passed over),
+// skipping whatever starts like one and is not, such as the magic in
+// kvgen's own code. It reads the file a chunk at a time, and a
+// description's JSON only once its length is known to be within
+// MaxDescription and within the file, so its memory is bounded whatever
+// the file holds.
+func scan(r io.ReaderAt, size int64) (descs []found, passed int, err error) {
+	buf := make([]byte, scanChunk+header)
+	for pos := int64(0); pos < size; {
+		n, err := r.ReadAt(buf[:min(int64(len(buf)), size-pos)], pos)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return descs, passed, err
+		}
+		if n == 0 {
+			return descs, passed, io.ErrUnexpectedEOF
+		}
+		w := buf[:n]
+		i := index(w)
 		if i < 0 {
-			return found
-		}
-		rest = rest[i+len(magic):]
-		if len(rest) < lengthDigits {
-			return found
-		}
-		n, err := strconv.ParseUint(string(rest[:lengthDigits]), 16, 32)
-		if err != nil || uint64(len(rest)-lengthDigits) < n {
+			if pos+int64(n) >= size {
+				return descs, passed, nil
+			}
+			// The next chunk overlaps this one, so a magic that
+			// straddles the two is found whole.
+			pos += int64(n - (len(magic) - 1))
 			continue
 		}
-		var d Description
-		if json.Unmarshal(rest[lengthDigits:lengthDigits+int(n)], &d) == nil && d.Manifest != "" {
-			found = append(found, d)
-			rest = rest[lengthDigits+int(n):]
+		start := pos + int64(i)
+		if len(w)-i < header {
+			if start+int64(header) > size {
+				return descs, passed, nil
+			}
+			pos = start // read again from the magic: its header then fits
+			continue
 		}
+		pos = start + int64(len(magic))
+		length, err := strconv.ParseUint(string(w[i+len(magic):i+header]), 16, 32)
+		if err != nil || length > MaxDescription || int64(length) > size-start-int64(header) {
+			continue
+		}
+		data := make([]byte, length)
+		if _, err := r.ReadAt(data, start+int64(header)); err != nil && !errors.Is(err, io.EOF) {
+			return descs, passed, err
+		}
+		d, ok := decode(data)
+		if !ok {
+			continue
+		}
+		if len(descs) < maxFound {
+			descs = append(descs, found{d, start, int64(header) + int64(length)})
+		} else {
+			passed++
+		}
+		pos = start + int64(header) + int64(length)
 	}
+	return descs, passed, nil
+}
+
+// index returns where the first magic in w starts, or -1, as bytes.Index
+// would; it looks for the magic's text first, as binaries are full of the
+// zero byte the magic starts with, and searching for that is slow.
+func index(w []byte) int {
+	for from := 0; from+len(magic) <= len(w); {
+		j := bytes.Index(w[from+1:], []byte(magic[1:]))
+		if j < 0 {
+			return -1
+		}
+		i := from + j
+		if w[i] == 0 {
+			return i
+		}
+		from = i + 1
+	}
+	return -1
+}
+
+// decode decodes a description's JSON; one without a manifest is not one.
+func decode(data []byte) (Description, bool) {
+	var d Description
+	if json.Unmarshal(data, &d) != nil || d.Manifest == "" {
+		return Description{}, false
+	}
+	return d, true
 }
 
 // Binary is what one binary links.
@@ -112,18 +202,42 @@ type Binary struct {
 	Main string `json:"main"`
 	// Registries are the kvgen registries linked, usually one.
 	Registries []Description `json:"registries"`
+	// Suspect are descriptions found in the file that the binary does not
+	// link as far as inspect can tell: outside the data it loads, or at
+	// odds with its build information. Someone may have put them there.
+	Suspect []Suspect `json:"suspect,omitempty"`
+	// Passed counts the descriptions past the first 64, which inspect
+	// does not report.
+	Passed int `json:"passed,omitempty"`
+}
+
+// Suspect is a description that a binary's file holds and that inspect
+// does not believe the binary links.
+type Suspect struct {
+	Description
+	// Offset is where in the file the description starts.
+	Offset int64 `json:"offset"`
+	// Reason says why it is suspect.
+	Reason string `json:"reason"`
 }
 
 // ErrNoRegistry says that a Go binary links no kvgen registry.
 var ErrNoRegistry = errors.New("no kvgen registry")
 
-// MaxSize bounds the binaries File reads.
+// ErrSuspect says that a binary's file holds a registry description that
+// inspect does not believe it links.
+var ErrSuspect = errors.New("suspect registry description")
+
+// MaxSize bounds the binaries File reads: a scan reads the whole file.
 const MaxSize = 2 << 30
 
 // File reads what the binary at path links. A file that is not a Go
 // binary is an error from debug/buildinfo; a Go binary without a kvgen
-// registry is ErrNoRegistry, wrapped with its path.
+// registry is ErrNoRegistry, wrapped with its path. A binary whose file
+// holds suspect descriptions is returned, with an error wrapping
+// ErrSuspect that says why.
 func File(path string) (*Binary, error) {
+	shown := suggest.Show(path)
 	f, err := readfile.Open(path)
 	if err != nil {
 		return nil, err
@@ -133,18 +247,19 @@ func File(path string) (*Binary, error) {
 	if err != nil {
 		return nil, err
 	}
-	if fi.Size() > MaxSize {
-		return nil, fmt.Errorf("%s is %d bytes, larger than the %d bytes inspect reads", path, fi.Size(), int64(MaxSize))
+	size := fi.Size()
+	if size > MaxSize {
+		return nil, fmt.Errorf("%s is %d bytes, larger than the %d bytes inspect reads", shown, size, int64(MaxSize))
 	}
-	info, err := buildinfo.Read(f)
+	info, loaded, err := readHeaders(f)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", shown, err)
 	}
-	data := make([]byte, fi.Size())
-	if _, err := io.ReadFull(io.NewSectionReader(f, 0, fi.Size()), data); err != nil {
-		return nil, err
+	descs, passed, err := scan(f, size)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", shown, err)
 	}
-	b := &Binary{Path: path, GoVersion: info.GoVersion, Main: info.Main.Path + "@" + info.Main.Version}
+	b := &Binary{Path: path, GoVersion: info.GoVersion, Main: info.Main.Path + "@" + info.Main.Version, Passed: passed}
 	for _, s := range info.Settings {
 		switch s.Key {
 		case "GOOS":
@@ -153,33 +268,173 @@ func File(path string) (*Binary, error) {
 			b.GOARCH = s.Value
 		}
 	}
-	b.Registries = decodeAll(data)
-	if len(b.Registries) == 0 {
-		return nil, fmt.Errorf("%w in %s: kvgen inspect reads binaries that link a registry kvgen generated", ErrNoRegistry, path)
-	}
 	mods := map[string]*debug.Module{info.Main.Path: &info.Main}
 	for _, m := range info.Deps {
 		mods[m.Path] = m
 	}
+	for _, fd := range descs {
+		reason := loaded.why(fd.offset, fd.length)
+		if reason == "" {
+			reason = contradicts(fd.d, mods)
+		}
+		if reason != "" {
+			b.Suspect = append(b.Suspect, Suspect{Description: fd.d, Offset: fd.offset, Reason: reason})
+			continue
+		}
+		b.Registries = append(b.Registries, fd.d)
+	}
 	for i := range b.Registries {
 		for j := range b.Registries[i].Connectors {
-			c := &b.Registries[i].Connectors[j]
-			m := mods[c.Module]
-			if m == nil {
-				continue
-			}
-			c.Version, c.Sum = m.Version, m.Sum
-			if r := m.Replace; r != nil {
-				c.Replace = r.Path
-				// A directory's "version" is (devel), which says nothing.
-				if r.Version != "" && r.Version != "(devel)" {
-					c.Replace += " " + r.Version
-				}
-				if r.Sum != "" {
-					c.Sum = r.Sum
-				}
-			}
+			join(&b.Registries[i].Connectors[j], mods)
 		}
 	}
+	if len(b.Suspect) > 0 {
+		if b.Registries == nil {
+			b.Registries = []Description{} // JSON lists none, as for every binary
+		}
+		s := b.Suspect[0]
+		return b, fmt.Errorf("%w in %s at offset %d: %s; it may have been put there after the build, so inspect does not list it as linked", ErrSuspect, shown, s.Offset, s.Reason)
+	}
+	if len(b.Registries) == 0 {
+		return nil, fmt.Errorf("%w in %s: kvgen inspect reads binaries that link a registry kvgen generated", ErrNoRegistry, shown)
+	}
 	return b, nil
+}
+
+// readHeaders reads a binary's build information and where its loaded
+// data lies, reading at most maxHeaders of the file for both.
+func readHeaders(r io.ReaderAt) (*debug.BuildInfo, loaded, error) {
+	headers := budget(r)
+	info, err := buildinfo.Read(headers)
+	var l loaded
+	if err == nil {
+		l, err = loadedData(headers)
+	}
+	if headers.spent {
+		err = errHeaders
+	}
+	return info, l, err
+}
+
+// join fills in a connector's version, sum and replacement from its
+// module in the build information.
+func join(c *Connector, mods map[string]*debug.Module) {
+	m := mods[c.Module]
+	if m == nil {
+		return
+	}
+	c.Version, c.Sum = m.Version, m.Sum
+	if r := m.Replace; r != nil {
+		c.Replace = r.Path
+		// A directory's "version" is (devel), which says nothing.
+		if r.Version != "" && r.Version != "(devel)" {
+			c.Replace += " " + r.Version
+		}
+		if r.Sum != "" {
+			c.Sum = r.Sum
+		}
+	}
+}
+
+// contradicts says how d disagrees with the binary's modules, or "": the
+// registry's package and every connector must be in a module the binary
+// was built with, as they are when the binary links them.
+func contradicts(d Description, mods map[string]*debug.Module) string {
+	if d.Package != "" && !inModules(d.Package, mods) {
+		return fmt.Sprintf("its package %s is in none of the modules the binary was built with", suggest.Quote(d.Package))
+	}
+	for _, c := range d.Connectors {
+		if _, ok := mods[c.Module]; !ok {
+			return fmt.Sprintf("its connector %s is of module %s, which the binary was not built with", suggest.Quote(c.Name), suggest.Quote(c.Module))
+		}
+	}
+	return ""
+}
+
+// inModules reports whether the package path pkg lies in one of mods.
+func inModules(pkg string, mods map[string]*debug.Module) bool {
+	for p := pkg; p != "" && p != "."; {
+		if _, ok := mods[p]; ok {
+			return true
+		}
+		i := strings.LastIndexByte(p, '/')
+		if i < 0 {
+			break
+		}
+		p = p[:i]
+	}
+	return false
+}
+
+// WriteText prints bins as kvgen inspect does: for each binary, a line
+// that names it, its toolchain and target, and its main module, then for
+// each registry a line naming its package and manifest and a table of its
+// connectors. Suspect descriptions follow, each marked so. Every string
+// from the file is shown as show shows it, so no line holds a
+// control character, however the file was made.
+func WriteText(w io.Writer, bins []*Binary) error {
+	var b strings.Builder
+	for i, bin := range bins {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		target := ""
+		if bin.GOOS != "" {
+			target = " " + show(bin.GOOS) + "/" + show(bin.GOARCH)
+		}
+		fmt.Fprintf(&b, "%s: %s%s, %s\n", show(bin.Path), show(bin.GoVersion), target, show(bin.Main))
+		for _, r := range bin.Registries {
+			fmt.Fprintf(&b, "registry %s from %s (sha256 %s)\n", show(r.Package), show(r.Manifest), show(r.ManifestSHA256))
+			writeTable(&b, r)
+		}
+		for _, s := range bin.Suspect {
+			fmt.Fprintf(&b, "suspect, not listed as linked: registry %s from %s (sha256 %s) at offset %d: %s\n",
+				show(s.Package), show(s.Manifest), show(s.ManifestSHA256), s.Offset, s.Reason)
+			writeTable(&b, s.Description)
+		}
+		if bin.Passed > 0 {
+			fmt.Fprintf(&b, "... and %d more registry descriptions, not shown\n", bin.Passed)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeTable prints a registry's connectors as a table.
+func writeTable(w io.Writer, r Description) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tROLES\tCONSTRUCTOR\tMODULE\tSUM")
+	for _, c := range r.Connectors {
+		name := show(c.Name)
+		if len(c.Aliases) > 0 {
+			name += " (" + showAll(c.Aliases, ", ") + ")"
+		}
+		mod := show(c.Module)
+		if c.Version != "" {
+			mod += "@" + show(c.Version)
+		}
+		if c.Replace != "" {
+			mod += " => " + show(c.Replace)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s.%s\t%s\t%s\n", name, showAll(c.Roles, ","), show(c.Import), show(c.Constructor), mod, show(c.Sum))
+	}
+	tw.Flush()
+}
+
+// show shows a string from a binary's file as suggest.Show does, and an
+// empty one as nothing.
+func show(s string) string {
+	if s == "" {
+		return ""
+	}
+	return suggest.Show(s)
+}
+
+// showAll shows each of a list's strings, joined by sep.
+func showAll(list []string, sep string) string {
+	shown := make([]string, len(list))
+	for i, s := range list {
+		shown[i] = show(s)
+	}
+	return strings.Join(shown, sep)
 }

@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -8,8 +9,10 @@ import (
 	"go/token"
 	"io"
 	"io/fs"
+	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -42,6 +45,10 @@ func load(dir, path string, chain []string) (*Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(chain) > 0 && !startsAsManifest(data) {
+		// Not a manifest: what it holds is none of kvgen's to show.
+		return nil, fmt.Errorf("%s does not start as a kvgen manifest, with version:; extends: names a manifest", suggest.Show(path))
+	}
 	m, err := Parse(path, data)
 	if m == nil || !m.Extends.Set {
 		return m, err
@@ -59,6 +66,10 @@ func load(dir, path string, chain []string) (*Manifest, error) {
 		return nil, errs.Err()
 	case len(chain) >= maxExtends:
 		errs.Add(m.Extends.Pos, "extends %q: manifests extend one another more than %d deep", m.Extends.V, maxExtends)
+		return nil, errs.Err()
+	}
+	if err := mayExtend(abs, baseAbs, m.Extends.V); err != nil {
+		errs.Add(m.Extends.Pos, "extends %s: %v", suggest.Quote(m.Extends.V), err)
 		return nil, errs.Err()
 	}
 	base, err := load(dir, basePath, append(chain, abs))
@@ -84,6 +95,74 @@ func load(dir, path string, chain []string) (*Manifest, error) {
 	}
 	return m, err
 }
+
+// mayExtend says why the manifest at abs may not extend the file at
+// baseAbs, named so in its extends:, or returns nil. The rule: extends:
+// names a .yaml or .yml file inside the tree of the extending manifest's
+// workspace (see workspace), after symbolic links; load then reads it only
+// if it starts as a manifest. So a manifest cannot have kvgen read, and
+// show in its errors, any file the user can read.
+func mayExtend(abs, baseAbs, written string) error {
+	if ext := path.Ext(written); ext != ".yaml" && ext != ".yml" {
+		return errors.New("extends: names a manifest, a .yaml or .yml file")
+	}
+	real, err := filepath.EvalSymlinks(baseAbs)
+	if err != nil {
+		return nil // reading it says what is wrong, such as that it is missing
+	}
+	dir, err := filepath.EvalSymlinks(filepath.Dir(abs))
+	if err != nil {
+		return err
+	}
+	root := workspace(dir)
+	if rel, err := filepath.Rel(root, real); err != nil || !filepath.IsLocal(rel) {
+		return fmt.Errorf("%s is outside %s, the tree of the repository or module this manifest is in; extends: reads manifests only there", suggest.Show(real), suggest.Show(root))
+	}
+	return nil
+}
+
+// workspace is the directory whose tree a manifest in dir may extend
+// manifests from: the nearest directory at or above dir that holds a .git
+// (a repository, a worktree), else the outermost one that holds a go.mod
+// (so a module nested in another, such as an example's, reaches its
+// parent's manifests), else dir.
+func workspace(dir string) string {
+	root := dir
+	for d := dir; ; {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			return d
+		}
+		if _, err := os.Lstat(filepath.Join(d, "go.mod")); err == nil {
+			root = d
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return root
+		}
+		d = parent
+	}
+}
+
+// startsAsManifest reports whether data starts as a kvgen manifest does:
+// its first line that is not blank, a comment, a document start or a
+// directive gives version:.
+func startsAsManifest(data []byte) bool {
+	data = bytes.TrimPrefix(data, []byte("\ufeff"))
+	for len(data) > 0 {
+		line, rest, _ := bytes.Cut(data, []byte("\n"))
+		data = rest
+		t := bytes.TrimSpace(line)
+		switch {
+		case len(t) == 0, t[0] == '#', t[0] == '%', bytes.Equal(t, []byte("---")):
+			continue
+		}
+		return versionKey.Match(line)
+	}
+	return false
+}
+
+// versionKey is a top-level version: key, quoted or not.
+var versionKey = regexp.MustCompile(`^(version|"version"|'version')\s*:`)
 
 // onlyEntryErrors reports whether every problem lies within an entry that
 // is marked Invalid, so that the others can still be checked.
@@ -257,7 +336,7 @@ func readManifest(file, path string) ([]byte, error) {
 		nr.Path = path
 		return nil, &FileError{Path: path, Err: nr}
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, &FileError{Path: path, Err: fmt.Errorf("open %s: %w", path, fs.ErrNotExist)}
+		return nil, &FileError{Path: path, Err: fmt.Errorf("open %s: %w", suggest.Show(path), fs.ErrNotExist)}
 	case err != nil:
 		return nil, err
 	}

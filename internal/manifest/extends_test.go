@@ -14,7 +14,7 @@ import (
 // A chain of manifests in nested directories: each entry's replace: stays
 // relative to the manifest that wrote it, through Dir.
 func TestExtendsKeepsReplaceRelativeToItsManifest(t *testing.T) {
-	dir := t.TempDir()
+	dir := moduleDir(t)
 	write := func(name, content string) {
 		path := filepath.Join(dir, filepath.FromSlash(name))
 		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
@@ -48,7 +48,7 @@ func TestExtendsKeepsReplaceRelativeToItsManifest(t *testing.T) {
 // A deployment manifest builds the program its base builds: it has the
 // base's contract, and naming another is an error at its factory: line.
 func TestExtendsKeepsTheContract(t *testing.T) {
-	dir := t.TempDir()
+	dir := moduleDir(t)
 	write := func(name, content string) {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644))
 	}
@@ -74,4 +74,62 @@ func TestExtendsAndPinsArePlainRelativePaths(t *testing.T) {
 	assert.Contains(t, err.Error(), `deploy.yaml:2:10: extends "/etc/base.yaml" is an absolute path, which ties the manifest to one machine`)
 	assert.Contains(t, err.Error(), `deploy.yaml:4:24: pin "a": replace "x\\y" contains a backslash`)
 	assert.Contains(t, err.Error(), `deploy.yaml:4:40: pin "a": version "1.0" is not a canonical semantic version`)
+}
+
+// moduleDir makes a temporary directory holding a go.mod, whose tree
+// manifests in it may extend.
+func moduleDir(t *testing.T) string {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module example.com/m\n"), 0o644))
+	return dir
+}
+
+// extends: reads only a .yaml or .yml file in the tree of the extending
+// manifest's repository (or outermost module), after symbolic links, and
+// only if it starts as a manifest; what it refuses is never shown. It once
+// showed ten lines of /etc/shadow as unknown keys.
+func TestExtendsReadsOnlyManifestsOfItsTree(t *testing.T) {
+	top := t.TempDir()
+	write := func(name, content string) {
+		path := filepath.Join(top, filepath.FromSlash(name))
+		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+		require.NoError(t, os.WriteFile(path, []byte(content), 0o644))
+	}
+	const secret = "root:$y$j9T$SECRETHASH:19000:0:99999:7:::\ndaemon:*:19000:0:99999:7:::\n"
+	write("outside/shadow", secret)
+	write("outside/shadow.yaml", secret)
+	write("repo/.git/HEAD", "ref: refs/heads/main\n")
+	write("repo/go.mod", "module example.com/repo\n")
+	write("repo/connectors.yaml", "# the base\n---\nversion: 1\nconnectors:\n  - {name: a, import: example.com/a}\n")
+	write("repo/notes.yaml", secret)
+	write("repo/notes.txt", "version: 1\n")
+	require.NoError(t, os.Symlink(filepath.Join(top, "outside", "shadow.yaml"), filepath.Join(top, "repo", "link.yaml")))
+	// A module nested in the repository, as an example's is, extends the
+	// repository's manifest.
+	write("repo/example/go.mod", "module example.com/repo/example\n")
+	write("repo/example/deploy/dc.yaml", "version: 1\nextends: ../../connectors.yaml\n")
+	m, err := manifest.LoadIn(filepath.Join(top, "repo", "example"), "deploy/dc.yaml")
+	require.NoError(t, err)
+	require.Len(t, m.Connectors, 1)
+
+	for base, want := range map[string]string{
+		"../../outside/shadow.yaml": "is outside",
+		"../../outside/shadow":      "extends: names a manifest, a .yaml or .yml file",
+		"../link.yaml":              "is outside",
+		"../notes.yaml":             `notes.yaml does not start as a kvgen manifest, with version:`,
+		"../notes.txt":              "extends: names a manifest, a .yaml or .yml file",
+	} {
+		write("repo/deploy/d.yaml", "version: 1\nextends: "+base+"\n")
+		_, err := manifest.LoadIn(filepath.Join(top, "repo"), "deploy/d.yaml")
+		require.Error(t, err, base)
+		assert.Contains(t, err.Error(), want, base)
+		assert.NotContains(t, err.Error(), "root:", base)
+		assert.NotContains(t, err.Error(), "daemon", base)
+	}
+
+	// Without a repository, the outermost module's tree holds.
+	require.NoError(t, os.RemoveAll(filepath.Join(top, "repo", ".git")))
+	m, err = manifest.LoadIn(filepath.Join(top, "repo", "example"), "deploy/dc.yaml")
+	require.NoError(t, err)
+	require.Len(t, m.Connectors, 1)
 }

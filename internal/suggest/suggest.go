@@ -140,3 +140,21 @@ func QuotePath(p string) string {
 	}
 	return strconv.Quote(p)
 }
+
+// Show is how a message or a listing shows a string from outside kvgen (a
+// path, a name, what a binary says): as it is when it is plain, printable
+// text that needs no quotes (no quote, backslash, space at either end or
+// control character, at most 4096 bytes), else quoted as QuotePath does.
+// Listings stay readable, and nothing shown can end a line, move the cursor
+// or reorder a terminal's text.
+func Show(s string) string {
+	if s == "" || len(s) > maxPath || s[0] == ' ' || s[len(s)-1] == ' ' {
+		return QuotePath(s)
+	}
+	for _, r := range s {
+		if r == utf8.RuneError || r == '"' || r == '\\' || !strconv.IsPrint(r) {
+			return QuotePath(s)
+		}
+	}
+	return s
+}

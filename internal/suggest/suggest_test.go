@@ -86,3 +86,23 @@ func BenchmarkNearestLongName(b *testing.B) {
 }
 
 var sink int
+
+// Show leaves plain text as it is and quotes anything a terminal would
+// act on, or that quotes would hide.
+func TestShow(t *testing.T) {
+	for _, s := range []string{"bin/plain", "connectors.yaml", "github.com/kvgen/kvgen@v0.1.0", "h1:abc+/=", "a b", "é"} {
+		assert.Equal(t, s, Show(s))
+	}
+	for s, want := range map[string]string{
+		"":                        `""`,
+		" x":                      `" x"`,
+		"x\x1b[31m\nkvgen: fake":  `"x\x1b[31m\nkvgen: fake"`,
+		"a\u202eb":                `"a\u202eb"`,
+		"q\"":                     `"q\""`,
+		`back\slash`:              `"back\\slash"`,
+		"\xff":                    `"\xff"`,
+		strings.Repeat("x", 5000): Quote(strings.Repeat("x", 5000)),
+	} {
+		assert.Equal(t, want, Show(s))
+	}
+}
