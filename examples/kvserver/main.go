@@ -129,7 +129,7 @@ func run(ctx context.Context, linked *registry.Registry, args []string, stdout, 
 	var report any
 	switch mode {
 	case "serve":
-		if err := serve(ctx, e, lim, *listen, stdout); err != nil {
+		if err := serve(ctx, e, lim, *listen, stdout, stderr); err != nil {
 			fmt.Fprintln(stderr, "kvserver:", err)
 			return 1
 		}

@@ -50,8 +50,9 @@ type server struct {
 // serve runs the server on listen until ctx ends or SIGTERM or SIGINT
 // arrives, then stops taking connections and waits for the requests in
 // flight. It prints the address it listens on first, so that port 0 can be
-// asked for.
-func serve(ctx context.Context, e *engine, lim limits, listen string, stdout io.Writer) error {
+// asked for, and says on stderr when it stops and how the stop went: an
+// operator reading a pod's log sees the drain, not a silent exit.
+func serve(ctx context.Context, e *engine, lim limits, listen string, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	// Both sides exist before the first request, so that stats and events
@@ -130,7 +131,8 @@ func serve(ctx context.Context, e *engine, lim limits, listen string, stdout io.
 		return err
 	case <-ctx.Done():
 	}
-	s.log.Info("stopping: draining requests in flight")
+	start, inFlight := time.Now(), s.requests.n.Load()
+	fmt.Fprintf(stderr, "kvserver: stopping: draining %s in flight (at most %s)\n", plural(inFlight, "request"), lim.ShutdownTimeout)
 	// Bodies still on their way get a little longer; one that stalls
 	// would otherwise hold the stop for as long as -read-timeout.
 	s.bodies.stop(lim.ShutdownReadTimeout)
@@ -142,6 +144,7 @@ func serve(ctx context.Context, e *engine, lim limits, listen string, stdout io.
 	if err := <-done; !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
+	fmt.Fprintf(stderr, "kvserver: stopped after %s: the %s in flight drained\n", time.Since(start).Round(time.Millisecond), plural(inFlight, "request"))
 	return nil
 }
 
@@ -319,4 +322,12 @@ func (s *server) follow(w http.ResponseWriter, r *http.Request) {
 		}
 		f.sent(ev)
 	}
+}
+
+// plural says n things, as "1 request" or "3 requests".
+func plural(n int64, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
 }

@@ -207,4 +207,7 @@ func TestServeHandoffMetricsEventsAndDrain(t *testing.T) {
 	err = cmd.Wait()
 	require.NoError(t, err, "stderr: %s", stderr)
 	assert.Equal(t, 0, cmd.ProcessState.ExitCode())
+	// The log says that it drained, what, and that it stopped.
+	assert.Contains(t, stderr.String(), "kvserver: stopping: draining 1 request in flight (at most 30s)\n")
+	assert.Regexp(t, `kvserver: stopped after \S+: the 1 request in flight drained\n`, stderr.String())
 }
