@@ -256,6 +256,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			}
 			usage(e, stdout)
 			return exitOK
+		case "-version", "--version":
+			// As other tools answer it: the version, not generate's flags.
+			args = append([]string{"version"}, args[1:]...)
 		}
 		if args[0] != "" && args[0][0] != '-' {
 			name, args = args[0], args[1:]
