@@ -143,7 +143,7 @@ type Plan struct {
 // NewPlan compares the main module's go.mod with what the manifest's
 // entries name: an entry with replace: needs its module required and
 // replaced by that directory; an entry with version: needs its module
-// required at that version. Pruning modules no entry names is left to
+// required at that version or a higher one. Pruning modules no entry names is left to
 // go mod tidy. Errors in entries are a diag.List, returned with a plan for
 // the other entries (see Plan.Bad), so that their problems can be found
 // too.
@@ -236,7 +236,7 @@ func (pl *planner) versioned(i int, c manifest.Connector) {
 			return
 		}
 	}
-	if have := pl.required[mod]; mod == "" || have != c.Version.V {
+	if have := pl.required[mod]; mod == "" || !atLeast(have, c.Version.V) {
 		pl.Lacks = append(pl.Lacks, Lack{Pos: c.Version.Pos, Label: c.Label(i), Import: c.Import.V, Module: mod, Version: c.Version.V, Have: have})
 	}
 }
@@ -268,7 +268,7 @@ func (pl *planner) replaced(i int, c manifest.Connector) error {
 	}
 	have := pl.required[modPath]
 	version := have
-	if c.Version.Set {
+	if c.Version.Set && !atLeast(have, c.Version.V) {
 		version = c.Version.V
 	}
 	if version == "" {
@@ -294,6 +294,14 @@ func (pl *planner) replaced(i int, c manifest.Connector) error {
 	}
 	pl.Lacks = append(pl.Lacks, Lack{Pos: pos, Label: c.Label(i), Import: c.Import.V, Module: modPath, Version: version, Have: have, Replace: target})
 	return nil
+}
+
+// atLeast reports whether go.mod's requirement have satisfies a manifest's
+// version: want. version: is the least version the entry needs, as a
+// require line is, so a go.mod that requires a higher one (as a dependency
+// bot leaves it) satisfies it; a lower one, or none, does not.
+func atLeast(have, want string) bool {
+	return have != "" && semver.Compare(have, want) >= 0
 }
 
 // LacksError is a go.mod that does not satisfy the manifest: one

@@ -83,6 +83,12 @@ replace example.com/fast => ../fast
 		var lacks *LacksError
 		assert.ErrorAs(t, p.Err(), &lacks)
 	})
+	t.Run("a higher requirement satisfies version:", func(t *testing.T) {
+		p, err := plan(t, dir, entry("    import: example.com/pub/kv\n    version: v1.1.0\n")+
+			"  - name: d\n    import: example.com/fast/kv\n    version: v0.0.9\n    replace: ../fast\n")
+		require.NoError(t, err)
+		assert.Empty(t, p.Lacks)
+	})
 	t.Run("unknown module", func(t *testing.T) {
 		p, err := plan(t, dir, entry("    import: example.com/new/kv\n    version: v0.3.0\n"))
 		require.NoError(t, err)
