@@ -92,6 +92,11 @@ type Result struct {
 	Content []byte
 	// Contract is what the constructors were checked against.
 	Contract *Contract
+	// Warnings are problems the run went on despite, sorted by position,
+	// each message starting with "warning:": a version: that go.mod's
+	// replace line overrides, so that the binary builds from the
+	// replacement and not from that version.
+	Warnings []*Problem
 
 	declared   map[string]bool         // top-level names of the output package's other files
 	abs        string                  // Path made absolute
@@ -331,6 +336,7 @@ func loadLinked(ctx context.Context, errs *diag.List, opts Options, res *Result,
 	if plan == nil {
 		return nil, errs.Err()
 	}
+	res.Warnings = plan.Warnings.Sort()
 	if len(plan.Bad) > 0 {
 		for i := range m.Connectors {
 			c := &m.Connectors[i]

@@ -132,6 +132,7 @@ func runGenerate(ctx context.Context, e *env, args []string) int {
 			g.report(e, err)
 			return exitError
 		}
+		e.warn(res.Warnings)
 		err = writeModules(ctx, e, res)
 		if errors.Is(err, gen.ErrModulesChanged) {
 			if attempt < maxLinkAttempts {
@@ -191,6 +192,7 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 		}
 		return exitUsage
 	}
+	e.warn(res.Warnings)
 	stale, diff, err := res.Stale()
 	switch {
 	case err != nil:
@@ -246,6 +248,7 @@ func resolveListed(ctx context.Context, e *env, g genFlags) ([]listed, *gen.Cont
 	if err != nil {
 		return nil, nil, err
 	}
+	e.warn(res.Warnings)
 	res.Docs()
 	items := make([]listed, len(res.Entries))
 	for i, en := range res.Entries {

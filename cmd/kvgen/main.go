@@ -166,6 +166,14 @@ func (e *env) errorf(format string, args ...any) {
 	fmt.Fprintf(e.stderr, "kvgen: "+format+"\n", args...)
 }
 
+// warn prints warnings, one a line as the compiler prints errors, on
+// stderr even with -json: they do not change the outcome.
+func (e *env) warn(ws []*gen.Problem) {
+	for _, w := range ws {
+		fmt.Fprintln(e.stderr, w)
+	}
+}
+
 // report prints err: positioned errors one per line as the compiler does,
 // the parts of a joined error each on their own, anything else with the
 // kvgen prefix; with -json it collects them for printJSON. Once a signal

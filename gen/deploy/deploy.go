@@ -61,7 +61,8 @@ type Options struct {
 	Verbose bool
 	// Progress, when set, is told of each step of the build as it starts
 	// and as it ends, one line of text each ("compiling ./cmd/server",
-	// "compiling ./cmd/server: done in 1.2s"), for the caller to show.
+	// "compiling ./cmd/server: done in 1.2s"), for the caller to show,
+	// and of the registry's warnings (see gen.Result.Warnings).
 	Progress func(string)
 	// GoOutput receives what the go commands print, under Verbose.
 	GoOutput io.Writer
@@ -212,6 +213,9 @@ func (b *builder) generate(ctx context.Context) error {
 	opts.Env, opts.Output = b.env0, target
 	if b.res, err = gen.Generate(ctx, opts); err != nil {
 		return err
+	}
+	for _, w := range b.res.Warnings {
+		b.opts.Progress(b.prefix + w.Error())
 	}
 	if b.opts.Verbose {
 		for _, c := range b.res.ModuleChanges() {

@@ -138,6 +138,10 @@ type Plan struct {
 	// Bad holds the indexes of the entries whose version: or replace:
 	// is wrong; NewPlan's error says why, and the plan leaves them out.
 	Bad map[int]bool
+	// Warnings are what the run may go on despite, each at its manifest
+	// key and saying "warning:": a version: that go.mod's replace line
+	// overrides.
+	Warnings diag.List
 }
 
 // NewPlan compares the main module's go.mod with what the manifest's
@@ -230,15 +234,68 @@ func (pl *planner) versioned(i int, c manifest.Connector) {
 		pl.fail(i, c.Version.Pos, "%s: %s is in the main module, %s, which has no version of its own; drop version:", c.Label(i), c.Import.V, main.Path)
 		return
 	}
+	if msg := majorMismatch(mod, c.Import.V, c.Version.V); msg != "" {
+		pl.fail(i, c.Version.Pos, "%s: %s", c.Label(i), msg)
+		return
+	}
 	if mod != "" {
 		pl.Modules[i] = mod
 		if !pl.agree(i, mod, claim{label: c.Label(i), version: c.Version.V, versionPos: c.Version.Pos}) {
 			return
 		}
 	}
-	if have := pl.required[mod]; mod == "" || !atLeast(have, c.Version.V) {
-		pl.Lacks = append(pl.Lacks, Lack{Pos: c.Version.Pos, Label: c.Label(i), Import: c.Import.V, Module: mod, Version: c.Version.V, Have: have})
+	have := pl.required[mod]
+	if mod != "" && atLeast(have, c.Version.V) {
+		if to := replacement(main, mod, have); to != "" {
+			pl.Warnings.Add(c.Version.Pos, "warning: %s: go.mod replaces module %s by %s, so the binary builds from there, not from version %s; drop version: or the replace line", c.Label(i), mod, to, c.Version.V)
+		}
+		return
 	}
+	if to := replacement(main, mod, c.Version.V); mod != "" && to != "" {
+		// Requiring the version would change nothing the binary builds,
+		// and the go command would look for it where it may not be.
+		pl.fail(i, c.Version.Pos, "%s: %s belongs to module %s, which go.mod replaces by %s, so version %s does not apply to it: the binary builds from the replacement; drop version: (or the replace line, to build that version)", c.Label(i), c.Import.V, mod, to, c.Version.V)
+		return
+	}
+	pl.Lacks = append(pl.Lacks, Lack{Pos: c.Version.Pos, Label: c.Label(i), Import: c.Import.V, Module: mod, Version: c.Version.V, Have: have})
+}
+
+// majorMismatch says why version cannot be a version of the module of
+// importPath, mod when known, or returns "": from v2 on, a module's path
+// ends in its major version (example.com/kv/v2), and a /vN module's
+// versions are vN.x.y. A +incompatible version, of a v2+ module without a
+// go.mod, is left to the go command, which can tell.
+func majorMismatch(mod, importPath, version string) string {
+	if strings.HasSuffix(version, "+incompatible") || strings.HasPrefix(importPath, "gopkg.in/") {
+		return ""
+	}
+	major := semver.Major(version) // "v9"
+	if mod == "" {
+		// Not required yet: the module is the import path, or its prefix
+		// up to a major version element.
+		mod = importPath
+		elems := strings.Split(importPath, "/")
+		for i := 1; i < len(elems); i++ {
+			if majorElem.MatchString(elems[i]) {
+				mod = strings.Join(elems[:i+1], "/")
+				break
+			}
+		}
+		if _, pathMajor, ok := module.SplitPathVersion(mod); ok && pathMajor == "" && major != "v0" && major != "v1" {
+			return fmt.Sprintf("version %s is major version %s, but %s is in no %s module: from v2 on, a module's path ends in its major version, as in %s/%s; import the package from that module, or name a v0 or v1 version",
+				version, major[1:], importPath, major, mod, major)
+		}
+	}
+	prefix, pathMajor, ok := module.SplitPathVersion(mod)
+	if !ok || module.CheckPathMajor(version, pathMajor) == nil {
+		return ""
+	}
+	if pathMajor == "" {
+		return fmt.Sprintf("version %s is major version %s, but module %s is not a %s module: from v2 on, a module's path ends in its major version, so its %s is %s/%s; import the package from that module, or name a v0 or v1 version",
+			version, major[1:], mod, major, major, mod, major)
+	}
+	return fmt.Sprintf("version %s is major version %s, but module %s is a %s module, whose versions are %s.x.y; name one, or import the package from %s",
+		version, major[1:], mod, pathMajor[1:], pathMajor[1:], prefix)
 }
 
 // replaced plans entry i, which names a replace: directory, for its module
@@ -257,6 +314,12 @@ func (pl *planner) replaced(i int, c manifest.Connector) error {
 	case !InModule(c.Import.V, modPath):
 		pl.fail(i, c.Import.Pos, "%s: %s is not in module %s, which %s holds", c.Label(i), c.Import.V, modPath, c.Replace.V)
 		return nil
+	}
+	if c.Version.Set {
+		if msg := majorMismatch(modPath, c.Import.V, c.Version.V); msg != "" {
+			pl.fail(i, c.Version.Pos, "%s: %s", c.Label(i), msg)
+			return nil
+		}
 	}
 	pl.Modules[i] = modPath
 	cl := claim{label: c.Label(i), dir: c.Replace.V, abs: dir, dirPos: c.Replace.Pos}
@@ -344,21 +407,35 @@ func replaceTarget(modRoot, dir string) (string, error) {
 	return rel, nil
 }
 
-// replacedBy reports whether go.mod replaces modPath at version by dir.
-func replacedBy(main *Main, modPath, version, dir string) bool {
-	var target string
-	for _, r := range main.file.Replace {
+// replacement returns what go.mod replaces modPath at version by, as
+// go.mod writes it (a directory, or another module's path and version),
+// or "" when it does not.
+func replacement(main *Main, modPath, version string) string {
+	if r := replaceOf(main, modPath, version); r != nil {
+		return strings.TrimSpace(r.New.Path + " " + r.New.Version)
+	}
+	return ""
+}
+
+// replaceOf returns go.mod's replace line for modPath at version, or nil.
+func replaceOf(main *Main, modPath, version string) *modfile.Replace {
+	var r *modfile.Replace
+	for _, rr := range main.file.Replace {
 		// A replacement of one version wins over one of every version.
-		if r.Old.Path == modPath && (r.Old.Version == "" && target == "" || r.Old.Version == version) {
-			target = r.New.Path
-			if r.New.Version != "" {
-				target = "" // replaced by another module, not a directory
-			}
+		if rr.Old.Path == modPath && (rr.Old.Version == "" && r == nil || rr.Old.Version == version) {
+			r = rr
 		}
 	}
-	if target == "" {
-		return false
+	return r
+}
+
+// replacedBy reports whether go.mod replaces modPath at version by dir.
+func replacedBy(main *Main, modPath, version, dir string) bool {
+	r := replaceOf(main, modPath, version)
+	if r == nil || r.New.Version != "" {
+		return false // not replaced, or by another module
 	}
+	target := r.New.Path
 	if !filepath.IsAbs(target) {
 		target = filepath.Join(main.Dir, filepath.FromSlash(target))
 	}
