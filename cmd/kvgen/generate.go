@@ -240,15 +240,18 @@ func toListed(c *gen.Contract, e *gen.Entry) listed {
 }
 
 // resolveListed resolves the manifest's entries, with their package docs,
-// for list and doc, and says which contract they fit.
+// for list and doc, and says which contract they fit. What go.mod lacks
+// (a deployment manifest's modules) is linked as kvgen build links it, in
+// a temporary copy: a listing changes nothing.
 func resolveListed(ctx context.Context, e *env, g genFlags) ([]listed, *gen.Contract, error) {
-	opts := g.options(e)
-	opts.ReadOnlyModules = true // a listing changes nothing
-	res, err := gen.Resolve(ctx, opts)
+	res, err := gen.Resolve(ctx, g.options(e))
 	if err != nil {
 		return nil, nil, err
 	}
 	e.warn(res.Warnings)
+	if changes := res.ModuleChanges(); len(changes) > 0 {
+		e.errorf("%s names what go.mod lacks; read with a temporary copy of go.mod, as kvgen build links it: %s", g.manifest, strings.Join(changes, ", "))
+	}
 	res.Docs()
 	items := make([]listed, len(res.Entries))
 	for i, en := range res.Entries {
