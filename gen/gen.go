@@ -105,6 +105,7 @@ type Result struct {
 	importPath string                  // the output package's import path, if known
 	root       string                  // the module's root directory
 	flags      []string                // Options.BuildFlags
+	env        []string                // Options.Env
 	sources    map[string]*sourceFiles // the entries' packages' files, for Docs
 	manifest   *manifest.Manifest      // the parsed manifest
 	modules    *gomod.Update           // go.mod and go.sum linked with the manifest's modules, if go.mod lacks them
@@ -269,7 +270,7 @@ func readManifest(errs *diag.List, opts Options) (*manifest.Manifest, error) {
 // package that file goes into as it is now; nil if it could not be
 // inspected, which is in errs.
 func placeOutput(errs *diag.List, opts Options, m *manifest.Manifest) (*Result, *outputPackage) {
-	res := &Result{manifest: m, Path: opts.Output, flags: opts.BuildFlags()}
+	res := &Result{manifest: m, Path: opts.Output, flags: opts.BuildFlags(), env: opts.Env}
 	if res.Path == "" {
 		res.Path = filepath.Join(filepath.Dir(opts.Manifest), m.Output.V)
 	}
@@ -545,7 +546,9 @@ func (r *Result) Docs() {
 }
 
 // Stale reports whether the file at r.Path differs from r.Content, and
-// returns a unified diff of the difference.
+// returns a unified diff of the difference. The diff's old side is the
+// file "(on disk)", or "(committed)" when git says it is the file of the
+// checkout's HEAD, unchanged.
 func (r *Result) Stale() (bool, []byte, error) {
 	old, err := readfile.Read(r.abs, readfile.Max)
 	if errors.Is(err, os.ErrNotExist) {
@@ -557,7 +560,7 @@ func (r *Result) Stale() (bool, []byte, error) {
 	if bytes.Equal(old, r.Content) {
 		return false, nil, nil
 	}
-	return true, unifiedDiff(r.Path, old, r.Content), nil
+	return true, unifiedDiff(r.Path, committed(r.abs, r.env), old, r.Content), nil
 }
 
 // Overlay writes, into a new directory inside dir, an absolute scratch

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"go/token"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/kvgen/kvgen/gen"
 	"github.com/kvgen/kvgen/internal/gomod"
 	"github.com/kvgen/kvgen/internal/manifest"
+	"github.com/kvgen/kvgen/internal/readfile"
 )
 
 // genFlags are the flags generate, check and list share.
@@ -205,7 +207,7 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 		if !e.asJSON {
 			e.stdout.Write(diff)
 		}
-		e.report(problemIn(res.Path, "%s is stale; run go generate (or %s)", res.Path, g.command()))
+		e.report(problemAt(token.Position{Filename: res.Path, Line: staleLine(res), Column: 1}, "%s is stale; run go generate (or %s)", res.Path, g.command()))
 		return exitError
 	}
 	return exitOK
@@ -323,4 +325,21 @@ func runSchema(ctx context.Context, e *env, args []string) int {
 	}
 	e.stdout.Write(manifest.Schema())
 	return exitOK
+}
+
+// staleLine is the first line of the file at res.Path that differs from
+// res.Content, where -json places a stale file's problem; 0 if it cannot
+// be read.
+func staleLine(res *gen.Result) int {
+	old, err := readfile.Read(res.Path, readfile.Max)
+	if err != nil {
+		return 0
+	}
+	line := 1
+	for i := 0; i < len(old) && i < len(res.Content) && old[i] == res.Content[i]; i++ {
+		if old[i] == '\n' {
+			line++
+		}
+	}
+	return line
 }

@@ -145,7 +145,12 @@ func (p fileProblem) Unwrap() error { return p.d }
 
 // problemIn makes a fileProblem at file.
 func problemIn(file, format string, args ...any) error {
-	return fileProblem{diag.Errorf(token.Position{Filename: file}, format, args...)}
+	return problemAt(token.Position{Filename: file}, format, args...)
+}
+
+// problemAt makes a fileProblem at a place in a file, which -json gives.
+func problemAt(pos token.Position, format string, args ...any) error {
+	return fileProblem{diag.Errorf(pos, format, args...)}
 }
 
 // printJSON prints the problems collected with -json: a JSON list, empty
