@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"go/token"
 	"maps"
 	"os"
 	"path/filepath"
@@ -123,6 +124,20 @@ func newPlugin(ctx context.Context, e *env, name, factory, dir string) int {
 	}
 	if c.Interface {
 		p.TypeName = "func() " + p.TypeName
+		// A value that works: a host may call its methods.
+		p.Impl = name
+		for _, m := range c.Methods {
+			if !token.IsExported(m.Name) {
+				p.Embed = c.PkgName + "." + c.Name
+				continue
+			}
+			results := slices.Clone(m.Results)
+			if m.ReturnsError {
+				results[len(results)-1] = fmt.Sprintf("errors.New(%q)", name+": "+m.Name+" is not implemented")
+				p.ReturnsError = true
+			}
+			p.Methods = append(p.Methods, templates.Method{Name: m.Name, Signature: m.Signature, Return: strings.Join(results, ", ")})
+		}
 	}
 	for _, path := range slices.Sorted(maps.Keys(c.Imports)) {
 		if path != c.Path {
@@ -132,11 +147,16 @@ func newPlugin(ctx context.Context, e *env, name, factory, dir string) int {
 	results := slices.Clone(c.Results)
 	if c.ReturnsError {
 		results[len(results)-1] = fmt.Sprintf("errors.New(%q)", name+": not implemented")
+		p.ReturnsError = true
 	}
 	p.Return = strings.Join(results, ", ")
 	p.Call = "New(" + strings.Join(c.Params, ", ") + ")"
 	if n := len(c.Results); n > 0 {
 		p.Call = strings.Repeat("_, ", n-1) + "_ = " + p.Call
+	}
+	if c.Interface {
+		p.Return = "&" + p.Impl + "{}"
+		p.Call = "if New() == nil {\n\t\tt.Fatal(\"New returns nil\")\n\t}"
 	}
 	files, err := templates.RenderPlugin(p)
 	if err != nil {
@@ -155,6 +175,17 @@ func newPlugin(ctx context.Context, e *env, name, factory, dir string) int {
 		}
 	}
 	fmt.Fprintf(e.stdout, "created %s, a plugin of %s: %s\n", dir, c.String(), strings.Join(names, ", "))
-	fmt.Fprintf(e.stdout, "next: go test ./%s, then list its import path in the manifest (New is marked, so no constructor: line) and run go generate\n", filepath.ToSlash(filepath.Clean(dir)))
+	fmt.Fprintf(e.stdout, "next: go test %s, then list its import path in the manifest (New is marked, so no constructor: line) and run go generate\n", goPackageArg(dir))
 	return exitOK
+}
+
+// goPackageArg is how the go command names the package in dir: a clean
+// path, "./" in front only where the path would otherwise read as an
+// import path.
+func goPackageArg(dir string) string {
+	p := filepath.ToSlash(filepath.Clean(dir))
+	if filepath.IsAbs(dir) || p == "." || p == ".." || strings.HasPrefix(p, "./") || strings.HasPrefix(p, "../") {
+		return p
+	}
+	return "./" + p
 }
