@@ -38,7 +38,9 @@ type Scaffold struct {
 	// KVGenVersion is the version of github.com/kvgen/kvgen to require.
 	KVGenVersion string
 	// Replace, if set, is a local directory that replaces
-	// github.com/kvgen/kvgen, for developing against an unreleased kvgen.
+	// github.com/kvgen/kvgen, for developing against an unreleased kvgen,
+	// as go.mod writes it: relative to the new module, as kvgen new
+	// gives it.
 	Replace string
 }
 

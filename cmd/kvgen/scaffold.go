@@ -16,6 +16,7 @@ import (
 
 	"github.com/kvgen/kvgen/gen"
 	"github.com/kvgen/kvgen/internal/atomicfile"
+	"github.com/kvgen/kvgen/internal/gomod"
 	"github.com/kvgen/kvgen/templates"
 )
 
@@ -24,7 +25,7 @@ func runNew(ctx context.Context, e *env, args []string) int {
 	modPath := fs.String("module", "", "module path of the new connector (default example.com/NAME)")
 	factory := fs.String("factory", "", "scaffold a plugin package of this contract, as a manifest's factory: names it, in this module")
 	dir := fs.String("dir", "", "directory to create (default ./NAME)")
-	replace := fs.String("replace", "", "local kvgen checkout to develop against (adds a replace directive)")
+	replace := fs.String("replace", "", "local kvgen checkout to develop against (adds a replace directive, relative to the new module; a development build of kvgen adds the one of this module's go.mod)")
 	// Flags may follow the name: kvgen new acme -module example.com/acme.
 	positional, code := parseMixed(fs, args)
 	if code >= 0 {
@@ -65,13 +66,28 @@ func runNew(ctx context.Context, e *env, args []string) int {
 		return exitError
 	}
 	s := templates.Scaffold{Name: name, Module: *modPath, GoVersion: "1.26.0", KVGenVersion: cmp.Or(ownVersion(), "v0.0.0-00010101000000-000000000000")}
-	if *replace != "" {
-		abs, err := filepath.Abs(*replace)
+	checkout, fromHost := *replace, false
+	if checkout == "" && ownVersion() == "" {
+		// A development build: no proxy has its version, but the host
+		// module's go.mod, which it runs from, names its checkout.
+		if main, err := gomod.FindMain(ctx, workDir(), os.Environ()); err == nil {
+			checkout, fromHost = main.ReplaceDir(kvgenModule), true
+		}
+	}
+	if checkout != "" {
+		abs, err := filepath.Abs(checkout)
+		if err == nil {
+			var newDir string
+			if newDir, err = filepath.Abs(*dir); err == nil {
+				// Relative, as kvgen writes replace lines: no machine path
+				// in go.mod.
+				s.Replace, err = gomod.ReplaceTarget(newDir, abs)
+			}
+		}
 		if err != nil {
 			e.report(err)
 			return exitError
 		}
-		s.Replace = abs
 	}
 	files, err := templates.RenderScaffold(s)
 	if err != nil {
@@ -94,6 +110,9 @@ func runNew(ctx context.Context, e *env, args []string) int {
 		}
 	}
 	fmt.Fprintf(e.stdout, "created %s (module %s): %s\n", *dir, *modPath, strings.Join(names, ", "))
+	if fromHost && s.Replace != "" {
+		fmt.Fprintf(e.stdout, "go.mod replaces %s by %s, the checkout this module's go.mod replaces it by\n", kvgenModule, s.Replace)
+	}
 	if s.Replace == "" && strings.HasPrefix(s.KVGenVersion, "v0.0.0-") {
 		fmt.Fprintf(e.stdout, "this kvgen is a development build: point go.mod at your kvgen checkout with\n\tgo mod edit -replace github.com/kvgen/kvgen=PATH\n")
 	}

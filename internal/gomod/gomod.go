@@ -344,7 +344,7 @@ func (pl *planner) replaced(i int, c manifest.Connector) error {
 		}
 		version = module.ZeroPseudoVersion(major)
 	}
-	target, err := replaceTarget(main.Dir, dir)
+	target, err := ReplaceTarget(main.Dir, dir)
 	if err != nil {
 		return err
 	}
@@ -393,9 +393,9 @@ func (p *Plan) Err() error {
 	return &LacksError{List: errs.Sort()}
 }
 
-// replaceTarget is how go.mod in modRoot names dir: relative, so that no
+// ReplaceTarget is how go.mod in modRoot names dir: relative, so that no
 // machine path lands in go.mod or in a binary's build info.
-func replaceTarget(modRoot, dir string) (string, error) {
+func ReplaceTarget(modRoot, dir string) (string, error) {
 	rel, err := filepath.Rel(modRoot, dir)
 	if err != nil {
 		return "", err
@@ -427,6 +427,26 @@ func replaceOf(main *Main, modPath, version string) *modfile.Replace {
 		}
 	}
 	return r
+}
+
+// ReplaceDir returns the directory go.mod replaces modPath by, at the
+// version it requires, made absolute; "" when it does not replace it by a
+// directory.
+func (m *Main) ReplaceDir(modPath string) string {
+	var version string
+	for _, r := range m.file.Require {
+		if r.Mod.Path == modPath {
+			version = r.Mod.Version
+		}
+	}
+	r := replaceOf(m, modPath, version)
+	if r == nil || r.New.Version != "" {
+		return ""
+	}
+	if filepath.IsAbs(r.New.Path) {
+		return filepath.Clean(r.New.Path)
+	}
+	return filepath.Join(m.Dir, filepath.FromSlash(r.New.Path))
 }
 
 // replacedBy reports whether go.mod replaces modPath at version by dir.
