@@ -42,6 +42,25 @@ type Contract struct {
 	ParamList, ResultList string
 	// ReturnsError is set when a constructor's last result is an error.
 	ReturnsError bool
+	// Methods are an interface contract's methods, embedded ones
+	// included, in the order go/types lists them: what a type that
+	// implements it declares.
+	Methods []Method
+}
+
+// Method is a method of an interface contract.
+type Method struct {
+	// Name is the method's name; an unexported one cannot be declared
+	// outside the contract's package.
+	Name string
+	// Signature is its parameters and results as a method declaration
+	// writes them after the name, types qualified by package name, such as
+	// "(key string) ([]byte, error)".
+	Signature string
+	// Results are the zero values of its results, as Go expressions.
+	Results []string
+	// ReturnsError is set when its last result is an error.
+	ReturnsError bool
 }
 
 // KV reports whether c is the KV connector contract.
@@ -140,21 +159,31 @@ func resolveContract(pkg *types.Package, c Contract) (*anyContract, Contract, st
 		var params bytes.Buffer
 		types.WriteSignature(&params, types.NewSignatureType(nil, nil, nil, u.Params(), nil, u.Variadic()), named)
 		c.ParamList, c.ResultList = params.String(), types.TypeString(u.Results(), named)
-		if n := u.Results().Len(); n > 0 {
-			c.ReturnsError = types.Identical(u.Results().At(n-1).Type(), types.Universe.Lookup("error").Type())
-		}
+		c.ReturnsError = returnsError(u)
 	case *types.Interface:
 		ac.iface = u
 		c.Interface = true
 		c.Signature = "func() " + types.TypeString(t, named)
 		c.Results = []string{"nil"}
 		c.ParamList, c.ResultList = "()", types.TypeString(t, named)
+		for m := range u.Methods() {
+			sig := m.Signature()
+			var b bytes.Buffer
+			types.WriteSignature(&b, sig, named)
+			c.Methods = append(c.Methods, Method{Name: m.Name(), Signature: b.String(), Results: zeros(sig.Results()), ReturnsError: returnsError(sig)})
+		}
 	default:
 		return nil, c, fmt.Sprintf("%s.%s is %s, neither a function type nor an interface; factory: names the type every constructor is, or returns", pkg.Name(), c.Name, kindOf(u))
 	}
 	c.PkgName, c.Imports = pkg.Name(), imports
 	ac.signature = c.Signature
 	return ac, c, ""
+}
+
+// returnsError reports whether sig's last result is an error.
+func returnsError(sig *types.Signature) bool {
+	n := sig.Results().Len()
+	return n > 0 && types.Identical(sig.Results().At(n-1).Type(), types.Universe.Lookup("error").Type())
 }
 
 // check returns what keeps a constructor of signature sig from fitting

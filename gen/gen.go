@@ -92,6 +92,11 @@ type Result struct {
 	Content []byte
 	// Contract is what the constructors were checked against.
 	Contract *Contract
+	// Warnings are problems the run went on despite, sorted by position,
+	// each message starting with "warning:": a version: that go.mod's
+	// replace line overrides, so that the binary builds from the
+	// replacement and not from that version.
+	Warnings []*Problem
 
 	declared   map[string]bool         // top-level names of the output package's other files
 	abs        string                  // Path made absolute
@@ -100,6 +105,7 @@ type Result struct {
 	importPath string                  // the output package's import path, if known
 	root       string                  // the module's root directory
 	flags      []string                // Options.BuildFlags
+	env        []string                // Options.Env
 	sources    map[string]*sourceFiles // the entries' packages' files, for Docs
 	manifest   *manifest.Manifest      // the parsed manifest
 	modules    *gomod.Update           // go.mod and go.sum linked with the manifest's modules, if go.mod lacks them
@@ -281,7 +287,7 @@ func readManifest(errs *diag.List, opts Options) (*manifest.Manifest, error) {
 // package that file goes into as it is now; nil if it could not be
 // inspected, which is in errs.
 func placeOutput(errs *diag.List, opts Options, m *manifest.Manifest) (*Result, *outputPackage) {
-	res := &Result{manifest: m, Path: opts.Output, flags: opts.BuildFlags()}
+	res := &Result{manifest: m, Path: opts.Output, flags: opts.BuildFlags(), env: opts.Env}
 	if res.Path == "" {
 		res.Path = filepath.Join(filepath.Dir(opts.Manifest), m.Output.V)
 	}
@@ -348,6 +354,7 @@ func loadLinked(ctx context.Context, errs *diag.List, opts Options, res *Result,
 	if plan == nil {
 		return nil, errs.Err()
 	}
+	res.Warnings = plan.Warnings.Sort()
 	if len(plan.Bad) > 0 {
 		for i := range m.Connectors {
 			c := &m.Connectors[i]
@@ -556,7 +563,9 @@ func (r *Result) Docs() {
 }
 
 // Stale reports whether the file at r.Path differs from r.Content, and
-// returns a unified diff of the difference.
+// returns a unified diff of the difference. The diff's old side is the
+// file "(on disk)", or "(committed)" when git says it is the file of the
+// checkout's HEAD, unchanged.
 func (r *Result) Stale() (bool, []byte, error) {
 	old, err := readfile.Read(r.abs, readfile.Max)
 	if errors.Is(err, os.ErrNotExist) {
@@ -568,7 +577,7 @@ func (r *Result) Stale() (bool, []byte, error) {
 	if bytes.Equal(old, r.Content) {
 		return false, nil, nil
 	}
-	return true, unifiedDiff(r.Path, old, r.Content), nil
+	return true, unifiedDiff(r.Path, committed(r.abs, r.env), old, r.Content), nil
 }
 
 // Overlay writes, into a new directory inside dir, an absolute scratch

@@ -38,7 +38,9 @@ type Scaffold struct {
 	// KVGenVersion is the version of github.com/kvgen/kvgen to require.
 	KVGenVersion string
 	// Replace, if set, is a local directory that replaces
-	// github.com/kvgen/kvgen, for developing against an unreleased kvgen.
+	// github.com/kvgen/kvgen, for developing against an unreleased kvgen,
+	// as go.mod writes it: relative to the new module, as kvgen new
+	// gives it.
 	Replace string
 }
 
@@ -102,15 +104,26 @@ type Plugin struct {
 	Params, Results string
 	// Return is what the stub returns; Call is the test's call of it.
 	Return, Call string
-	// ReturnsError is set when Return holds an error, which imports errors.
+	// ReturnsError is set when Return, or a method's, holds an error,
+	// which imports errors.
 	ReturnsError bool
 	// Imports are the packages the files may name; each file keeps those
 	// it does.
 	Imports []Import
+	// Impl, for an interface contract, is the type New returns a pointer
+	// to, declared with a stub of each of Methods; "" for a function
+	// type contract. Embed, if set, is the interface, which Impl embeds
+	// when some method cannot be declared outside its package.
+	Impl, Embed string
+	Methods     []Method
 }
 
 // Import is an imported package and the name the code calls it by.
 type Import struct{ Path, Name string }
+
+// Method is a stub method of Plugin.Impl: func (NAME) Name Signature {
+// return Return }.
+type Method struct{ Name, Signature, Return string }
 
 // RenderPlugin returns the new plugin package's files by name: its
 // constructor, marked for kvgen, and a test that checks it fits the

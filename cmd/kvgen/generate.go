@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go/token"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/kvgen/kvgen/gen"
 	"github.com/kvgen/kvgen/internal/gomod"
 	"github.com/kvgen/kvgen/internal/manifest"
+	"github.com/kvgen/kvgen/internal/readfile"
 	"github.com/kvgen/kvgen/internal/suggest"
 )
 
@@ -128,6 +130,7 @@ func runGenerate(ctx context.Context, e *env, args []string) int {
 			g.report(e, err)
 			return exitError
 		}
+		e.warn(res.Warnings)
 		err = writeModules(ctx, e, res)
 		if errors.Is(err, gen.ErrModulesChanged) {
 			if attempt < maxLinkAttempts {
@@ -183,6 +186,7 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 		}
 		return exitUsage
 	}
+	e.warn(res.Warnings)
 	stale, diff, err := res.Stale()
 	switch {
 	case err != nil:
@@ -195,7 +199,7 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 		if !e.asJSON {
 			e.stdout.Write(diff)
 		}
-		e.report(problemIn(res.Path, "%s is stale; run go generate (or %s)", suggest.Show(res.Path), g.command()))
+		e.report(problemAt(token.Position{Filename: res.Path, Line: staleLine(res), Column: 1}, "%s is stale; run go generate (or %s)", suggest.Show(res.Path), g.command()))
 		return exitError
 	}
 	return exitOK
@@ -230,13 +234,17 @@ func toListed(c *gen.Contract, e *gen.Entry) listed {
 }
 
 // resolveListed resolves the manifest's entries, with their package docs,
-// for list and doc, and says which contract they fit.
+// for list and doc, and says which contract they fit. What go.mod lacks
+// (a deployment manifest's modules) is linked as kvgen build links it, in
+// a temporary copy: a listing changes nothing.
 func resolveListed(ctx context.Context, e *env, g genFlags) ([]listed, *gen.Contract, error) {
-	opts := g.options(e)
-	opts.ReadOnlyModules = true // a listing changes nothing
-	res, err := gen.Resolve(ctx, opts)
+	res, err := gen.Resolve(ctx, g.options(e))
 	if err != nil {
 		return nil, nil, err
+	}
+	e.warn(res.Warnings)
+	if changes := res.ModuleChanges(); len(changes) > 0 {
+		e.errorf("%s names what go.mod lacks; read with a temporary copy of go.mod, as kvgen build links it: %s", g.manifest, strings.Join(changes, ", "))
 	}
 	res.Docs()
 	items := make([]listed, len(res.Entries))
@@ -303,4 +311,21 @@ func runSchema(ctx context.Context, e *env, args []string) int {
 	}
 	e.stdout.Write(manifest.Schema())
 	return exitOK
+}
+
+// staleLine is the first line of the file at res.Path that differs from
+// res.Content, where -json places a stale file's problem; 0 if it cannot
+// be read.
+func staleLine(res *gen.Result) int {
+	old, err := readfile.Read(res.Path, readfile.Max)
+	if err != nil {
+		return 0
+	}
+	line := 1
+	for i := 0; i < len(old) && i < len(res.Content) && old[i] == res.Content[i]; i++ {
+		if old[i] == '\n' {
+			line++
+		}
+	}
+	return line
 }

@@ -152,7 +152,12 @@ func (p fileProblem) Unwrap() error { return p.d }
 
 // problemIn makes a fileProblem at file.
 func problemIn(file, format string, args ...any) error {
-	return fileProblem{diag.Errorf(token.Position{Filename: file}, format, args...)}
+	return problemAt(token.Position{Filename: file}, format, args...)
+}
+
+// problemAt makes a fileProblem at a place in a file, which -json gives.
+func problemAt(pos token.Position, format string, args ...any) error {
+	return fileProblem{diag.Errorf(pos, format, args...)}
 }
 
 // printJSON prints the problems collected with -json: a JSON list, empty
@@ -251,6 +256,14 @@ func errorPaths(err error) []string {
 	return paths
 }
 
+// warn prints warnings, one a line as the compiler prints errors, on
+// stderr even with -json: they do not change the outcome.
+func (e *env) warn(ws []*gen.Problem) {
+	for _, w := range ws {
+		fmt.Fprintln(e.stderr, w)
+	}
+}
+
 // report prints err: positioned errors one per line as the compiler does,
 // the parts of a joined error each on their own, anything else with the
 // kvgen prefix; with -json it collects them for printJSON. Once a signal
@@ -341,6 +354,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			}
 			usage(e, stdout)
 			return exitOK
+		case "-version", "--version":
+			// As other tools answer it: the version, not generate's flags.
+			args = append([]string{"version"}, args[1:]...)
 		}
 		if args[0] != "" && args[0][0] != '-' {
 			name, args = args[0], args[1:]

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"go/token"
 	"maps"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/kvgen/kvgen/gen"
 	"github.com/kvgen/kvgen/internal/atomicfile"
+	"github.com/kvgen/kvgen/internal/gomod"
 	"github.com/kvgen/kvgen/internal/suggest"
 	"github.com/kvgen/kvgen/templates"
 )
@@ -24,7 +26,7 @@ func runNew(ctx context.Context, e *env, args []string) int {
 	modPath := fs.String("module", "", "module path of the new connector (default example.com/NAME)")
 	factory := fs.String("factory", "", "scaffold a plugin package of this contract, as a manifest's factory: names it, in this module")
 	dir := fs.String("dir", "", "directory to create (default ./NAME)")
-	replace := fs.String("replace", "", "local kvgen checkout to develop against (adds a replace directive)")
+	replace := fs.String("replace", "", "local kvgen checkout to develop against (adds a replace directive, relative to the new module; a development build of kvgen adds the one of this module's go.mod)")
 	// Flags may follow the name: kvgen new acme -module example.com/acme.
 	positional, code := parseMixed(fs, args)
 	if code >= 0 {
@@ -65,13 +67,28 @@ func runNew(ctx context.Context, e *env, args []string) int {
 		return exitError
 	}
 	s := templates.Scaffold{Name: name, Module: *modPath, GoVersion: "1.26.0", KVGenVersion: cmp.Or(ownVersion(), "v0.0.0-00010101000000-000000000000")}
-	if *replace != "" {
-		abs, err := filepath.Abs(*replace)
+	checkout, fromHost := *replace, false
+	if checkout == "" && ownVersion() == "" {
+		// A development build: no proxy has its version, but the host
+		// module's go.mod, which it runs from, names its checkout.
+		if main, err := gomod.FindMain(ctx, workDir(), os.Environ()); err == nil {
+			checkout, fromHost = main.ReplaceDir(kvgenModule), true
+		}
+	}
+	if checkout != "" {
+		abs, err := filepath.Abs(checkout)
+		if err == nil {
+			var newDir string
+			if newDir, err = filepath.Abs(*dir); err == nil {
+				// Relative, as kvgen writes replace lines: no machine path
+				// in go.mod.
+				s.Replace, err = gomod.ReplaceTarget(newDir, abs)
+			}
+		}
 		if err != nil {
 			e.report(err)
 			return exitError
 		}
-		s.Replace = abs
 	}
 	files, err := templates.RenderScaffold(s)
 	if err != nil {
@@ -94,6 +111,9 @@ func runNew(ctx context.Context, e *env, args []string) int {
 		}
 	}
 	fmt.Fprintf(e.stdout, "created %s (module %s): %s\n", suggest.Show(*dir), *modPath, strings.Join(names, ", "))
+	if fromHost && s.Replace != "" {
+		fmt.Fprintf(e.stdout, "go.mod replaces %s by %s, the checkout this module's go.mod replaces it by\n", kvgenModule, suggest.Show(s.Replace))
+	}
 	if s.Replace == "" && strings.HasPrefix(s.KVGenVersion, "v0.0.0-") {
 		fmt.Fprintf(e.stdout, "this kvgen is a development build: point go.mod at your kvgen checkout with\n\tgo mod edit -replace github.com/kvgen/kvgen=PATH\n")
 	}
@@ -124,6 +144,20 @@ func newPlugin(ctx context.Context, e *env, name, factory, dir string) int {
 	}
 	if c.Interface {
 		p.TypeName = "func() " + p.TypeName
+		// A value that works: a host may call its methods.
+		p.Impl = name
+		for _, m := range c.Methods {
+			if !token.IsExported(m.Name) {
+				p.Embed = c.PkgName + "." + c.Name
+				continue
+			}
+			results := slices.Clone(m.Results)
+			if m.ReturnsError {
+				results[len(results)-1] = fmt.Sprintf("errors.New(%q)", name+": "+m.Name+" is not implemented")
+				p.ReturnsError = true
+			}
+			p.Methods = append(p.Methods, templates.Method{Name: m.Name, Signature: m.Signature, Return: strings.Join(results, ", ")})
+		}
 	}
 	for _, path := range slices.Sorted(maps.Keys(c.Imports)) {
 		if path != c.Path {
@@ -133,11 +167,16 @@ func newPlugin(ctx context.Context, e *env, name, factory, dir string) int {
 	results := slices.Clone(c.Results)
 	if c.ReturnsError {
 		results[len(results)-1] = fmt.Sprintf("errors.New(%q)", name+": not implemented")
+		p.ReturnsError = true
 	}
 	p.Return = strings.Join(results, ", ")
 	p.Call = "New(" + strings.Join(c.Params, ", ") + ")"
 	if n := len(c.Results); n > 0 {
 		p.Call = strings.Repeat("_, ", n-1) + "_ = " + p.Call
+	}
+	if c.Interface {
+		p.Return = "&" + p.Impl + "{}"
+		p.Call = "if New() == nil {\n\t\tt.Fatal(\"New returns nil\")\n\t}"
 	}
 	files, err := templates.RenderPlugin(p)
 	if err != nil {
@@ -156,6 +195,17 @@ func newPlugin(ctx context.Context, e *env, name, factory, dir string) int {
 		}
 	}
 	fmt.Fprintf(e.stdout, "created %s, a plugin of %s: %s\n", suggest.Show(dir), c.String(), strings.Join(names, ", "))
-	fmt.Fprintf(e.stdout, "next: go test %s, then list its import path in the manifest (New is marked, so no constructor: line) and run go generate\n", suggest.Show("./"+filepath.ToSlash(filepath.Clean(dir))))
+	fmt.Fprintf(e.stdout, "next: go test %s, then list its import path in the manifest (New is marked, so no constructor: line) and run go generate\n", suggest.Show(goPackageArg(dir)))
 	return exitOK
+}
+
+// goPackageArg is how the go command names the package in dir: a clean
+// path, "./" in front only where the path would otherwise read as an
+// import path.
+func goPackageArg(dir string) string {
+	p := filepath.ToSlash(filepath.Clean(dir))
+	if filepath.IsAbs(dir) || p == "." || p == ".." || strings.HasPrefix(p, "./") || strings.HasPrefix(p, "../") {
+		return p
+	}
+	return "./" + p
 }

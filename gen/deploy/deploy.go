@@ -11,6 +11,7 @@
 package deploy
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -64,7 +66,10 @@ type Options struct {
 	Verbose bool
 	// Progress, when set, is told of each step of the build as it starts
 	// and as it ends, one line of text each ("compiling ./cmd/server",
-	// "compiling ./cmd/server: done in 1.2s"), for the caller to show.
+	// "compiling ./cmd/server: done in 1.2s"), for the caller to show,
+	// of the connectors ForConfig keeps ("linking what dc.json creates:
+	// filesystem, redis, MultiConnector", in the manifest's order), and of
+	// the registry's warnings (see gen.Result.Warnings).
 	Progress func(string)
 	// GoOutput receives what the go commands print, under Verbose.
 	GoOutput io.Writer
@@ -125,6 +130,14 @@ func Build(ctx context.Context, opts Options) error {
 		if opts.Only, err = connectorsFor(m, opts.ForConfig); err != nil {
 			return &OptionError{Field: "ForConfig", Value: opts.ForFile, Err: err}
 		}
+		// Which entries that keeps, as the registry will list them.
+		var kept []string
+		for _, c := range m.Connectors {
+			if slices.ContainsFunc(opts.Only, c.HasName) {
+				kept = append(kept, c.Name.V)
+			}
+		}
+		opts.Progress(fmt.Sprintf("linking what %s creates: %s", cmp.Or(opts.ForFile, "the config"), strings.Join(kept, ", ")))
 	}
 	// The go command says which targets there are, and which one it
 	// builds for when none is named: {os} and {arch} name that one.
@@ -229,6 +242,9 @@ func (b *builder) generate(ctx context.Context) error {
 	opts.Env, opts.Output = b.env0, target
 	if b.res, err = gen.Generate(ctx, opts); err != nil {
 		return err
+	}
+	for _, w := range b.res.Warnings {
+		b.opts.Progress(b.prefix + w.Error())
 	}
 	if b.opts.Verbose {
 		for _, c := range b.res.ModuleChanges() {

@@ -138,12 +138,16 @@ type Plan struct {
 	// Bad holds the indexes of the entries whose version: or replace:
 	// is wrong; NewPlan's error says why, and the plan leaves them out.
 	Bad map[int]bool
+	// Warnings are what the run may go on despite, each at its manifest
+	// key and saying "warning:": a version: that go.mod's replace line
+	// overrides.
+	Warnings diag.List
 }
 
 // NewPlan compares the main module's go.mod with what the manifest's
 // entries name: an entry with replace: needs its module required and
 // replaced by that directory; an entry with version: needs its module
-// required at that version. Pruning modules no entry names is left to
+// required at that version or a higher one. Pruning modules no entry names is left to
 // go mod tidy. Errors in entries are a diag.List, returned with a plan for
 // the other entries (see Plan.Bad), so that their problems can be found
 // too.
@@ -230,15 +234,68 @@ func (pl *planner) versioned(i int, c manifest.Connector) {
 		pl.fail(i, c.Version.Pos, "%s: %s is in the main module, %s, which has no version of its own; drop version:", c.Label(i), c.Import.V, main.Path)
 		return
 	}
+	if msg := majorMismatch(mod, c.Import.V, c.Version.V); msg != "" {
+		pl.fail(i, c.Version.Pos, "%s: %s", c.Label(i), msg)
+		return
+	}
 	if mod != "" {
 		pl.Modules[i] = mod
 		if !pl.agree(i, mod, claim{label: c.Label(i), version: c.Version.V, versionPos: c.Version.Pos}) {
 			return
 		}
 	}
-	if have := pl.required[mod]; mod == "" || have != c.Version.V {
-		pl.Lacks = append(pl.Lacks, Lack{Pos: c.Version.Pos, Label: c.Label(i), Import: c.Import.V, Module: mod, Version: c.Version.V, Have: have})
+	have := pl.required[mod]
+	if mod != "" && atLeast(have, c.Version.V) {
+		if to := replacement(main, mod, have); to != "" {
+			pl.Warnings.Add(c.Version.Pos, "warning: %s: go.mod replaces module %s by %s, so the binary builds from there, not from version %s; drop version: or the replace line", c.Label(i), mod, to, c.Version.V)
+		}
+		return
 	}
+	if to := replacement(main, mod, c.Version.V); mod != "" && to != "" {
+		// Requiring the version would change nothing the binary builds,
+		// and the go command would look for it where it may not be.
+		pl.fail(i, c.Version.Pos, "%s: %s belongs to module %s, which go.mod replaces by %s, so version %s does not apply to it: the binary builds from the replacement; drop version: (or the replace line, to build that version)", c.Label(i), c.Import.V, mod, to, c.Version.V)
+		return
+	}
+	pl.Lacks = append(pl.Lacks, Lack{Pos: c.Version.Pos, Label: c.Label(i), Import: c.Import.V, Module: mod, Version: c.Version.V, Have: have})
+}
+
+// majorMismatch says why version cannot be a version of the module of
+// importPath, mod when known, or returns "": from v2 on, a module's path
+// ends in its major version (example.com/kv/v2), and a /vN module's
+// versions are vN.x.y. A +incompatible version, of a v2+ module without a
+// go.mod, is left to the go command, which can tell.
+func majorMismatch(mod, importPath, version string) string {
+	if strings.HasSuffix(version, "+incompatible") || strings.HasPrefix(importPath, "gopkg.in/") {
+		return ""
+	}
+	major := semver.Major(version) // "v9"
+	if mod == "" {
+		// Not required yet: the module is the import path, or its prefix
+		// up to a major version element.
+		mod = importPath
+		elems := strings.Split(importPath, "/")
+		for i := 1; i < len(elems); i++ {
+			if majorElem.MatchString(elems[i]) {
+				mod = strings.Join(elems[:i+1], "/")
+				break
+			}
+		}
+		if _, pathMajor, ok := module.SplitPathVersion(mod); ok && pathMajor == "" && major != "v0" && major != "v1" {
+			return fmt.Sprintf("version %s is major version %s, but %s is in no %s module: from v2 on, a module's path ends in its major version, as in %s/%s; import the package from that module, or name a v0 or v1 version",
+				version, major[1:], importPath, major, mod, major)
+		}
+	}
+	prefix, pathMajor, ok := module.SplitPathVersion(mod)
+	if !ok || module.CheckPathMajor(version, pathMajor) == nil {
+		return ""
+	}
+	if pathMajor == "" {
+		return fmt.Sprintf("version %s is major version %s, but module %s is not a %s module: from v2 on, a module's path ends in its major version, so its %s is %s/%s; import the package from that module, or name a v0 or v1 version",
+			version, major[1:], mod, major, major, mod, major)
+	}
+	return fmt.Sprintf("version %s is major version %s, but module %s is a %s module, whose versions are %s.x.y; name one, or import the package from %s",
+		version, major[1:], mod, pathMajor[1:], pathMajor[1:], prefix)
 }
 
 // replaced plans entry i, which names a replace: directory, for its module
@@ -258,6 +315,12 @@ func (pl *planner) replaced(i int, c manifest.Connector) error {
 		pl.fail(i, c.Import.Pos, "%s: %s is not in module %s, which %s holds", c.Label(i), c.Import.V, modPath, c.Replace.V)
 		return nil
 	}
+	if c.Version.Set {
+		if msg := majorMismatch(modPath, c.Import.V, c.Version.V); msg != "" {
+			pl.fail(i, c.Version.Pos, "%s: %s", c.Label(i), msg)
+			return nil
+		}
+	}
 	pl.Modules[i] = modPath
 	cl := claim{label: c.Label(i), dir: c.Replace.V, abs: dir, dirPos: c.Replace.Pos}
 	if c.Version.Set {
@@ -268,7 +331,7 @@ func (pl *planner) replaced(i int, c manifest.Connector) error {
 	}
 	have := pl.required[modPath]
 	version := have
-	if c.Version.Set {
+	if c.Version.Set && !atLeast(have, c.Version.V) {
 		version = c.Version.V
 	}
 	if version == "" {
@@ -281,7 +344,7 @@ func (pl *planner) replaced(i int, c manifest.Connector) error {
 		}
 		version = module.ZeroPseudoVersion(major)
 	}
-	target, err := replaceTarget(main.Dir, dir)
+	target, err := ReplaceTarget(main.Dir, dir)
 	if err != nil {
 		return err
 	}
@@ -294,6 +357,14 @@ func (pl *planner) replaced(i int, c manifest.Connector) error {
 	}
 	pl.Lacks = append(pl.Lacks, Lack{Pos: pos, Label: c.Label(i), Import: c.Import.V, Module: modPath, Version: version, Have: have, Replace: target})
 	return nil
+}
+
+// atLeast reports whether go.mod's requirement have satisfies a manifest's
+// version: want. version: is the least version the entry needs, as a
+// require line is, so a go.mod that requires a higher one (as a dependency
+// bot leaves it) satisfies it; a lower one, or none, does not.
+func atLeast(have, want string) bool {
+	return have != "" && semver.Compare(have, want) >= 0
 }
 
 // LacksError is a go.mod that does not satisfy the manifest: one
@@ -322,9 +393,9 @@ func (p *Plan) Err() error {
 	return &LacksError{List: errs.Sort()}
 }
 
-// replaceTarget is how go.mod in modRoot names dir: relative, so that no
+// ReplaceTarget is how go.mod in modRoot names dir: relative, so that no
 // machine path lands in go.mod or in a binary's build info.
-func replaceTarget(modRoot, dir string) (string, error) {
+func ReplaceTarget(modRoot, dir string) (string, error) {
 	rel, err := filepath.Rel(modRoot, dir)
 	if err != nil {
 		return "", err
@@ -336,21 +407,55 @@ func replaceTarget(modRoot, dir string) (string, error) {
 	return rel, nil
 }
 
-// replacedBy reports whether go.mod replaces modPath at version by dir.
-func replacedBy(main *Main, modPath, version, dir string) bool {
-	var target string
-	for _, r := range main.file.Replace {
+// replacement returns what go.mod replaces modPath at version by, as
+// go.mod writes it (a directory, or another module's path and version),
+// or "" when it does not.
+func replacement(main *Main, modPath, version string) string {
+	if r := replaceOf(main, modPath, version); r != nil {
+		return strings.TrimSpace(r.New.Path + " " + r.New.Version)
+	}
+	return ""
+}
+
+// replaceOf returns go.mod's replace line for modPath at version, or nil.
+func replaceOf(main *Main, modPath, version string) *modfile.Replace {
+	var r *modfile.Replace
+	for _, rr := range main.file.Replace {
 		// A replacement of one version wins over one of every version.
-		if r.Old.Path == modPath && (r.Old.Version == "" && target == "" || r.Old.Version == version) {
-			target = r.New.Path
-			if r.New.Version != "" {
-				target = "" // replaced by another module, not a directory
-			}
+		if rr.Old.Path == modPath && (rr.Old.Version == "" && r == nil || rr.Old.Version == version) {
+			r = rr
 		}
 	}
-	if target == "" {
-		return false
+	return r
+}
+
+// ReplaceDir returns the directory go.mod replaces modPath by, at the
+// version it requires, made absolute; "" when it does not replace it by a
+// directory.
+func (m *Main) ReplaceDir(modPath string) string {
+	var version string
+	for _, r := range m.file.Require {
+		if r.Mod.Path == modPath {
+			version = r.Mod.Version
+		}
 	}
+	r := replaceOf(m, modPath, version)
+	if r == nil || r.New.Version != "" {
+		return ""
+	}
+	if filepath.IsAbs(r.New.Path) {
+		return filepath.Clean(r.New.Path)
+	}
+	return filepath.Join(m.Dir, filepath.FromSlash(r.New.Path))
+}
+
+// replacedBy reports whether go.mod replaces modPath at version by dir.
+func replacedBy(main *Main, modPath, version, dir string) bool {
+	r := replaceOf(main, modPath, version)
+	if r == nil || r.New.Version != "" {
+		return false // not replaced, or by another module
+	}
+	target := r.New.Path
 	if !filepath.IsAbs(target) {
 		target = filepath.Join(main.Dir, filepath.FromSlash(target))
 	}

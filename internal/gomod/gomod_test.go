@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -82,6 +83,12 @@ replace example.com/fast => ../fast
 		assert.EqualError(t, p.Err(), l.Pos.String()+`: connector "c": go.mod lacks example.com/pub v1.3.0 (go.mod requires v1.2.0)`)
 		var lacks *LacksError
 		assert.ErrorAs(t, p.Err(), &lacks)
+	})
+	t.Run("a higher requirement satisfies version:", func(t *testing.T) {
+		p, err := plan(t, dir, entry("    import: example.com/pub/kv\n    version: v1.1.0\n")+
+			"  - name: d\n    import: example.com/fast/kv\n    version: v0.0.9\n    replace: ../fast\n")
+		require.NoError(t, err)
+		assert.Empty(t, p.Lacks)
 	})
 	t.Run("unknown module", func(t *testing.T) {
 		p, err := plan(t, dir, entry("    import: example.com/new/kv\n    version: v0.3.0\n"))
@@ -237,4 +244,28 @@ func TestFindMainOutsideModule(t *testing.T) {
 	_, err := FindMain(context.Background(), dir, os.Environ())
 	assert.ErrorIs(t, err, ErrNoModule)
 	assert.ErrorContains(t, err, "go mod init")
+}
+
+func TestMajorMismatch(t *testing.T) {
+	for _, tc := range []struct {
+		mod, importPath, version, want string
+	}{
+		{"", "example.com/kv", "v1.2.0", ""},
+		{"", "example.com/kv/sub", "v0.1.0", ""},
+		{"", "example.com/kv/v3/sub", "v3.1.0", ""},
+		{"example.com/kv/v3", "example.com/kv/v3/sub", "v3.1.0", ""},
+		{"example.com/kv", "example.com/kv", "v2.0.0+incompatible", ""},
+		{"", "gopkg.in/yaml.v3", "v3.0.1", ""},
+		{"", "example.com/kv/sub", "v2.0.0", "version v2.0.0 is major version 2, but example.com/kv/sub is in no v2 module: from v2 on, a module's path ends in its major version, as in example.com/kv/sub/v2; "},
+		{"", "example.com/kv/v3/sub", "v4.0.0", "version v4.0.0 is major version 4, but module example.com/kv/v3 is a v3 module, whose versions are v3.x.y; name one, or import the package from example.com/kv"},
+		{"example.com/kv", "example.com/kv/sub", "v9.9.9", "version v9.9.9 is major version 9, but module example.com/kv is not a v9 module: from v2 on, a module's path ends in its major version, so its v9 is example.com/kv/v9; "},
+		{"example.com/kv/v2", "example.com/kv/v2", "v1.0.0", "version v1.0.0 is major version 1, but module example.com/kv/v2 is a v2 module, whose versions are v2.x.y; name one, or import the package from example.com/kv"},
+	} {
+		got := majorMismatch(tc.mod, tc.importPath, tc.version)
+		if tc.want == "" {
+			assert.Empty(t, got, "%+v", tc)
+		} else {
+			assert.True(t, strings.HasPrefix(got, tc.want), "%+v:\n got %s", tc, got)
+		}
+	}
 }

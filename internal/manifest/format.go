@@ -44,7 +44,7 @@ type fileV1 struct {
 type pinV1 struct {
 	Pos     token.Position `yaml:"-"`
 	Name    Value[string]  `yaml:"name" required:"true" pattern:"^[A-Za-z][A-Za-z0-9_.-]*$" maxLength:"128" example:"redis" doc:"Name of a connector of the extended manifest."`
-	Version Value[string]  `yaml:"version" example:"v1.4.0" doc:"Version of the connector's module to require instead."`
+	Version Value[string]  `yaml:"version" example:"v1.4.0" doc:"Least version of the connector's module to require instead."`
 	Replace Value[string]  `yaml:"replace" example:"../kvredis" doc:"Local directory of the connector's module instead, relative to this manifest."`
 }
 
@@ -63,7 +63,7 @@ type connectorV1 struct {
 	Constructor Value[string]          `yaml:"constructor" example:"New" doc:"Exported constructor function, which fits the manifest's factory (default registry.Factory). Default: the function the package marks with //kvgen:constructor."`
 	Roles       []Value[registry.Role] `yaml:"roles" minItems:"1" unique:"true" example:"[scheduler, worker]" doc:"Roles the connector serves, for the KV connector contract only. Default: both."`
 	Aliases     []Value[string]        `yaml:"aliases" unique:"true" pattern:"^[A-Za-z][A-Za-z0-9_.-]*$" maxLength:"128" example:"[RedisConnector]" doc:"Further registry keys for the connector, such as the names vLLM knows it by."`
-	Version     Value[string]          `yaml:"version" example:"v1.4.0" doc:"Version of the connector's module to require: kvgen generate adds it to go.mod (kvgen build to a temporary copy)."`
+	Version     Value[string]          `yaml:"version" example:"v1.4.0" doc:"Least version of the connector's module to require, as a go.mod require line names one: kvgen generate raises go.mod to it (kvgen build a temporary copy); a go.mod that requires a higher version, as a dependency bot leaves it, satisfies it."`
 	Replace     Value[string]          `yaml:"replace" example:"../kvredis" doc:"Local directory of the connector's module, relative to the manifest: kvgen generate adds a replace line for it to go.mod (kvgen build to a temporary copy)."`
 	Invalid     bool                   `yaml:"-"`
 	Dir         string                 `yaml:"-"`

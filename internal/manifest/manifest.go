@@ -103,8 +103,9 @@ type Connector struct {
 	Roles []Value[registry.Role]
 	// Aliases are further registry keys for the connector.
 	Aliases []Value[string]
-	// Version is the version of the connector's module to require;
-	// generate adds it to go.mod, build to a temporary copy.
+	// Version is the least version of the connector's module to require,
+	// as a require line names one: generate raises go.mod to it, build a
+	// temporary copy; a go.mod that requires a higher one satisfies it.
 	Version Value[string]
 	// Replace is the module's local directory, relative to the manifest,
 	// for a replace line in go.mod (build: in a temporary copy).

@@ -122,6 +122,9 @@ func objectSchema(t reflect.Type) *schema {
 			str = ps.Items
 		}
 		str.Pattern, str.MaxLength = f.pattern, f.maxLen
+		if str.Pattern == "" && str.Type == "string" {
+			str.Pattern = patterns[f.key]
+		}
 		ps.MinItems = f.minItems
 		ps.MaxItems = f.maxItems
 		ps.UniqueItems = f.unique

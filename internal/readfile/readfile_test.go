@@ -3,6 +3,7 @@ package readfile
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -17,12 +18,6 @@ func TestReadsRegularFiles(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "module m\n", string(data))
 
-	link := filepath.Join(dir, "link.mod")
-	require.NoError(t, os.Symlink(path, link))
-	data, err = Read(link, Max)
-	require.NoError(t, err, "a link to a regular file is read")
-	assert.Equal(t, "module m\n", string(data))
-
 	data, err = ReadIfExists(filepath.Join(dir, "go.sum"), Max)
 	require.NoError(t, err)
 	assert.Nil(t, data)
@@ -31,6 +26,14 @@ func TestReadsRegularFiles(t *testing.T) {
 	data, err = ReadIfExists(empty, Max)
 	require.NoError(t, err)
 	assert.NotNil(t, data, "an empty file is not a missing one")
+
+	link := filepath.Join(dir, "link.mod")
+	if err := os.Symlink(path, link); err != nil && runtime.GOOS == "windows" {
+		t.Skipf("symbolic links need a privilege on Windows: %v", err)
+	}
+	data, err = Read(link, Max)
+	require.NoError(t, err, "a link to a regular file is read")
+	assert.Equal(t, "module m\n", string(data))
 }
 
 func TestRefusesLargeFiles(t *testing.T) {
