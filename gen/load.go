@@ -378,6 +378,9 @@ func readExport(fset *token.FileSet, imports map[string]*types.Package, p *packa
 		return nil, err
 	}
 	defer f.Close()
+	// The go command's -export files are still archives, which only
+	// NewReader opens; Read alone will do once they are not.
+	//lint:ignore SA1019 go list -export hands archives to this Go
 	r, err := gcexportdata.NewReader(f) // it buffers f itself
 	if err != nil {
 		return nil, fmt.Errorf("reading export data of %s: %w", p.PkgPath, err)

@@ -36,6 +36,9 @@ func TestDefaultConnectorIsOneTheBuildLinks(t *testing.T) {
 
 	code, out, stderr = runWith(t, reg, "-json", "-prompt", "another prompt", "prefill")
 	require.Equal(t, 0, code, stderr)
+	var p prefillReport
+	require.NoError(t, json.Unmarshal([]byte(out), &p))
+	assert.Equal(t, 96, p.Saved)
 	code, out, stderr = runWith(t, reg, "-json", "-prompt", "another prompt", "decode")
 	require.Equal(t, 0, code, stderr)
 	var d decodeReport
