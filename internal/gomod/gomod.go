@@ -372,6 +372,10 @@ func atLeast(have, want string) bool {
 type LacksError struct {
 	// List holds one error for each entry go.mod lacks, at its position.
 	List diag.List
+	// Vendored says that the main module builds from its vendor
+	// directory, which then lacks the modules too: go mod vendor records
+	// them once go.mod has them.
+	Vendored bool
 }
 
 // Error lists what go.mod lacks, one entry a line.
