@@ -142,6 +142,14 @@ type Plan struct {
 	// key and saying "warning:": a version: that go.mod's replace line
 	// overrides.
 	Warnings diag.List
+
+	named map[string]entryAt // the first entry naming each module, by path
+}
+
+// entryAt is where a manifest entry names its module.
+type entryAt struct {
+	pos   token.Position
+	label string
 }
 
 // NewPlan compares the main module's go.mod with what the manifest's
@@ -156,7 +164,7 @@ type Plan struct {
 // of the manifest.
 func NewPlan(m *manifest.Manifest, main *Main, manifestDir string) (*Plan, error) {
 	pl := &planner{
-		Plan:        &Plan{Main: main, Modules: map[int]string{}, Bad: map[int]bool{}},
+		Plan:        &Plan{Main: main, Modules: map[int]string{}, Bad: map[int]bool{}, named: map[string]entryAt{}},
 		manifestDir: manifestDir,
 		required:    map[string]string{},
 		claims:      map[string]*claim{},
@@ -165,6 +173,15 @@ func NewPlan(m *manifest.Manifest, main *Main, manifestDir string) (*Plan, error
 		pl.required[r.Mod.Path] = r.Mod.Version
 	}
 	for i, c := range m.Connectors {
+		if mod := ModuleOf(c.Import.V, main.Requires()); mod != "" && mod != main.Path && !c.Invalid {
+			pos := c.Import.Pos
+			if c.Version.Set {
+				pos = c.Version.Pos
+			}
+			if _, ok := pl.named[mod]; !ok {
+				pl.named[mod] = entryAt{pos, c.Label(i)}
+			}
+		}
 		switch {
 		case c.Invalid || !c.Replace.Set && !c.Version.Set:
 		case c.Replace.Set:
@@ -738,9 +755,23 @@ func directRequires(file string, lacks []Lack) ([]byte, error) {
 	return data, os.WriteFile(file, data, 0o644)
 }
 
-// annotate places a go get failure at the first lacking entry it names.
+// annotate places a go get failure at the first lacking entry it names,
+// else at the first entry of the module it names; a module version the go
+// command may not download, for GOPROXY=off, is said to be not in the
+// module cache.
 func (p *Plan) annotate(err error) error {
 	msg := err.Error()
+	if nc := notCached(msg); nc != nil {
+		for _, l := range p.Lacks {
+			if l.Module != "" && l.Module == nc.Module || l.Module == "" && InModule(l.Import, nc.Module) {
+				return diag.Errorf(l.Pos, "%s: %w", l.Label, nc)
+			}
+		}
+		if at, ok := p.named[nc.Module]; ok {
+			return diag.Errorf(at.pos, "%s: %w", at.label, nc)
+		}
+		return nc
+	}
 	for _, l := range p.Lacks {
 		if strings.Contains(msg, l.Import) || l.Module != "" && strings.Contains(msg, l.Module) {
 			return diag.Errorf(l.Pos, "%s: %v", l.Label, err)
@@ -748,6 +779,37 @@ func (p *Plan) annotate(err error) error {
 	}
 	return err
 }
+
+// NotCachedError is a module version the go command needed and could not
+// download, for GOPROXY=off, because the module cache lacks it.
+type NotCachedError struct {
+	// Module is its path, and Version its version, or "" when the go
+	// command looked for the module of a package.
+	Module, Version string
+}
+
+func (e *NotCachedError) Error() string {
+	mv := e.Module
+	if e.Version != "" {
+		mv += "@" + e.Version
+	}
+	return fmt.Sprintf("%s is not in the module cache, and GOPROXY=off forbids downloading it; name a version the module cache has, or download it once with a module proxy at hand: go mod download %s", mv, mv)
+}
+
+// notCached finds in a go command's words a module it could not look up
+// for GOPROXY=off, or returns nil.
+func notCached(msg string) *NotCachedError {
+	m := lookupDisabled.FindStringSubmatch(msg)
+	if m == nil {
+		return nil
+	}
+	path, version, _ := strings.Cut(m[1], "@")
+	return &NotCachedError{Module: path, Version: version}
+}
+
+// lookupDisabled is the go command's words for a module it may not
+// download: "example.com/kv@v0.9.0: module lookup disabled by GOPROXY=off".
+var lookupDisabled = regexp.MustCompile(`([^\s:;]+): module lookup disabled by GOPROXY=off`)
 
 // changes lists what differs between two go.mod files, in the terms of go
 // get's own report: added, upgraded, downgraded, removed, replaced.
