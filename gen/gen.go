@@ -376,6 +376,11 @@ func loadLinked(ctx context.Context, errs *diag.List, opts Options, res *Result,
 		if merr != nil {
 			return nil, merr
 		}
+		// The scratch go.mod is used outside workspace mode: it takes in
+		// what go.work gives the main module.
+		if err := main.UseWorkspace(opts.Env); err != nil {
+			return nil, stop(err)
+		}
 		if res.modules, err = plan.Link(ctx, scratch, opts.Env); err != nil {
 			return nil, stop(err)
 		}
@@ -647,7 +652,7 @@ func (r *Result) Overlay(dir string) ([]string, error) {
 	}
 	if u := r.modules; u != nil {
 		modFile := filepath.Join(dir, "go.mod")
-		if err := os.WriteFile(modFile, u.GoMod, 0o644); err != nil {
+		if err := os.WriteFile(modFile, u.BuildMod, 0o644); err != nil {
 			return nil, err
 		}
 		if u.GoSum != nil {

@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/rogpeppe/go-internal/lockedfile"
@@ -42,7 +43,8 @@ type Main struct {
 
 	data []byte
 	file *modfile.File
-	sum  []byte // go.sum; nil when there is none
+	sum  []byte     // go.sum; nil when there is none
+	work *workspace // what go.work gives it, after UseWorkspace
 }
 
 // ErrNoModule says that a directory is in no module.
@@ -534,6 +536,10 @@ type Update struct {
 	// GoMod and GoSum are their new contents; GoSum is nil when the
 	// module needs no go.sum.
 	GoMod, GoSum []byte
+	// BuildMod is the go.mod that loads and builds outside workspace
+	// mode, with GoSum: GoMod, and, in workspace mode, what go.work gives
+	// the main module (see Main.UseWorkspace).
+	BuildMod []byte
 	// ModFile is the scratch go.mod that holds GoMod, for the go
 	// command's -modfile, with its go.sum beside it; it lasts as long as
 	// the directory given to Link, and gen's results, whose scratch
@@ -682,6 +688,22 @@ func (p *Plan) Link(ctx context.Context, dir string, env []string) (*Update, err
 		}
 		get = append(get, l.Import+"@"+l.Version)
 	}
+	// What the workspace gives, were it the go command's, is added last:
+	// GoMod leaves it out.
+	goMod := f
+	if main.work != nil {
+		f.Cleanup()
+		plain, err := f.Format()
+		if err != nil {
+			return nil, err
+		}
+		if goMod, err = modfile.Parse(main.GoMod, plain, nil); err != nil {
+			return nil, err
+		}
+		if err := main.addWorkspace(f); err != nil {
+			return nil, err
+		}
+	}
 	f.Cleanup()
 	data, err := f.Format()
 	if err != nil {
@@ -702,8 +724,14 @@ func (p *Plan) Link(ctx context.Context, dir string, env []string) (*Update, err
 			return nil, p.annotate(err)
 		}
 	}
-	if u.GoMod, err = directRequires(u.ModFile, p.Lacks); err != nil {
+	if u.BuildMod, err = directRequires(u.ModFile, p.Lacks); err != nil {
 		return nil, err
+	}
+	u.GoMod = u.BuildMod
+	if main.work != nil {
+		if u.GoMod, err = main.withoutWorkspace(u.BuildMod, goMod); err != nil {
+			return nil, err
+		}
 	}
 	if u.GoSum, err = os.ReadFile(sumFile); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
@@ -753,6 +781,41 @@ func directRequires(file string, lacks []Lack) ([]byte, error) {
 		return nil, err
 	}
 	return data, os.WriteFile(file, data, 0o644)
+}
+
+// withoutWorkspace returns linked, a go.mod that Link completed with what
+// the workspace gives, without the requirements of the workspace's
+// modules and the replacements that plain, the go.mod before them, does
+// not have.
+func (m *Main) withoutWorkspace(linked []byte, plain *modfile.File) ([]byte, error) {
+	f, err := modfile.Parse("go.mod", linked, nil)
+	if err != nil {
+		return nil, err
+	}
+	had := map[string]bool{}
+	for _, r := range plain.Require {
+		had[r.Mod.Path] = true
+	}
+	replaced := map[string]bool{}
+	for _, r := range plain.Replace {
+		replaced[r.Old.Path+"@"+r.Old.Version] = true
+	}
+	for _, r := range slices.Clone(f.Replace) {
+		if !replaced[r.Old.Path+"@"+r.Old.Version] {
+			if err := f.DropReplace(r.Old.Path, r.Old.Version); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, r := range slices.Clone(f.Require) {
+		if _, used := m.work.uses[r.Mod.Path]; used && !had[r.Mod.Path] {
+			if err := f.DropRequire(r.Mod.Path); err != nil {
+				return nil, err
+			}
+		}
+	}
+	f.Cleanup()
+	return f.Format()
 }
 
 // annotate places a go get failure at the first lacking entry it names,
