@@ -413,11 +413,12 @@ func loadLinked(ctx context.Context, errs *diag.List, opts Options, res *Result,
 	if err != nil {
 		return nil, stop(err)
 	}
-	mods := main.Requires()
+	mods, versions := main.Requires(), main.Versions()
 	if res.modules != nil {
-		mods = res.modules.Requires()
+		mods, versions = res.modules.Requires(), res.modules.Versions()
 	}
 	listed.explainMissing(ctx, *lc, mods)
+	listed.explainNotCached(mods, versions)
 	return listed, nil
 }
 

@@ -65,6 +65,7 @@ func TestScripts(t *testing.T) {
 			env.Setenv("GOPROXY", proxy.URL+","+goEnv["GOPROXY"])
 			env.Setenv("GONOSUMDB", "example.com")
 			env.Setenv("PRIVATEPROXY", private.URL)
+			env.Setenv("TESTPROXY", proxy.URL)
 			// kvgen in a script is this test binary; built with -race, it
 			// sleeps a second on exit for other goroutines' reports, and
 			// the scripts run it some two hundred times.

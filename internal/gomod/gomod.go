@@ -548,8 +548,24 @@ type Update struct {
 	// Changes say what changed, one line each.
 	Changes []string
 
-	base     *Main    // go.mod and go.sum as the plan read them
-	requires []string // the modules GoMod requires, the main module first
+	base     *Main             // go.mod and go.sum as the plan read them
+	requires []string          // the modules GoMod requires, the main module first
+	versions map[string]string // the versions GoMod requires them at, by path
+}
+
+// Versions maps each module the linked go.mod requires to its version.
+func (u *Update) Versions() map[string]string { return u.versions }
+
+// Versions maps each module go.mod requires to its version.
+func (m *Main) Versions() map[string]string { return versions(m.file) }
+
+// versions maps each module f requires to its version.
+func versions(f *modfile.File) map[string]string {
+	v := make(map[string]string, len(f.Require))
+	for _, r := range f.Require {
+		v[r.Mod.Path] = r.Mod.Version
+	}
+	return v
 }
 
 // Requires returns the modules the linked go.mod requires, the main
@@ -742,6 +758,7 @@ func (p *Plan) Link(ctx context.Context, dir string, env []string) (*Update, err
 	}
 	u.Changes = changes(main.file, after)
 	u.requires = requires(main.Path, after)
+	u.versions = versions(after)
 	return u, nil
 }
 
@@ -857,6 +874,24 @@ func (e *NotCachedError) Error() string {
 		mv += "@" + e.Version
 	}
 	return fmt.Sprintf("%s is not in the module cache, and GOPROXY=off forbids downloading it; name a version the module cache has, or download it once with a module proxy at hand: go mod download %s", mv, mv)
+}
+
+// NotCached returns, when msg, the go command's words of a package of
+// module mod, which go.mod requires at version, says that GOPROXY=off
+// kept it from looking the module up, a *NotCachedError naming the
+// module version msg names, else mod at version; otherwise nil.
+func NotCached(msg, mod, version string) error {
+	nc := notCached(msg)
+	if nc == nil {
+		if !strings.Contains(msg, "lookup disabled by GOPROXY=off") || mod == "" {
+			return nil
+		}
+		nc = &NotCachedError{Module: mod}
+	}
+	if nc.Module == mod && nc.Version == "" {
+		nc.Version = version
+	}
+	return nc
 }
 
 // notCached finds in a go command's words a module it could not look up
