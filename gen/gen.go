@@ -61,6 +61,10 @@ type Options struct {
 	// replacement the manifest names an error (a *gomod.LacksError), in
 	// the spirit of the go command's -mod=readonly. Otherwise Resolve
 	// computes the linked go.mod and go.sum, which Result.WriteModules writes.
+	// In a module the go command builds from its vendor directory, a
+	// vendor/modules.txt that lacks what go.mod requires is an error too
+	// (a *gomod.VendorError) with ReadOnlyModules, and otherwise
+	// Result.VendorErr's: kvgen never writes vendor/.
 	ReadOnlyModules bool
 	// Cache holds what earlier runs found when checking constructors,
 	// keyed by the content of the packages checked, so that packages that
