@@ -883,7 +883,9 @@ func (e *NotCachedError) Error() string {
 func NotCached(msg, mod, version string) error {
 	nc := notCached(msg)
 	if nc == nil {
-		if !strings.Contains(msg, "lookup disabled by GOPROXY=off") || mod == "" {
+		// The go command's words of the package itself, its module
+		// unnamed; a dependency's name their own module.
+		if strings.TrimSpace(msg) != lookupDisabledWords || mod == "" {
 			return nil
 		}
 		nc = &NotCachedError{Module: mod}
@@ -907,7 +909,11 @@ func notCached(msg string) *NotCachedError {
 
 // lookupDisabled is the go command's words for a module it may not
 // download: "example.com/kv@v0.9.0: module lookup disabled by GOPROXY=off".
-var lookupDisabled = regexp.MustCompile(`([^\s:;]+): module lookup disabled by GOPROXY=off`)
+var lookupDisabled = regexp.MustCompile(`((?:[A-Za-z0-9-]+\.)+[A-Za-z0-9-]+(?:/[^\s:;@]+)*(?:@[^\s:;]+)?): ` + lookupDisabledWords)
+
+// lookupDisabledWords are the go command's words for a module GOPROXY=off
+// keeps it from downloading.
+const lookupDisabledWords = "module lookup disabled by GOPROXY=off"
 
 // changes lists what differs between two go.mod files, in the terms of go
 // get's own report: added, upgraded, downgraded, removed, replaced.

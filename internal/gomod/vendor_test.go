@@ -33,3 +33,12 @@ func TestVendorLacks(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"example.com/c v0.1.0 => ../c2 (it has v0.1.0 => ../c)"}, lacks)
 }
+
+func TestNotCached(t *testing.T) {
+	nc := NotCached("go get: example.com/kv@v0.9.0: module lookup disabled by GOPROXY=off", "", "")
+	require.NotNil(t, nc)
+	assert.Equal(t, &NotCachedError{Module: "example.com/kv", Version: "v0.9.0"}, nc)
+	assert.Equal(t, &NotCachedError{Module: "example.com/kv", Version: "v0.2.0"}, NotCached("module lookup disabled by GOPROXY=off", "example.com/kv", "v0.2.0"))
+	// A dependency's, at a file position: the go command's words stay.
+	assert.Nil(t, NotCached("package example.com/conn does not build: example.com/missing: conn/conn.go:6:2: module lookup disabled by GOPROXY=off", "example.com/conn", "v0.1.0"))
+}
