@@ -61,6 +61,10 @@ type Options struct {
 	// replacement the manifest names an error (a *gomod.LacksError), in
 	// the spirit of the go command's -mod=readonly. Otherwise Resolve
 	// computes the linked go.mod and go.sum, which Result.WriteModules writes.
+	// In a module the go command builds from its vendor directory, a
+	// vendor/modules.txt that lacks what go.mod requires is an error too
+	// (a *gomod.VendorError) with ReadOnlyModules, and otherwise
+	// Result.VendorErr's: kvgen never writes vendor/.
 	ReadOnlyModules bool
 	// Cache holds what earlier runs found when checking constructors,
 	// keyed by the content of the packages checked, so that packages that
@@ -109,6 +113,7 @@ type Result struct {
 	sources    map[string]*sourceFiles // the entries' packages' files, for Docs
 	manifest   *manifest.Manifest      // the parsed manifest
 	modules    *gomod.Update           // go.mod and go.sum linked with the manifest's modules, if go.mod lacks them
+	vendor     *gomod.VendorError      // what vendor/ lacks of the go.mod linked, when the main module builds from it
 }
 
 // Generate runs every stage and returns the file to write. An error in the
@@ -362,33 +367,75 @@ func loadLinked(ctx context.Context, errs *diag.List, opts Options, res *Result,
 		}
 		paths = importPaths(m)
 	}
+	vendored := main.Vendored(opts.Env)
 	if len(plan.Lacks) > 0 {
 		if opts.ReadOnlyModules {
-			return nil, stop(plan.Err())
+			lerr := plan.Err()
+			if le, ok := lerr.(*gomod.LacksError); ok {
+				le.Vendored = vendored
+			}
+			return nil, stop(lerr)
 		}
 		scratch, merr := os.MkdirTemp(lc.tmp, "mod-")
 		if merr != nil {
 			return nil, merr
 		}
+		// The scratch go.mod is used outside workspace mode: it takes in
+		// what go.work gives the main module.
+		if err := main.UseWorkspace(opts.Env); err != nil {
+			return nil, stop(err)
+		}
 		if res.modules, err = plan.Link(ctx, scratch, opts.Env); err != nil {
 			return nil, stop(err)
+		}
+		if vendored {
+			if res.vendor, err = vendorLacks(opts, main, res.modules.GoMod); err != nil {
+				return nil, stop(err)
+			}
 		}
 		// Load again with the linked go.mod as go build will use it:
 		// read only, so that a go.mod still lacking something fails
 		// here.
 		lc.modFile, lc.goMod = res.modules.ModFile, res.modules.ModFile
+		lc.fromCache = res.vendor != nil
 		listed, err = load(ctx, *lc, overlay, paths)
 		res.modules.ModFile = "" // the scratch go.mod goes with this run
+	} else if vendored {
+		if res.vendor, err = vendorLacks(opts, main, nil); err != nil {
+			return nil, stop(err)
+		}
+		if res.vendor != nil {
+			if opts.ReadOnlyModules {
+				return nil, stop(res.vendor)
+			}
+			// The go command refuses the vendor directory: load from the
+			// module cache, as go build will once go mod vendor ran.
+			lc.fromCache = true
+			listed, err = load(ctx, *lc, overlay, paths)
+		}
 	}
 	if err != nil {
 		return nil, stop(err)
 	}
-	mods := main.Requires()
+	mods, versions := main.Requires(), main.Versions()
 	if res.modules != nil {
-		mods = res.modules.Requires()
+		mods, versions = res.modules.Requires(), res.modules.Versions()
 	}
 	listed.explainMissing(ctx, *lc, mods)
+	listed.explainNotCached(mods, versions)
 	return listed, nil
+}
+
+// vendorLacks returns what main's vendor directory lacks of goMod, the
+// main module's go.mod as it is (nil) or is to be, as an error that names
+// it; nil when it lacks nothing.
+func vendorLacks(opts Options, main *gomod.Main, goMod []byte) (*gomod.VendorError, error) {
+	lacks, err := main.VendorLacks(goMod)
+	if err != nil || len(lacks) == 0 {
+		return nil, err
+	}
+	rel := shortPath(opts.WorkDir)
+	return &gomod.VendorError{ModulesTxt: rel(main.ModulesTxt()), Dir: rel(main.Dir), Lacks: lacks, Written: goMod != nil}, nil
 }
 
 // mainModule returns the main module that the first load ran in, given
@@ -610,7 +657,7 @@ func (r *Result) Overlay(dir string) ([]string, error) {
 	}
 	if u := r.modules; u != nil {
 		modFile := filepath.Join(dir, "go.mod")
-		if err := os.WriteFile(modFile, u.GoMod, 0o644); err != nil {
+		if err := os.WriteFile(modFile, u.BuildMod, 0o644); err != nil {
 			return nil, err
 		}
 		if u.GoSum != nil {
@@ -619,6 +666,11 @@ func (r *Result) Overlay(dir string) ([]string, error) {
 			}
 		}
 		flags = append(flags, "-modfile="+modFile)
+	}
+	if r.vendor != nil {
+		// The modules linked are not in vendor/, and the build leaves it
+		// alone: it takes them, and the rest, from the module cache.
+		flags = append(flags, "-mod=readonly")
 	}
 	return flags, nil
 }
@@ -642,6 +694,9 @@ type loadConfig struct {
 	loaderAbove int
 	// modFile is a go.mod to use instead of the main module's.
 	modFile string
+	// fromCache loads with -mod=readonly, from the module cache, when the
+	// main module's vendor directory lacks what go.mod requires.
+	fromCache bool
 	// tmp is the go command's GOTMPDIR: a go command stopped by a signal
 	// leaves its work directory there, and kvgen removes tmp.
 	tmp string
@@ -661,10 +716,14 @@ func (lc loadConfig) env() []string {
 
 // buildFlags are the go command flags that loading needs.
 func (lc loadConfig) buildFlags() []string {
-	if lc.modFile == "" {
-		return lc.flags
+	flags := lc.flags
+	if lc.modFile != "" {
+		flags = append(slices.Clip(flags), "-modfile="+lc.modFile)
 	}
-	return append(slices.Clip(lc.flags), "-modfile="+lc.modFile)
+	if lc.fromCache {
+		flags = append(slices.Clip(flags), "-mod=readonly")
+	}
+	return flags
 }
 
 // BuildFlags are the go command flags that load or build the connectors'
@@ -693,6 +752,19 @@ func (r *Result) ModuleChanges() []string {
 		return nil
 	}
 	return r.modules.Changes
+}
+
+// VendorErr returns, as a *gomod.VendorError, what the main module's
+// vendor directory lacks of the linked go.mod (see ModuleChanges) when
+// the go command builds the module from it; nil when it lacks nothing,
+// or the module is not vendored. Generate loads such a module's packages
+// from the module cache, as go build does once go mod vendor has
+// recorded them; kvgen never writes vendor/.
+func (r *Result) VendorErr() error {
+	if r.vendor == nil {
+		return nil
+	}
+	return r.vendor
 }
 
 // WriteModules writes the linked go.mod and go.sum (see ModuleChanges),

@@ -225,7 +225,7 @@ func listPackages(ctx context.Context, lc loadConfig, overlay map[string][]byte,
 	}
 	roots, err := packages.Load(cfg, patterns...)
 	if err != nil {
-		return nil, nil, fmt.Errorf("loading packages: %w", err)
+		return nil, nil, fmt.Errorf("loading packages: %s", gocmd.HideModFile(err.Error(), lc.dir, cfg.BuildFlags))
 	}
 	byPath := map[string]*packages.Package{}
 	packages.Visit(roots, func(p *packages.Package) bool {
@@ -233,6 +233,11 @@ func listPackages(ctx context.Context, lc loadConfig, overlay map[string][]byte,
 			return false
 		}
 		byPath[p.PkgPath] = p
+		// The scratch go.mod of a link is not named: it is gone once
+		// kvgen stops.
+		for i := range p.Errors {
+			p.Errors[i].Msg = gocmd.HideModFile(p.Errors[i].Msg, lc.dir, cfg.BuildFlags)
+		}
 		return true
 	}, nil)
 	return roots, byPath, nil
@@ -368,7 +373,7 @@ func goListError(ctx context.Context, lc loadConfig, args ...string) string {
 	case len(bytes.TrimSpace(stderr)) == 0:
 		return err.Error()
 	}
-	return string(bytes.TrimSpace(stderr))
+	return gocmd.HideModFile(string(bytes.TrimSpace(stderr)), lc.dir, lc.buildFlags())
 }
 
 // readExport decodes a package's export data into imports.

@@ -139,3 +139,19 @@ func packagesIn(root string) []string {
 	})
 	return pkgs
 }
+
+// explainNotCached words the error of each package whose module the go
+// command could not look up, for GOPROXY=off, as the module version the
+// module cache lacks. mods are the modules go.mod requires, the main
+// module first, and versions their versions.
+func (l *listing) explainNotCached(mods []string, versions map[string]string) {
+	for path, lp := range l.pkgs {
+		if lp.err == nil {
+			continue
+		}
+		mod := gomod.ModuleOf(path, mods)
+		if nc := gomod.NotCached(lp.err.Error(), mod, versions[mod]); nc != nil {
+			lp.err = nc
+		}
+	}
+}

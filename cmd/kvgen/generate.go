@@ -48,10 +48,18 @@ func (g *genFlags) command() string {
 // it also names the command that adds it, and returns true.
 func (g *genFlags) report(e *env, err error) bool {
 	e.report(g.inFlags(err))
-	if !errors.As(err, new(*gomod.LacksError)) {
+	if errors.As(err, new(*gomod.VendorError)) {
+		return true // go mod vendor fixes it, as the error says
+	}
+	var le *gomod.LacksError
+	if !errors.As(err, &le) {
 		return false
 	}
-	e.report(problemIn(g.manifest, "go.mod does not satisfy %s; run go generate (or %s) to add what it lacks", suggest.Show(g.manifest), g.command()))
+	then := ""
+	if le.Vendored {
+		then = ", then go mod vendor to record it in vendor/, which the go command builds from"
+	}
+	e.report(problemIn(g.manifest, "go.mod does not satisfy %s; run go generate (or %s) to add what it lacks%s", suggest.Show(g.manifest), g.command(), then))
 	return true
 }
 
@@ -144,6 +152,13 @@ func runGenerate(ctx context.Context, e *env, args []string) int {
 		}
 		if _, err := res.Write(); err != nil {
 			e.report(g.inFlags(err))
+			return exitError
+		}
+		// go.mod, go.sum and the registry file are written, as go get
+		// writes go.mod and go.sum of a vendored module: go mod vendor
+		// then brings vendor/ level with them, and the build works.
+		if err := res.VendorErr(); err != nil {
+			e.report(err)
 			return exitError
 		}
 		return exitOK

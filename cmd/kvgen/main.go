@@ -24,10 +24,11 @@
 //
 // generate adds to go.mod and go.sum what the manifest's version: and
 // replace: name and they lack, as go get would, and says what it changed;
-// with -mod=readonly it reports that instead. check exits 0 when the
-// generated file is up to date, 1 when it is stale or missing (printing a
-// diff) or go.mod lacks what the manifest names, and 2 on any other
-// trouble. Other commands exit 1 on errors in their input and 2 on usage
+// with -mod=readonly it reports that instead. It never writes vendor/: in
+// a vendored module it then exits 1 saying to run go mod vendor. check
+// exits 0 when the generated file is up to date, 1 when it is stale or
+// missing (printing a diff), go.mod lacks what the manifest names, or
+// vendor/ what go.mod requires, and 2 on any other trouble. Other commands exit 1 on errors in their input and 2 on usage
 // errors. With -json, generate, check and build print their problems on
 // stdout as a JSON list, with the same exit status.
 package main

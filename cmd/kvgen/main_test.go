@@ -32,7 +32,9 @@ func TestMain(m *testing.M) {
 // module, example.com/script, that requires this checkout of kvgen; $ROOT is
 // the checkout. The modules under testdata/mod are published through a
 // local module proxy, tried before the usual one; example.com modules are
-// not in the checksum database.
+// not in the checksum database. Those under testdata/privatemod are served
+// by another, $PRIVATEPROXY, which no script's GOPROXY names unless it says
+// so.
 func TestScripts(t *testing.T) {
 	root, err := filepath.Abs("../..")
 	if err != nil {
@@ -40,6 +42,9 @@ func TestScripts(t *testing.T) {
 	}
 	goEnv := goEnvVars(t, "GOCACHE", "GOMODCACHE", "GOPATH", "GOROOT", "GOPROXY")
 	proxy := goproxytest.NewTestServer(t, "testdata/mod", "")
+	// A team's private module proxy: it alone serves the modules under
+	// testdata/privatemod, as $PRIVATEPROXY, which scripts put in GOPROXY.
+	private := goproxytest.NewTestServer(t, "testdata/privatemod", "")
 	published, unpublished := publish(t, root)
 	if unpublished == "" && !testing.Short() {
 		unpublished = completeModCache(root, goEnv)
@@ -59,6 +64,8 @@ func TestScripts(t *testing.T) {
 			}
 			env.Setenv("GOPROXY", proxy.URL+","+goEnv["GOPROXY"])
 			env.Setenv("GONOSUMDB", "example.com")
+			env.Setenv("PRIVATEPROXY", private.URL)
+			env.Setenv("TESTPROXY", proxy.URL)
 			// kvgen in a script is this test binary; built with -race, it
 			// sleeps a second on exit for other goroutines' reports, and
 			// the scripts run it some two hundred times.

@@ -81,3 +81,16 @@ func checkFile(path string) error {
 	}
 	return nil
 }
+
+// WorkFile returns the go.work that puts the go command, run in dir with
+// env, in workspace mode, or "" when it runs in module mode.
+func WorkFile(dir string, env []string) string {
+	switch work := Lookup(env, "GOWORK"); work {
+	case "off":
+		return ""
+	case "":
+		return findUp(dir, "go.work")
+	default:
+		return work
+	}
+}

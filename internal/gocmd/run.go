@@ -69,7 +69,33 @@ func Run(ctx context.Context, dir string, env []string, args ...string) (stdout,
 		if ctx.Err() != nil {
 			err = context.Cause(ctx)
 		}
-		return out.Bytes(), errOut.Bytes(), &Error{Args: args, Stderr: errOut.String(), Err: err}
+		return out.Bytes(), errOut.Bytes(), &Error{Args: args, Stderr: HideModFile(errOut.String(), dir, args), Err: err}
 	}
 	return out.Bytes(), errOut.Bytes(), nil
+}
+
+// HideModFile returns msg, the go command's words when run in dir with
+// args, with the -modfile go.mod among args, and the go.sum beside it,
+// named as what they stand for, "go.mod" and "go.sum", whether the go
+// command wrote their paths in full or relative to dir: kvgen's scratch
+// copies, which are gone once it stops, are nothing a user can open.
+func HideModFile(msg, dir string, args []string) string {
+	for _, a := range args {
+		file, ok := strings.CutPrefix(a, "-modfile=")
+		if !ok || file == "" {
+			continue
+		}
+		names := []string{file}
+		if abs, err := filepath.Abs(dir); err == nil {
+			if rel, err := filepath.Rel(abs, file); err == nil {
+				names = append(names, rel)
+			}
+		}
+		for _, name := range names {
+			sum := strings.TrimSuffix(name, ".mod") + ".sum"
+			msg = strings.ReplaceAll(msg, sum, "go.sum")
+			msg = strings.ReplaceAll(msg, name, "go.mod")
+		}
+	}
+	return msg
 }

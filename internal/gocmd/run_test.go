@@ -77,3 +77,18 @@ func TestRunNamesTheDirectoryAsGiven(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, filepath.Join(link, "go.mod"), strings.TrimSpace(string(stdout)))
 }
+
+// A scratch go.mod given with -modfile is not named in the go command's
+// words: it is gone once kvgen stops.
+func TestRunHidesTheScratchGoMod(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module example.com/m\n"), 0o644))
+	scratch := filepath.Join(t.TempDir(), "mod-1")
+	require.NoError(t, os.Mkdir(scratch, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(scratch, "go.mod"), []byte("module example.com/m\nrequire broken\n"), 0o644))
+	env := append(os.Environ(), "GOFLAGS=", "GO111MODULE=on", "GOWORK=off")
+	_, _, err := Run(t.Context(), dir, env, "list", "-modfile="+filepath.Join(scratch, "go.mod"), ".")
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "mod-1", err.Error())
+	assert.Contains(t, err.Error(), "go.mod")
+}

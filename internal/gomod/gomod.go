@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/rogpeppe/go-internal/lockedfile"
@@ -42,7 +43,8 @@ type Main struct {
 
 	data []byte
 	file *modfile.File
-	sum  []byte // go.sum; nil when there is none
+	sum  []byte     // go.sum; nil when there is none
+	work *workspace // what go.work gives it, after UseWorkspace
 }
 
 // ErrNoModule says that a directory is in no module.
@@ -142,6 +144,14 @@ type Plan struct {
 	// key and saying "warning:": a version: that go.mod's replace line
 	// overrides.
 	Warnings diag.List
+
+	named map[string]entryAt // the first entry naming each module, by path
+}
+
+// entryAt is where a manifest entry names its module.
+type entryAt struct {
+	pos   token.Position
+	label string
 }
 
 // NewPlan compares the main module's go.mod with what the manifest's
@@ -156,7 +166,7 @@ type Plan struct {
 // of the manifest.
 func NewPlan(m *manifest.Manifest, main *Main, manifestDir string) (*Plan, error) {
 	pl := &planner{
-		Plan:        &Plan{Main: main, Modules: map[int]string{}, Bad: map[int]bool{}},
+		Plan:        &Plan{Main: main, Modules: map[int]string{}, Bad: map[int]bool{}, named: map[string]entryAt{}},
 		manifestDir: manifestDir,
 		required:    map[string]string{},
 		claims:      map[string]*claim{},
@@ -165,6 +175,15 @@ func NewPlan(m *manifest.Manifest, main *Main, manifestDir string) (*Plan, error
 		pl.required[r.Mod.Path] = r.Mod.Version
 	}
 	for i, c := range m.Connectors {
+		if mod := ModuleOf(c.Import.V, main.Requires()); mod != "" && mod != main.Path && !c.Invalid {
+			pos := c.Import.Pos
+			if c.Version.Set {
+				pos = c.Version.Pos
+			}
+			if _, ok := pl.named[mod]; !ok {
+				pl.named[mod] = entryAt{pos, c.Label(i)}
+			}
+		}
 		switch {
 		case c.Invalid || !c.Replace.Set && !c.Version.Set:
 		case c.Replace.Set:
@@ -372,6 +391,10 @@ func atLeast(have, want string) bool {
 type LacksError struct {
 	// List holds one error for each entry go.mod lacks, at its position.
 	List diag.List
+	// Vendored says that the main module builds from its vendor
+	// directory, which then lacks the modules too: go mod vendor records
+	// them once go.mod has them.
+	Vendored bool
 }
 
 // Error lists what go.mod lacks, one entry a line.
@@ -513,6 +536,10 @@ type Update struct {
 	// GoMod and GoSum are their new contents; GoSum is nil when the
 	// module needs no go.sum.
 	GoMod, GoSum []byte
+	// BuildMod is the go.mod that loads and builds outside workspace
+	// mode, with GoSum: GoMod, and, in workspace mode, what go.work gives
+	// the main module (see Main.UseWorkspace).
+	BuildMod []byte
 	// ModFile is the scratch go.mod that holds GoMod, for the go
 	// command's -modfile, with its go.sum beside it; it lasts as long as
 	// the directory given to Link, and gen's results, whose scratch
@@ -521,8 +548,24 @@ type Update struct {
 	// Changes say what changed, one line each.
 	Changes []string
 
-	base     *Main    // go.mod and go.sum as the plan read them
-	requires []string // the modules GoMod requires, the main module first
+	base     *Main             // go.mod and go.sum as the plan read them
+	requires []string          // the modules GoMod requires, the main module first
+	versions map[string]string // the versions GoMod requires them at, by path
+}
+
+// Versions maps each module the linked go.mod requires to its version.
+func (u *Update) Versions() map[string]string { return u.versions }
+
+// Versions maps each module go.mod requires to its version.
+func (m *Main) Versions() map[string]string { return versions(m.file) }
+
+// versions maps each module f requires to its version.
+func versions(f *modfile.File) map[string]string {
+	v := make(map[string]string, len(f.Require))
+	for _, r := range f.Require {
+		v[r.Mod.Path] = r.Mod.Version
+	}
+	return v
 }
 
 // Requires returns the modules the linked go.mod requires, the main
@@ -661,6 +704,22 @@ func (p *Plan) Link(ctx context.Context, dir string, env []string) (*Update, err
 		}
 		get = append(get, l.Import+"@"+l.Version)
 	}
+	// What the workspace gives, were it the go command's, is added last:
+	// GoMod leaves it out.
+	goMod := f
+	if main.work != nil {
+		f.Cleanup()
+		plain, err := f.Format()
+		if err != nil {
+			return nil, err
+		}
+		if goMod, err = modfile.Parse(main.GoMod, plain, nil); err != nil {
+			return nil, err
+		}
+		if err := main.addWorkspace(f); err != nil {
+			return nil, err
+		}
+	}
 	f.Cleanup()
 	data, err := f.Format()
 	if err != nil {
@@ -681,8 +740,14 @@ func (p *Plan) Link(ctx context.Context, dir string, env []string) (*Update, err
 			return nil, p.annotate(err)
 		}
 	}
-	if u.GoMod, err = directRequires(u.ModFile, p.Lacks); err != nil {
+	if u.BuildMod, err = directRequires(u.ModFile, p.Lacks); err != nil {
 		return nil, err
+	}
+	u.GoMod = u.BuildMod
+	if main.work != nil {
+		if u.GoMod, err = main.withoutWorkspace(u.BuildMod, goMod); err != nil {
+			return nil, err
+		}
 	}
 	if u.GoSum, err = os.ReadFile(sumFile); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
@@ -693,6 +758,7 @@ func (p *Plan) Link(ctx context.Context, dir string, env []string) (*Update, err
 	}
 	u.Changes = changes(main.file, after)
 	u.requires = requires(main.Path, after)
+	u.versions = versions(after)
 	return u, nil
 }
 
@@ -734,9 +800,58 @@ func directRequires(file string, lacks []Lack) ([]byte, error) {
 	return data, os.WriteFile(file, data, 0o644)
 }
 
-// annotate places a go get failure at the first lacking entry it names.
+// withoutWorkspace returns linked, a go.mod that Link completed with what
+// the workspace gives, without the requirements of the workspace's
+// modules and the replacements that plain, the go.mod before them, does
+// not have.
+func (m *Main) withoutWorkspace(linked []byte, plain *modfile.File) ([]byte, error) {
+	f, err := modfile.Parse("go.mod", linked, nil)
+	if err != nil {
+		return nil, err
+	}
+	had := map[string]bool{}
+	for _, r := range plain.Require {
+		had[r.Mod.Path] = true
+	}
+	replaced := map[string]bool{}
+	for _, r := range plain.Replace {
+		replaced[r.Old.Path+"@"+r.Old.Version] = true
+	}
+	for _, r := range slices.Clone(f.Replace) {
+		if !replaced[r.Old.Path+"@"+r.Old.Version] {
+			if err := f.DropReplace(r.Old.Path, r.Old.Version); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, r := range slices.Clone(f.Require) {
+		if _, used := m.work.uses[r.Mod.Path]; used && !had[r.Mod.Path] {
+			if err := f.DropRequire(r.Mod.Path); err != nil {
+				return nil, err
+			}
+		}
+	}
+	f.Cleanup()
+	return f.Format()
+}
+
+// annotate places a go get failure at the first lacking entry it names,
+// else at the first entry of the module it names; a module version the go
+// command may not download, for GOPROXY=off, is said to be not in the
+// module cache.
 func (p *Plan) annotate(err error) error {
 	msg := err.Error()
+	if nc := notCached(msg); nc != nil {
+		for _, l := range p.Lacks {
+			if l.Module != "" && l.Module == nc.Module || l.Module == "" && InModule(l.Import, nc.Module) {
+				return diag.Errorf(l.Pos, "%s: %w", l.Label, nc)
+			}
+		}
+		if at, ok := p.named[nc.Module]; ok {
+			return diag.Errorf(at.pos, "%s: %w", at.label, nc)
+		}
+		return nc
+	}
 	for _, l := range p.Lacks {
 		if strings.Contains(msg, l.Import) || l.Module != "" && strings.Contains(msg, l.Module) {
 			return diag.Errorf(l.Pos, "%s: %v", l.Label, err)
@@ -744,6 +859,61 @@ func (p *Plan) annotate(err error) error {
 	}
 	return err
 }
+
+// NotCachedError is a module version the go command needed and could not
+// download, for GOPROXY=off, because the module cache lacks it.
+type NotCachedError struct {
+	// Module is its path, and Version its version, or "" when the go
+	// command looked for the module of a package.
+	Module, Version string
+}
+
+func (e *NotCachedError) Error() string {
+	mv := e.Module
+	if e.Version != "" {
+		mv += "@" + e.Version
+	}
+	return fmt.Sprintf("%s is not in the module cache, and GOPROXY=off forbids downloading it; name a version the module cache has, or download it once with a module proxy at hand: go mod download %s", mv, mv)
+}
+
+// NotCached returns, when msg, the go command's words of a package of
+// module mod, which go.mod requires at version, says that GOPROXY=off
+// kept it from looking the module up, a *NotCachedError naming the
+// module version msg names, else mod at version; otherwise nil.
+func NotCached(msg, mod, version string) error {
+	nc := notCached(msg)
+	if nc == nil {
+		// The go command's words of the package itself, its module
+		// unnamed; a dependency's name their own module.
+		if strings.TrimSpace(msg) != lookupDisabledWords || mod == "" {
+			return nil
+		}
+		nc = &NotCachedError{Module: mod}
+	}
+	if nc.Module == mod && nc.Version == "" {
+		nc.Version = version
+	}
+	return nc
+}
+
+// notCached finds in a go command's words a module it could not look up
+// for GOPROXY=off, or returns nil.
+func notCached(msg string) *NotCachedError {
+	m := lookupDisabled.FindStringSubmatch(msg)
+	if m == nil {
+		return nil
+	}
+	path, version, _ := strings.Cut(m[1], "@")
+	return &NotCachedError{Module: path, Version: version}
+}
+
+// lookupDisabled is the go command's words for a module it may not
+// download: "example.com/kv@v0.9.0: module lookup disabled by GOPROXY=off".
+var lookupDisabled = regexp.MustCompile(`((?:[A-Za-z0-9-]+\.)+[A-Za-z0-9-]+(?:/[^\s:;@]+)*(?:@[^\s:;]+)?): ` + lookupDisabledWords)
+
+// lookupDisabledWords are the go command's words for a module GOPROXY=off
+// keeps it from downloading.
+const lookupDisabledWords = "module lookup disabled by GOPROXY=off"
 
 // changes lists what differs between two go.mod files, in the terms of go
 // get's own report: added, upgraded, downgraded, removed, replaced.
