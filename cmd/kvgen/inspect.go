@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -22,64 +25,106 @@ func runInspect(ctx context.Context, e *env, args []string) int {
 		fs.Usage()
 		return exitUsage
 	}
-	var bins []*inspect.Binary
+	// Each binary is printed as soon as it is read, so that memory holds
+	// one binary's findings at a time, however many files are named.
+	out := &binaryWriter{w: e.stdout, asJSON: asJSON}
 	failed := false
 	for _, name := range files {
-		found, err := inspectPath(name)
-		bins = append(bins, found...)
-		for _, err := range err {
+		for _, err := range inspectPath(ctx, name, out.write) {
 			e.errorf("%v", err)
 			failed = true
 		}
-	}
-	if asJSON {
-		if bins == nil {
-			bins = []*inspect.Binary{}
+		if ctx.Err() != nil {
+			break
 		}
-		writeJSON(e.stdout, bins, false)
-	} else {
-		inspect.WriteText(e.stdout, bins)
 	}
-	if failed {
+	out.close()
+	if failed || ctx.Err() != nil {
 		return exitError
 	}
 	return exitOK
 }
 
+// binaryWriter prints binaries one at a time: as text, or as the elements
+// of one JSON list.
+type binaryWriter struct {
+	w      io.Writer
+	asJSON bool
+	n      int
+}
+
+func (o *binaryWriter) write(b *inspect.Binary) {
+	switch {
+	case o.asJSON:
+		// As one list encoded whole would read: each element indented.
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetIndent("  ", "  ")
+		enc.SetEscapeHTML(false)
+		enc.Encode(b)
+		sep := "[\n  "
+		if o.n > 0 {
+			sep = ",\n  "
+		}
+		io.WriteString(o.w, sep)
+		o.w.Write(printableJSON(bytes.TrimSuffix(buf.Bytes(), []byte("\n"))))
+	default:
+		if o.n > 0 {
+			io.WriteString(o.w, "\n")
+		}
+		inspect.WriteText(o.w, []*inspect.Binary{b})
+	}
+	o.n++
+}
+
+// close ends the JSON list: empty when no binary was printed.
+func (o *binaryWriter) close() {
+	switch {
+	case !o.asJSON:
+	case o.n == 0:
+		io.WriteString(o.w, "[]\n")
+	default:
+		io.WriteString(o.w, "\n]\n")
+	}
+}
+
 // inspectPath inspects a binary, or each Go binary in a directory (not
-// below it): there, files that are no Go binaries are passed over, and Go
-// binaries without a kvgen registry are errors.
-func inspectPath(name string) ([]*inspect.Binary, []error) {
+// below it), handing each to emit: there, files that are no Go binaries
+// are passed over, and Go binaries without a kvgen registry are errors.
+// A stop (ctx) ends it between files and within one.
+func inspectPath(ctx context.Context, name string, emit func(*inspect.Binary)) []error {
 	fi, err := os.Stat(name)
 	if err != nil {
-		return nil, []error{err}
+		return []error{err}
 	}
 	if !fi.IsDir() {
-		b, err := inspect.File(name)
-		if b == nil {
-			return nil, []error{err}
+		b, err := inspect.File(ctx, name)
+		if b != nil {
+			emit(b)
 		}
-		return []*inspect.Binary{b}, errs(err)
+		return errs(err)
 	}
 	ents, err := os.ReadDir(name)
 	if err != nil {
-		return nil, []error{err}
+		return []error{err}
 	}
-	var bins []*inspect.Binary
 	var list []error
 	for _, ent := range ents {
+		if ctx.Err() != nil {
+			return append(list, ctx.Err())
+		}
 		if !ent.Type().IsRegular() {
 			continue
 		}
-		b, err := inspect.File(filepath.Join(name, ent.Name()))
+		b, err := inspect.File(ctx, filepath.Join(name, ent.Name()))
 		if b != nil {
-			bins = append(bins, b)
+			emit(b)
 		}
-		if errors.Is(err, inspect.ErrNoRegistry) || errors.Is(err, inspect.ErrSuspect) {
+		if errors.Is(err, inspect.ErrNoRegistry) || errors.Is(err, inspect.ErrSuspect) || errors.Is(err, inspect.ErrTooManyCandidates) || errors.Is(err, context.Canceled) {
 			list = append(list, err)
 		}
 	}
-	return bins, list
+	return list
 }
 
 // errs is err as a list: none for nil.

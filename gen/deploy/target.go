@@ -24,7 +24,7 @@ func (t Target) String() string { return t.GOOS + "/" + t.GOARCH }
 
 // platformWord is what GOOS and GOARCH values are made of; the go command
 // says which pairs it supports.
-var platformWord = regexp.MustCompile(`^[a-z][a-z0-9]*$`)
+var platformWord = regexp.MustCompile(`^[a-z0-9]+$`)
 
 // ParseTarget parses GOOS/GOARCH, such as linux/arm64.
 func ParseTarget(s string) (Target, error) {

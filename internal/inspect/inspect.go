@@ -12,6 +12,7 @@ package inspect
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"debug/buildinfo"
 	"encoding/hex"
@@ -93,7 +94,26 @@ func Encode(d Description) (string, error) {
 
 // maxFound bounds how many descriptions one file yields; a binary links
 // one registry, or a few.
-const maxFound = 64
+const maxFound = 8
+
+// maxCandidateBytes bounds how much of a file the scan reads as would-be
+// descriptions, over and above reading the file once: a magic and a length
+// cost a read of that length, and a file of nothing but magics claiming
+// MaxDescription bytes each would otherwise cost 8 MiB a 28 bytes.
+const maxCandidateBytes = 4 * MaxDescription
+
+// maxConnectors bounds the connectors of the descriptions one file yields:
+// a manifest lists at most 10,000.
+const maxConnectors = 10_000
+
+// jsonStart is how every encoded description's JSON starts, as Encode
+// writes it: a candidate that does not is passed over before its length
+// is read.
+const jsonStart = `{"manifest":"`
+
+// ErrTooManyCandidates says that a file holds more would-be descriptions
+// than any binary kvgen built.
+var ErrTooManyCandidates = errors.New("more would-be registry descriptions than a binary kvgen built holds")
 
 // scanChunk is how much of a file the scan holds at once.
 const scanChunk = 1 << 20
@@ -111,9 +131,14 @@ type found struct {
 // description's JSON only once its length is known to be within
 // MaxDescription and within the file, so its memory is bounded whatever
 // the file holds.
-func scan(r io.ReaderAt, size int64) (descs []found, passed int, err error) {
+func scan(ctx context.Context, r io.ReaderAt, size int64) (descs []found, passed int, err error) {
 	buf := make([]byte, scanChunk+header)
+	prefix := make([]byte, len(jsonStart))
+	candidates, connectors := int64(0), 0
 	for pos := int64(0); pos < size; {
+		if err := ctx.Err(); err != nil {
+			return descs, passed, err
+		}
 		n, err := r.ReadAt(buf[:min(int64(len(buf)), size-pos)], pos)
 		if err != nil && !errors.Is(err, io.EOF) {
 			return descs, passed, err
@@ -122,43 +147,60 @@ func scan(r io.ReaderAt, size int64) (descs []found, passed int, err error) {
 			return descs, passed, io.ErrUnexpectedEOF
 		}
 		w := buf[:n]
-		i := index(w)
-		if i < 0 {
-			if pos+int64(n) >= size {
-				return descs, passed, nil
+		// The next read starts where this chunk's magics end: after the
+		// last description found, at a header that straddles the chunk's
+		// end, or where a magic straddling the end would start.
+		next := pos + int64(n-(len(magic)-1))
+		for off := 0; ; {
+			i := index(w[off:])
+			if i < 0 {
+				break
 			}
-			// The next chunk overlaps this one, so a magic that
-			// straddles the two is found whole.
-			pos += int64(n - (len(magic) - 1))
-			continue
-		}
-		start := pos + int64(i)
-		if len(w)-i < header {
-			if start+int64(header) > size {
-				return descs, passed, nil
+			i += off
+			begin := pos + int64(i)
+			if len(w)-i < header {
+				next = begin // read again from the magic: its header then fits
+				if begin+int64(header) > size {
+					return descs, passed, nil
+				}
+				break
 			}
-			pos = start // read again from the magic: its header then fits
-			continue
+			off = i + len(magic)
+			length, err := strconv.ParseUint(string(w[i+len(magic):i+header]), 16, 32)
+			if err != nil || length < uint64(len(jsonStart)) || length > MaxDescription || int64(length) > size-begin-int64(header) {
+				continue
+			}
+			if _, err := r.ReadAt(prefix, begin+int64(header)); err != nil || string(prefix) != jsonStart {
+				continue
+			}
+			if candidates += int64(length); candidates > maxCandidateBytes {
+				return descs, passed, fmt.Errorf("%w (%d MiB of them): a hostile file, or not a binary", ErrTooManyCandidates, candidates>>20)
+			}
+			data := make([]byte, length)
+			if _, err := r.ReadAt(data, begin+int64(header)); err != nil && !errors.Is(err, io.EOF) {
+				return descs, passed, err
+			}
+			d, ok := decode(data, maxConnectors-connectors)
+			if !ok {
+				continue
+			}
+			connectors += len(d.Connectors)
+			if len(descs) < maxFound {
+				descs = append(descs, found{d, begin, int64(header) + int64(length)})
+			} else {
+				passed++
+			}
+			end := i + header + int(length)
+			if end >= len(w) {
+				next = begin + int64(header) + int64(length)
+				break
+			}
+			off = end
 		}
-		pos = start + int64(len(magic))
-		length, err := strconv.ParseUint(string(w[i+len(magic):i+header]), 16, 32)
-		if err != nil || length > MaxDescription || int64(length) > size-start-int64(header) {
-			continue
+		if pos+int64(n) >= size && next >= pos+int64(n)-int64(len(magic)-1) {
+			return descs, passed, nil
 		}
-		data := make([]byte, length)
-		if _, err := r.ReadAt(data, start+int64(header)); err != nil && !errors.Is(err, io.EOF) {
-			return descs, passed, err
-		}
-		d, ok := decode(data)
-		if !ok {
-			continue
-		}
-		if len(descs) < maxFound {
-			descs = append(descs, found{d, start, int64(header) + int64(length)})
-		} else {
-			passed++
-		}
-		pos = start + int64(header) + int64(length)
+		pos = next
 	}
 	return descs, passed, nil
 }
@@ -181,11 +223,31 @@ func index(w []byte) int {
 	return -1
 }
 
-// decode decodes a description's JSON; one without a manifest is not one.
-func decode(data []byte) (Description, bool) {
-	var d Description
-	if json.Unmarshal(data, &d) != nil || d.Manifest == "" {
+// decode decodes a description's JSON; one without a manifest, with a
+// connector that lacks a name, an import or a constructor, or with more
+// than most connectors, is not one. Connectors are decoded one at a time,
+// so that what the JSON decodes into stays in proportion to it: "{}" is
+// three bytes, and a Connector two hundred.
+func decode(data []byte, most int) (Description, bool) {
+	if bytes.Count(data, []byte("{")) > most+1 {
+		return Description{}, false // more connectors than it may have: no need to decode them
+	}
+	var raw struct {
+		Description
+		Connectors []json.RawMessage `json:"connectors"`
+	}
+	if json.Unmarshal(data, &raw) != nil || raw.Manifest == "" || len(raw.Connectors) > most {
 		return Description{}, false
+	}
+	d := raw.Description
+	d.Connectors = make([]Connector, len(raw.Connectors))
+	for i, c := range raw.Connectors {
+		if json.Unmarshal(c, &d.Connectors[i]) != nil {
+			return Description{}, false
+		}
+		if c := d.Connectors[i]; c.Name == "" || c.Import == "" || c.Constructor == "" {
+			return Description{}, false
+		}
 	}
 	return d, true
 }
@@ -236,7 +298,7 @@ const MaxSize = 2 << 30
 // registry is ErrNoRegistry, wrapped with its path. A binary whose file
 // holds suspect descriptions is returned, with an error wrapping
 // ErrSuspect that says why.
-func File(path string) (*Binary, error) {
+func File(ctx context.Context, path string) (*Binary, error) {
 	shown := suggest.Show(path)
 	f, err := readfile.Open(path)
 	if err != nil {
@@ -255,7 +317,7 @@ func File(path string) (*Binary, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", shown, err)
 	}
-	descs, passed, err := scan(f, size)
+	descs, passed, err := scan(ctx, f, size)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", shown, err)
 	}

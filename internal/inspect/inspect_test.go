@@ -2,6 +2,7 @@ package inspect
 
 import (
 	"bytes"
+	"context"
 	"debug/elf"
 	"encoding/binary"
 	"os"
@@ -32,7 +33,7 @@ func joined(parts ...string) []byte { return []byte(strings.Join(parts, "")) }
 
 // scanBytes scans data as File scans a file.
 func scanBytes(data []byte) []Description {
-	found, _, _ := scan(bytes.NewReader(data), int64(len(data)))
+	found, _, _ := scan(context.Background(), bytes.NewReader(data), int64(len(data)))
 	var ds []Description
 	for _, f := range found {
 		ds = append(ds, f.d)
@@ -105,7 +106,7 @@ func allocated(f func()) uint64 {
 // with, is suspect, and shown quoted.
 func TestAppendedDescriptionIsSuspect(t *testing.T) {
 	path := testBinary(t)
-	b, err := File(path)
+	b, err := File(context.Background(), path)
 	require.ErrorIs(t, err, ErrSuspect, "the foreign description's module is not the binary's")
 	require.Len(t, b.Registries, 1)
 	assert.Equal(t, "linked.yaml", b.Registries[0].Manifest)
@@ -126,7 +127,7 @@ func TestAppendedDescriptionIsSuspect(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, f.Close())
 
-	b, err = File(path)
+	b, err = File(context.Background(), path)
 	require.ErrorIs(t, err, ErrSuspect)
 	require.Len(t, b.Registries, 1, "what is appended is not linked")
 	require.Len(t, b.Suspect, 2)
@@ -158,7 +159,7 @@ func TestFileMemoryIsBoundedWhateverItsSize(t *testing.T) {
 	const size = 512 << 20
 	require.NoError(t, os.Truncate(path, size))
 	var err error
-	n := allocated(func() { _, err = File(path) })
+	n := allocated(func() { _, err = File(context.Background(), path) })
 	require.ErrorIs(t, err, ErrSuspect)
 	t.Logf("allocated %d bytes to inspect a file of %d", n, size)
 	assert.Less(t, n, uint64(64<<20))
@@ -180,7 +181,7 @@ func TestHeadersClaimingGigabytesAreBounded(t *testing.T) {
 	le.PutUint64(data[sh+0x20:], 3<<29) // sh_size
 	require.NoError(t, os.WriteFile(path, data, 0o755))
 	require.NoError(t, os.Truncate(path, MaxSize))
-	n := allocated(func() { _, err = File(path) })
+	n := allocated(func() { _, err = File(context.Background(), path) })
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "headers claim more than")
 	t.Logf("allocated %d bytes", n)
@@ -200,7 +201,7 @@ func FuzzScan(f *testing.F) {
 	f.Add(joined(magic, "00000017{\"manifest\":\"\\u001b\\n\"}"))
 	f.Add(joined(magic))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		found, passed, err := scan(bytes.NewReader(data), int64(len(data)))
+		found, passed, err := scan(context.Background(), bytes.NewReader(data), int64(len(data)))
 		require.NoError(t, err)
 		require.LessOrEqual(t, len(found), maxFound)
 		require.GreaterOrEqual(t, passed, 0)
