@@ -98,6 +98,10 @@ func loadablePrefix(promptLen, blockSize int) int {
 	return (promptLen - 1) / blockSize * blockSize
 }
 
+// errShortPrompt says that a prompt is too short to have KV to save: the
+// request's fault, not the server's.
+var errShortPrompt = errors.New("prompt too short")
+
 // prefill computes the KV of the prompt's loadable prefix and saves it
 // through the worker side.
 func (e *engine) prefill(ctx context.Context, req *registry.Request) (*prefillReport, error) {
@@ -107,7 +111,7 @@ func (e *engine) prefill(ctx context.Context, req *registry.Request) (*prefillRe
 	}
 	n := loadablePrefix(len(req.PromptTokens), e.cfg.BlockSize)
 	if n == 0 {
-		return nil, fmt.Errorf("a prompt of %d tokens has no full block of %d before its last token to save", len(req.PromptTokens), e.cfg.BlockSize)
+		return nil, fmt.Errorf("%w: a prompt of %d tokens has no full block of %d before its last token to save", errShortPrompt, len(req.PromptTokens), e.cfg.BlockSize)
 	}
 	for _, layer := range e.cfg.LayerNames {
 		if err := w.SaveLayer(ctx, req, layer, n, computeKV(req.PromptTokens[:n], layer)); err != nil {

@@ -219,11 +219,14 @@ func (s *server) step(w http.ResponseWriter, r *http.Request) {
 		report = d
 	}
 	if err != nil {
-		s.steps.WithLabelValues(name, "error").Inc()
-		status := http.StatusInternalServerError
-		if errors.Is(err, errWrongData) {
+		outcome, status := "error", http.StatusInternalServerError
+		switch {
+		case errors.Is(err, errWrongData):
 			status = http.StatusBadGateway
+		case errors.Is(err, errShortPrompt):
+			outcome, status = "bad_request", http.StatusBadRequest
 		}
+		s.steps.WithLabelValues(name, outcome).Inc()
 		http.Error(w, "kvserver: "+err.Error(), status)
 		return
 	}

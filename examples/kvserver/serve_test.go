@@ -161,6 +161,7 @@ func TestServeHandoffMetricsEventsAndDrain(t *testing.T) {
 		`{"prompt":"` + strings.Repeat("x", 1<<20) + `"}`: "request body too large",
 		`{"tokens":2097152}`:                              "tokens: want from 1 to 1048576",
 		`{"prompt":"p","tokenz":1}`:                       `unknown field "tokenz"`,
+		`{"prompt":"p","tokens":1}`:                       "has no full block",
 	} {
 		resp, err := http.Post(base+"/prefill", "application/json", strings.NewReader(body))
 		require.NoError(t, err)
@@ -169,7 +170,7 @@ func TestServeHandoffMetricsEventsAndDrain(t *testing.T) {
 		assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "%.80s", body)
 		assert.Contains(t, string(msg), want)
 	}
-	assert.Equal(t, 3.0, metric(t, base, `kvserver_steps_total{outcome="bad_request",step="prefill"}`))
+	assert.Equal(t, 4.0, metric(t, base, `kvserver_steps_total{outcome="bad_request",step="prefill"}`))
 
 	// A decode whose body is still on its way when SIGTERM arrives is
 	// answered; then the process exits 0.
