@@ -3,6 +3,8 @@ package ociimage
 import (
 	"archive/tar"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,6 +33,10 @@ type Remote struct {
 	// Timeout bounds each HTTP request's wait for a response's headers;
 	// zero is a minute.
 	Timeout time.Duration
+	// RootCAs, when set, are the certificate authorities a registry's
+	// TLS certificate is checked against, instead of the system's (which
+	// SSL_CERT_FILE and SSL_CERT_DIR can name).
+	RootCAs *x509.CertPool
 }
 
 // repository is the registry repository of ref, with the credentials of
@@ -58,6 +64,9 @@ func (rm Remote) repository(ref Ref) (*remote.Repository, error) {
 	}
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.ResponseHeaderTimeout = timeout
+	if rm.RootCAs != nil {
+		transport.TLSClientConfig = &tls.Config{RootCAs: rm.RootCAs}
+	}
 	repo.Client = &auth.Client{
 		Client:     &http.Client{Transport: transport},
 		Cache:      auth.NewCache(),
