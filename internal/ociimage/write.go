@@ -11,12 +11,18 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
+
+	"net"
+	"net/http"
 
 	specs "github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2"
 	"oras.land/oras-go/v2/content"
+	"oras.land/oras-go/v2/registry/remote"
+	"oras.land/oras-go/v2/registry/remote/errcode"
 
 	"github.com/kvgen/kvgen/internal/suggest"
 )
@@ -49,19 +55,47 @@ func (img *Image) pushRemote(ctx context.Context, ref Ref, rm Remote) error {
 	if err != nil {
 		return err
 	}
+	return img.pushTo(ctx, repo, ref)
+}
+
+// explain says what a registry's refusal or a network failure means,
+// before what the client says of it.
+func explain(err error, host string) error {
+	if err == nil {
+		return nil
+	}
+	var resp *errcode.ErrorResponse
+	var op *net.OpError
+	switch {
+	case errors.As(err, &resp) && resp.StatusCode == http.StatusUnauthorized:
+		return fmt.Errorf("the registry %s refused the credentials (Docker's config has them, as docker login %s writes them): %w", host, host, err)
+	case errors.As(err, &resp) && resp.StatusCode == http.StatusForbidden:
+		return fmt.Errorf("the registry %s denied access: %w", host, err)
+	case errors.As(err, &op) && op.Op == "dial":
+		return fmt.Errorf("cannot reach the registry %s: %w", host, err)
+	case errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.EPIPE):
+		return fmt.Errorf("the registry %s closed the connection: %w", host, err)
+	}
+	return err
+}
+
+// pushTo pushes the image's blobs and manifests, then the SBOMs, then the
+// tag.
+func (img *Image) pushTo(ctx context.Context, repo *remote.Repository, ref Ref) error {
+	host := ref.Remote.Registry
 	opts := oras.DefaultCopyGraphOptions
 	opts.Concurrency = 3
 	for _, pi := range img.Platforms {
 		if err := oras.CopyGraph(ctx, img, repo, pi.Manifest, opts); err != nil {
-			return fmt.Errorf("%s: pushing the image: %w", pi.Platform, err)
+			return fmt.Errorf("%s: pushing the image: %w", pi.Platform, explain(err, host))
 		}
 	}
 	if err := oras.CopyGraph(ctx, img, repo, img.Root, opts); err != nil {
-		return fmt.Errorf("pushing the index: %w", err)
+		return fmt.Errorf("pushing the index: %w", explain(err, host))
 	}
 	for _, pi := range img.Platforms {
 		if err := oras.CopyGraph(ctx, img, repo, pi.SBOM, opts); err != nil {
-			return fmt.Errorf("%s: attaching the SBOM: %w", pi.Platform, err)
+			return fmt.Errorf("%s: attaching the SBOM: %w", pi.Platform, explain(err, host))
 		}
 	}
 	if _, err := ref.Remote.Digest(); err == nil {
@@ -71,7 +105,7 @@ func (img *Image) pushRemote(ctx context.Context, ref Ref, rm Remote) error {
 		return nil
 	}
 	if err := repo.Tag(ctx, img.Root, ref.Remote.Reference); err != nil {
-		return fmt.Errorf("tagging %s: %w", suggest.Quote(ref.Remote.Reference), err)
+		return fmt.Errorf("tagging %s: %w", suggest.Quote(ref.Remote.Reference), explain(err, host))
 	}
 	return nil
 }
