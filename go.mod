@@ -10,13 +10,13 @@ require (
 	github.com/stretchr/testify v1.12.1
 	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/mod v0.43.0
+	golang.org/x/sync v0.24.0
 	golang.org/x/tools v0.52.0
 	oras.land/oras-go/v2 v2.7.0
 )
 
 require (
 	github.com/google/go-cmp v0.7.0 // indirect
-	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 )
 

@@ -95,9 +95,17 @@ func (f *imageFlags) build(ctx context.Context, e *env, opts deploy.Options) int
 			return exitUsage
 		}
 	}
+	var platforms []ociimage.Platform
+	for _, t := range opts.Targets {
+		platforms = append(platforms, ociimage.Platform{OS: t.GOOS, Architecture: t.GOARCH, Variant: variant(t, opts.Env)})
+	}
+	rm := ociimage.Remote{Insecure: f.insecure}
 	if f.base == "" {
 		// Nothing in the image but the binary: it must be static.
 		opts.Env = append(opts.Env, "CGO_ENABLED=0")
+	} else if err := ociimage.CheckBase(ctx, f.base, platforms, rm); err != nil {
+		e.report(fmt.Errorf("image %s: %w", suggest.Show(ref.String()), err))
+		return exitError
 	}
 	if opts.Binary == "" {
 		tmp, err := os.MkdirTemp("", "kvgen-image-")
@@ -124,15 +132,16 @@ func (f *imageFlags) build(ctx context.Context, e *env, opts deploy.Options) int
 		Labels:   f.labels,
 		Created:  created,
 		Tool:     ownVersion(),
-		Remote:   ociimage.Remote{Insecure: f.insecure},
+		Remote:   rm,
 	}
-	for _, t := range opts.Targets {
+	for i, t := range opts.Targets {
 		bin := t.Output(opts.Binary)
 		if !filepath.IsAbs(bin) {
 			bin = filepath.Join(opts.WorkDir, bin)
 		}
-		iopts.Platforms = append(iopts.Platforms, ociimage.Platform{OS: t.GOOS, Architecture: t.GOARCH, Variant: variant(t, opts.Env), Binary: bin})
+		platforms[i].Binary = bin
 	}
+	iopts.Platforms = platforms
 	start := time.Now()
 	opts.Progress("packaging image " + suggest.Show(ref.String()))
 	img, err := ociimage.Build(ctx, iopts)

@@ -26,6 +26,13 @@ type baseImage struct {
 	images []ocispec.Descriptor
 }
 
+// CheckBase checks, before anything is built, that the base image can be
+// read and has every platform.
+func CheckBase(ctx context.Context, ref string, platforms []Platform, rm Remote) error {
+	_, err := openBase(ctx, ref, platforms, rm)
+	return err
+}
+
 // openBase opens the base image and checks it has every platform.
 func openBase(ctx context.Context, ref string, platforms []Platform, rm Remote) (*baseImage, error) {
 	r, err := ParseRef(ref)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	specs "github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"golang.org/x/sync/errgroup"
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/content/memory"
 
@@ -122,12 +124,22 @@ func Build(ctx context.Context, opts Options) (*Image, error) {
 		}
 		img.base = base.store
 	}
-	for _, p := range opts.Platforms {
-		pi, err := img.platform(ctx, opts, p, base)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", p, err)
-		}
-		img.Platforms = append(img.Platforms, pi)
+	// Each platform's layer is compressed at once with the others'.
+	img.Platforms = make([]PlatformImage, len(opts.Platforms))
+	var g errgroup.Group
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for i, p := range opts.Platforms {
+		g.Go(func() error {
+			pi, err := img.platform(ctx, opts, p, base)
+			if err != nil {
+				return fmt.Errorf("%s: %w", p, err)
+			}
+			img.Platforms[i] = pi
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
 	}
 	if len(img.Platforms) == 1 {
 		img.Root = img.Platforms[0].Manifest
@@ -196,9 +208,24 @@ func (img *Image) platform(ctx context.Context, opts Options, p Platform, base *
 	if opts.CABundle != nil {
 		cfg.Config.Env = setEnv(cfg.Config.Env, "SSL_CERT_FILE", CAFile)
 	}
-	labels := maps.Clone(cfg.Config.Labels)
-	if labels == nil {
-		labels = map[string]string{}
+	// The base's labels stay, but for those that describe an image
+	// (its version, source, creation...): they are the base's, not this
+	// image's.
+	labels := map[string]string{}
+	for k, v := range cfg.Config.Labels {
+		if !strings.HasPrefix(k, "org.opencontainers.image.") {
+			labels[k] = v
+		}
+	}
+	if base != nil {
+		// A layout's path is the build machine's, which would make the
+		// digest depend on where the build runs: only a registry's
+		// reference names the base.
+		if r, err := ParseRef(base.ref); err == nil && r.Kind == Registry {
+			labels[ocispec.AnnotationBaseImageName] = base.ref
+		}
+		d, _ := base.find(p)
+		labels[ocispec.AnnotationBaseImageDigest] = d.Digest.String()
 	}
 	maps.Copy(labels, binaryLabels(bin, created))
 	maps.Copy(labels, opts.Labels)

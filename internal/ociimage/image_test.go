@@ -314,3 +314,50 @@ func TestParseRef(t *testing.T) {
 	assert.False(t, IsLoopback("registry.example:5000"))
 	assert.False(t, IsLoopback("10.0.0.1"))
 }
+
+// On a base image, the binary's layer goes on top of the base's layers,
+// and the config keeps the base's environment and labels under kvgen's.
+func TestOnBase(t *testing.T) {
+	ctx := context.Background()
+	baseOpts := options(platforms(t))
+	baseOpts.Labels = map[string]string{"base": "yes", LabelVersion: "v9"}
+	base, err := Build(ctx, baseOpts)
+	require.NoError(t, err)
+	dir := filepath.Join(t.TempDir(), "base")
+	require.NoError(t, Write(ctx, base, must(ParseRef("oci:"+dir+":b")), Remote{}))
+
+	opts := options(platforms(t))
+	opts.Base = "oci:" + dir + ":b"
+	opts.CABundle = []byte("pem")
+	img, err := Build(ctx, opts)
+	require.NoError(t, err)
+	for i, pi := range img.Platforms {
+		m, err := fetchManifest(ctx, img, pi.Manifest)
+		require.NoError(t, err)
+		bm, err := fetchManifest(ctx, img, base.Platforms[i].Manifest)
+		require.NoError(t, err)
+		require.Len(t, m.Layers, 2)
+		assert.Equal(t, bm.Layers[0].Digest, m.Layers[0].Digest)
+		var cfg ocispec.Image
+		require.NoError(t, fetchJSON(ctx, img, m.Config, &cfg))
+		assert.Len(t, cfg.RootFS.DiffIDs, 2)
+		assert.Len(t, cfg.History, 2)
+		assert.Equal(t, "yes", cfg.Config.Labels["base"])
+		assert.NotContains(t, cfg.Config.Labels, LabelVersion)
+		assert.NotContains(t, cfg.Config.Labels, ocispec.AnnotationBaseImageName, "a layout's path")
+		assert.Equal(t, base.Platforms[i].Manifest.Digest.String(), cfg.Config.Labels[ocispec.AnnotationBaseImageDigest])
+		assert.Contains(t, cfg.Config.Env, "PATH=/usr/local/bin:/usr/bin:/bin")
+		assert.Contains(t, cfg.Config.Env, "SSL_CERT_FILE="+CAFile)
+		assert.Equal(t, pi.Platform.Architecture, cfg.Architecture)
+	}
+	// Written to a layout of its own, the base's blobs come along.
+	out := filepath.Join(t.TempDir(), "out")
+	ref := must(ParseRef("oci:" + out))
+	require.NoError(t, Write(ctx, img, ref, Remote{}))
+	inspectBack(t, ref, Remote{}, img)
+
+	// A base without a platform is named, with those it has.
+	opts.Platforms = append(opts.Platforms, Platform{OS: "linux", Architecture: "arm", Variant: "v7", Binary: opts.Platforms[0].Binary})
+	err = CheckBase(ctx, opts.Base, opts.Platforms, Remote{})
+	require.EqualError(t, err, "base image oci:"+dir+":b has no linux/arm/v7 image (it has linux/amd64, linux/arm64)")
+}

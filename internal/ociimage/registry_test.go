@@ -24,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"oras.land/oras-go/v2/errdef"
@@ -175,6 +176,21 @@ func TestPushToRegistry(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, Write(ctx, again, ref, rm))
 	assert.Equal(t, img.Root.Digest, again.Root.Digest)
+
+	// An image on that one as its base, pushed to another repository,
+	// names its base and brings the base's layers along.
+	opts := options(platforms(t))
+	opts.Base, opts.Remote = ref.String(), rm
+	on, err := Build(ctx, opts)
+	require.NoError(t, err)
+	onRef := must(ParseRef(reg.host + "/team/app:v1"))
+	require.NoError(t, Write(ctx, on, onRef, rm))
+	inspectBack(t, onRef, rm, on)
+	var cfg ocispec.Image
+	m, err := fetchManifest(ctx, on, on.Platforms[0].Manifest)
+	require.NoError(t, err)
+	require.NoError(t, fetchJSON(ctx, on, m.Config, &cfg))
+	assert.Equal(t, ref.String(), cfg.Config.Labels[ocispec.AnnotationBaseImageName])
 
 	// -insecure is for loopback only.
 	err = Write(ctx, img, must(ParseRef("registry.example/team/tiny:edge")), rm)

@@ -167,9 +167,17 @@ func (img *Image) indexEntries(tag string) []ocispec.Descriptor {
 // need be: its blobs, then index.json, written whole and renamed into
 // place, where the image replaces one of the same tag, and its SBOMs any
 // with the same subject.
-func (img *Image) writeLayout(ref Ref) error {
+func (img *Image) writeLayout(ref Ref) (err error) {
 	ctx := context.Background()
 	dir := ref.Path
+	if _, serr := os.Stat(dir); errors.Is(serr, os.ErrNotExist) {
+		// A layout this write makes goes again if the write fails.
+		defer func() {
+			if err != nil {
+				os.RemoveAll(dir)
+			}
+		}()
+	}
 	if err := os.MkdirAll(filepath.Join(dir, ocispec.ImageBlobsDir, "sha256"), 0o755); err != nil {
 		return err
 	}
