@@ -100,6 +100,10 @@ func (f *imageFlags) build(ctx context.Context, e *env, opts deploy.Options) int
 		platforms = append(platforms, ociimage.Platform{OS: t.GOOS, Architecture: t.GOARCH, Variant: variant(t, opts.Env)})
 	}
 	rm := ociimage.Remote{Insecure: f.insecure}
+	if err := rm.Check(ref); err != nil {
+		e.errorf("-image %s: %v", suggest.Show(ref.String()), err)
+		return exitUsage
+	}
 	if f.base == "" {
 		// Nothing in the image but the binary: it must be static.
 		opts.Env = append(opts.Env, "CGO_ENABLED=0")

@@ -255,7 +255,7 @@ func TestPushCutShortLeavesNoTag(t *testing.T) {
 	err = Write(ctx, img, must(ParseRef(proxy+"/tiny:edge")), rm)
 	require.Error(t, err)
 	t.Log(err)
-	assert.Contains(t, err.Error(), "image "+proxy+"/tiny:edge: linux/amd64: pushing the image: the registry "+proxy+" closed the connection")
+	assert.Contains(t, err.Error(), "image "+proxy+"/tiny:edge: linux/amd64: pushing the image: the connection to the registry "+proxy+" broke")
 
 	repo, err := rm.repository(must(ParseRef(reg.host + "/tiny:edge")))
 	require.NoError(t, err)

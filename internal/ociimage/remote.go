@@ -46,14 +46,12 @@ type Remote struct {
 func (rm Remote) repository(ref Ref) (*remote.Repository, error) {
 	repo, err := remote.NewRepository(ref.Remote.Registry + "/" + ref.Remote.Repository)
 	if err != nil {
-		return nil, fmt.Errorf("image %s: %w", suggest.Show(ref.String()), err)
+		return nil, err
 	}
-	if rm.Insecure {
-		if !IsLoopback(ref.Remote.Registry) {
-			return nil, fmt.Errorf("image %s: -insecure (plain HTTP) is only for a registry on this machine's loopback, not %s", suggest.Show(ref.String()), suggest.Quote(ref.Remote.Registry))
-		}
-		repo.PlainHTTP = true
+	if err := rm.Check(ref); err != nil {
+		return nil, err
 	}
+	repo.PlainHTTP = rm.Insecure
 	store, err := credentials.NewStoreFromDocker(credentials.StoreOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("reading Docker's credentials: %w", err)
@@ -75,6 +73,15 @@ func (rm Remote) repository(ref Ref) (*remote.Repository, error) {
 	return repo, nil
 }
 
+// Check says whether rm can reach ref: -insecure (plain HTTP) is only for
+// registries on loopback.
+func (rm Remote) Check(ref Ref) error {
+	if rm.Insecure && ref.Kind == Registry && !IsLoopback(ref.Remote.Registry) {
+		return fmt.Errorf("-insecure (plain HTTP) is only for a registry on this machine's loopback, not %s", suggest.Quote(ref.Remote.Registry))
+	}
+	return nil
+}
+
 // source is an image's store, to read from, and its root's descriptor.
 type source interface {
 	oras.ReadOnlyGraphTarget
@@ -88,7 +95,7 @@ func (rm Remote) open(ctx context.Context, ref Ref) (source, ocispec.Descriptor,
 	case Registry:
 		repo, err := rm.repository(ref)
 		if err != nil {
-			return nil, ocispec.Descriptor{}, err
+			return nil, ocispec.Descriptor{}, fmt.Errorf("image %s: %w", suggest.Show(ref.String()), err)
 		}
 		src, name = repo, ref.Remote.Reference
 	case Layout:

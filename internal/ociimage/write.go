@@ -73,8 +73,8 @@ func explain(err error, host string) error {
 		return fmt.Errorf("the registry %s denied access: %w", host, err)
 	case errors.As(err, &op) && op.Op == "dial":
 		return fmt.Errorf("cannot reach the registry %s: %w", host, err)
-	case errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.EPIPE):
-		return fmt.Errorf("the registry %s closed the connection: %w", host, err)
+	case op != nil || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed):
+		return fmt.Errorf("the connection to the registry %s broke: %w", host, err)
 	}
 	return err
 }
