@@ -157,7 +157,12 @@ func (f *imageFlags) build(ctx context.Context, e *env, opts deploy.Options) int
 		return exitError
 	}
 	opts.Progress(fmt.Sprintf("packaging image %s: done in %s", suggest.Show(ref.String()), time.Since(start).Round(time.Millisecond)))
-	fmt.Fprintf(e.stdout, "%s %s\n", suggest.Show(ref.String()), img.Root.Digest)
+	if e.asJSON {
+		// stdout is the JSON list of problems.
+		e.errorf("image %s %s", suggest.Show(ref.String()), img.Root.Digest)
+	} else {
+		fmt.Fprintf(e.stdout, "%s %s\n", suggest.Show(ref.String()), img.Root.Digest)
+	}
 	return exitOK
 }
 
