@@ -361,3 +361,45 @@ func TestOnBase(t *testing.T) {
 	err = CheckBase(ctx, opts.Base, opts.Platforms, Remote{})
 	require.EqualError(t, err, "base image oci:"+dir+":b has no linux/arm/v7 image (it has linux/amd64, linux/arm64)")
 }
+
+// A layout holds several images by tag; writing a tag again replaces its
+// image, and the SBOMs of the image it replaced go from index.json.
+func TestLayoutTags(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "layout")
+	two, err := Build(ctx, options(platforms(t)))
+	require.NoError(t, err)
+	require.NoError(t, Write(ctx, two, must(ParseRef("oci:"+dir+":two")), Remote{}))
+	oneOpts := options(platforms(t)[:1])
+	oneOpts.Created = time.Unix(2, 0) // an image of its own, not two's linux/amd64
+	one, err := Build(ctx, oneOpts)
+	require.NoError(t, err)
+	require.NoError(t, Write(ctx, one, must(ParseRef("oci:"+dir+":one")), Remote{}))
+	index, err := layoutIndex(must(ParseRef("oci:" + dir)))
+	require.NoError(t, err)
+	assert.Len(t, index.Manifests, 1+2+1+1) // two and its SBOMs, one and its SBOM
+
+	// Untagged, the layout has two images: which one must be said.
+	_, err = Inspect(ctx, must(ParseRef("oci:"+dir)), Remote{}, false)
+	require.ErrorContains(t, err, "holds 2 images; name one as oci:"+dir+":TAG")
+
+	// "two" now names an image on another created time: the old one's
+	// SBOMs go; "one" and its SBOM stay.
+	opts := options(platforms(t))
+	opts.Created = time.Unix(1, 0)
+	newer, err := Build(ctx, opts)
+	require.NoError(t, err)
+	require.NotEqual(t, two.Root.Digest, newer.Root.Digest)
+	require.NoError(t, Write(ctx, newer, must(ParseRef("oci:"+dir+":two")), Remote{}))
+	index, err = layoutIndex(must(ParseRef("oci:" + dir)))
+	require.NoError(t, err)
+	assert.Len(t, index.Manifests, 1+2+1+1)
+	for _, d := range index.Manifests {
+		assert.NotEqual(t, two.Root.Digest, d.Digest)
+		for _, pi := range two.Platforms {
+			assert.NotEqual(t, pi.SBOM.Digest, d.Digest)
+		}
+	}
+	inspectBack(t, must(ParseRef("oci:"+dir+":two")), Remote{}, newer)
+	inspectBack(t, must(ParseRef("oci:"+dir+":one")), Remote{}, one)
+}

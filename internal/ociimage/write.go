@@ -24,6 +24,7 @@ import (
 	"oras.land/oras-go/v2/registry/remote"
 	"oras.land/oras-go/v2/registry/remote/errcode"
 
+	"github.com/kvgen/kvgen/internal/readfile"
 	"github.com/kvgen/kvgen/internal/suggest"
 )
 
@@ -226,12 +227,51 @@ func (img *Image) writeLayout(ref Ref) (err error) {
 		}
 		kept = append(kept, d)
 	}
-	index.Manifests = append(kept, img.indexEntries(ref.Tag)...)
+	index.Manifests = append(prune(dir, kept, img), img.indexEntries(ref.Tag)...)
 	data, err := json.Marshal(index)
 	if err != nil {
 		return err
 	}
 	return writeFileAtomic(indexFile, data)
+}
+
+// prune drops from a layout's index.json entries the SBOMs whose subject
+// is no longer there: neither an image it lists, nor one of an index it
+// lists, nor one of img's. Their blobs stay, as they do when a tag moves.
+func prune(dir string, entries []ocispec.Descriptor, img *Image) []ocispec.Descriptor {
+	blob := func(d ocispec.Descriptor, v any) bool {
+		data, err := readfile.Read(filepath.Join(dir, ocispec.ImageBlobsDir, d.Digest.Algorithm().String(), d.Digest.Encoded()), maxJSON)
+		return err == nil && json.Unmarshal(data, v) == nil
+	}
+	live := map[string]bool{}
+	for _, pi := range img.Platforms {
+		live[pi.Manifest.Digest.String()] = true
+	}
+	for _, d := range entries {
+		if d.ArtifactType != "" {
+			continue
+		}
+		live[d.Digest.String()] = true
+		if d.MediaType == ocispec.MediaTypeImageIndex || d.MediaType == dockerList {
+			var index ocispec.Index
+			if blob(d, &index) {
+				for _, m := range index.Manifests {
+					live[m.Digest.String()] = true
+				}
+			}
+		}
+	}
+	var kept []ocispec.Descriptor
+	for _, d := range entries {
+		if d.ArtifactType == SBOMArtifactType {
+			var m ocispec.Manifest
+			if blob(d, &m) && m.Subject != nil && !live[m.Subject.Digest.String()] {
+				continue
+			}
+		}
+		kept = append(kept, d)
+	}
+	return kept
 }
 
 func (img *Image) hasSBOM(d ocispec.Descriptor) bool {
