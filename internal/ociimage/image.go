@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/content/memory"
+	"oras.land/oras-go/v2/errdef"
 
 	"github.com/kvgen/kvgen/internal/inspect"
 	"github.com/kvgen/kvgen/internal/suggest"
@@ -332,7 +333,12 @@ func (img *Image) pushBlob(ctx context.Context, d ocispec.Descriptor, data []byt
 	if ok, _ := img.store.Exists(ctx, d); ok {
 		return nil
 	}
-	return img.store.Push(ctx, d, bytes.NewReader(data))
+	// Platforms are made at once, and share blobs (the SBOMs' empty
+	// config): another may have pushed it since.
+	if err := img.store.Push(ctx, d, bytes.NewReader(data)); err != nil && !errors.Is(err, errdef.ErrAlreadyExists) {
+		return err
+	}
+	return nil
 }
 
 // Fetch reads a blob of the image, from what Build made or the base.
