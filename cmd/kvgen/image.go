@@ -24,7 +24,7 @@ type imageFlags struct {
 }
 
 func (f *imageFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.ref, "image", "", "also package the binaries as an OCI image (an image index for several -target): a registry's HOST/REPOSITORY[:TAG], oci:DIR[:TAG] or docker-archive:FILE")
+	fs.StringVar(&f.ref, "image", "", "also package the binaries as an OCI image (an image index for several -target): a registry's HOST/REPOSITORY[:TAG], oci:DIR[:TAG] or docker-archive:FILE[:NAME:TAG]")
 	fs.StringVar(&f.base, "base", "", "with -image, the base image (a registry's or oci:DIR[:TAG]), which must have every target's platform (default: none, and the binary is built with CGO_ENABLED=0)")
 	fs.StringVar(&f.caBundle, "ca-bundle", "", "with -image, a PEM file of CA certificates to put at "+ociimage.CAFile)
 	fs.Var(&f.labels, "image-label", "with -image, a KEY=VALUE label for the image's config, over kvgen's; repeat it for several")

@@ -279,6 +279,15 @@ func TestLayoutAndArchiveReadBack(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, bytes.Equal(first, again))
 	assert.Contains(t, string(first), "manifest.json")
+	assert.Contains(t, string(first), `"RepoTags":[]`)
+
+	// Named, docker load tags it so.
+	named := must(ParseRef("docker-archive:" + tarball + ":team/tiny:edge"))
+	require.NoError(t, Write(ctx, one, named, Remote{}))
+	inspectBack(t, named, Remote{}, one)
+	data, err := fileInTar(tarball, "manifest.json")
+	require.NoError(t, err)
+	assert.Contains(t, string(data), `"RepoTags":["team/tiny:edge"]`)
 }
 
 func TestParseRef(t *testing.T) {
@@ -292,6 +301,8 @@ func TestParseRef(t *testing.T) {
 		{"oci:dir", Layout, "dir", "", ""},
 		{"oci:out/img:edge", Layout, "out/img", "edge", ""},
 		{"docker-archive:img.tar", Archive, "img.tar", "", ""},
+		{"docker-archive:img.tar:kvserver:edge", Archive, "img.tar", "kvserver:edge", ""},
+		{"docker-archive:img.tar:registry.example:5000/team/kvserver:edge", Archive, "img.tar", "registry.example:5000/team/kvserver:edge", ""},
 		{"registry.example/team/kvserver:edge", Registry, "", "", "team/kvserver"},
 		{"127.0.0.1:5000/kvserver", Registry, "", "", "kvserver"},
 	} {
@@ -304,7 +315,7 @@ func TestParseRef(t *testing.T) {
 	}
 	r := must(ParseRef("127.0.0.1:5000/kvserver"))
 	assert.Equal(t, "latest", r.Remote.Reference)
-	for _, bad := range []string{"Not A/Reference", "oci:", "oci:dir:-bad", "docker-archive:"} {
+	for _, bad := range []string{"Not A/Reference", "oci:", "oci:dir:-bad", "docker-archive:", "docker-archive:img.tar:Upper:edge", "docker-archive:img.tar:notag"} {
 		_, err := ParseRef(bad)
 		assert.Error(t, err, bad)
 	}

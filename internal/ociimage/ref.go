@@ -3,7 +3,7 @@
 // attached to each platform's image; and reads such images back. Images
 // go where skopeo's transports name them: a registry, an OCI layout
 // directory (oci:DIR[:TAG]) or a tarball that docker load accepts
-// (docker-archive:FILE).
+// (docker-archive:FILE[:NAME:TAG]).
 //
 // What it writes is a function of its inputs alone: fixed timestamps,
 // sorted tar entries with fixed owners and modes, and gzip with a fixed
@@ -36,7 +36,8 @@ type Ref struct {
 	// Path is the layout's directory or the archive's file.
 	Path string
 	// Tag is the layout's tag, org.opencontainers.image.ref.name in its
-	// index.json; "" for none.
+	// index.json, or the archive's NAME:TAG, which docker load tags the
+	// image with; "" for none.
 	Tag string
 	// Remote is the registry's reference; its Reference is a tag or a
 	// digest, "latest" when the text gave none.
@@ -50,8 +51,13 @@ func (r Ref) String() string { return r.text }
 // tagPattern is what a tag may be, as the distribution spec says.
 var tagPattern = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
 
-// ParseRef parses an image reference: oci:DIR[:TAG], docker-archive:FILE,
-// or a registry's HOST/REPOSITORY[:TAG|@DIGEST].
+// dockerTag is the NAME:TAG a docker archive can give its image, as
+// docker tags images: a lower-case repository, its host first if any.
+var dockerTag = regexp.MustCompile(`^([a-z0-9.-]+(:[0-9]+)?/)?[a-z0-9]+([._-]+[a-z0-9]+)*(/[a-z0-9]+([._-]+[a-z0-9]+)*)*:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
+
+// ParseRef parses an image reference: oci:DIR[:TAG],
+// docker-archive:FILE[:NAME:TAG], or a registry's
+// HOST/REPOSITORY[:TAG|@DIGEST].
 func ParseRef(s string) (Ref, error) {
 	r := Ref{text: s}
 	switch {
@@ -63,11 +69,14 @@ func ParseRef(s string) (Ref, error) {
 		}
 	case strings.HasPrefix(s, "docker-archive:"):
 		r.Kind = Archive
-		r.Path = strings.TrimPrefix(s, "docker-archive:")
+		r.Path, r.Tag, _ = strings.Cut(strings.TrimPrefix(s, "docker-archive:"), ":")
+		if r.Tag != "" && !dockerTag.MatchString(r.Tag) {
+			return r, fmt.Errorf("image %s: %s is not a name and tag for docker load, such as kvserver:edge or registry.example/team/kvserver:edge", suggest.Show(s), suggest.Quote(r.Tag))
+		}
 	default:
 		ref, err := registry.ParseReference(strings.TrimPrefix(s, "docker://"))
 		if err != nil {
-			return r, fmt.Errorf("image %s is not a reference: want HOST/REPOSITORY[:TAG], such as registry.example/team/kvserver:edge, oci:DIR[:TAG] or docker-archive:FILE (%v)", suggest.Show(s), err)
+			return r, fmt.Errorf("image %s is not a reference: want HOST/REPOSITORY[:TAG], such as registry.example/team/kvserver:edge, oci:DIR[:TAG] or docker-archive:FILE[:NAME:TAG] (%v)", suggest.Show(s), err)
 		}
 		if ref.Reference == "" {
 			ref.Reference = "latest"

@@ -116,7 +116,7 @@ func (rm Remote) open(ctx context.Context, ref Ref) (source, ocispec.Descriptor,
 		if err != nil {
 			return nil, ocispec.Descriptor{}, fmt.Errorf("image %s: %w", suggest.Show(ref.String()), err)
 		}
-		src = s
+		src = s // its one image, whatever its name
 	}
 	var root ocispec.Descriptor
 	var err error

@@ -356,11 +356,19 @@ func (img *Image) writeArchive(ref Ref) error {
 		return ocispec.ImageBlobsDir + "/" + d.Digest.Algorithm().String() + "/" + d.Digest.Encoded()
 	}
 	entry := dockerManifestEntry{Config: blobPath(m.Config), RepoTags: []string{}}
+	if ref.Tag != "" {
+		entry.RepoTags = []string{ref.Tag}
+	}
 	for _, l := range m.Layers {
 		entry.Layers = append(entry.Layers, blobPath(l))
 	}
 	dockerJSON, _ := json.Marshal([]dockerManifestEntry{entry})
 	root := img.Root
+	if ref.Tag != "" {
+		// As docker save names it: the full name, and the tag alone.
+		_, tag, _ := strings.Cut(ref.Tag[strings.LastIndexByte(ref.Tag, '/')+1:], ":")
+		root.Annotations = map[string]string{"io.containerd.image.name": ref.Tag, ocispec.AnnotationRefName: tag}
+	}
 	index := ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex, Manifests: []ocispec.Descriptor{root}}
 	indexJSON, _ := json.Marshal(index)
 	layoutJSON, _ := json.Marshal(ocispec.ImageLayout{Version: ocispec.ImageLayoutVersion})
