@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -221,6 +222,28 @@ func TestPushWithAuthAndTLS(t *testing.T) {
 
 	require.NoError(t, Write(ctx, img, ref, rm))
 	inspectBack(t, ref, rm, img)
+
+	// The credentials may come from a credential helper instead, as
+	// Docker's config names one for the registry.
+	if runtime.GOOS != "windows" {
+		credHelper(t, reg.host, testPassword)
+		ref2 := must(ParseRef(reg.host + "/helped:v1"))
+		require.NoError(t, Write(ctx, img, ref2, rm))
+		inspectBack(t, ref2, rm, img)
+	}
+}
+
+// credHelper puts on PATH a credential helper, docker-credential-kvgentest,
+// that gives kvgen and password for host, and points DOCKER_CONFIG at a
+// config.json that names it for host.
+func credHelper(t *testing.T, host, password string) {
+	dir := t.TempDir()
+	script := fmt.Sprintf("#!/bin/sh\n[ \"$1\" = get ] || exit 1\nread server\nprintf '{\"ServerURL\":\"%%s\",\"Username\":\"kvgen\",\"Secret\":\"%s\"}' \"$server\"\n", password)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "docker-credential-kvgentest"), []byte(script), 0o755))
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	cfg := fmt.Sprintf(`{"credHelpers":{%q:"kvgentest"}}`, host)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "config.json"), []byte(cfg), 0o600))
+	t.Setenv("DOCKER_CONFIG", dir)
 }
 
 // An unreachable registry is an error naming the image.
