@@ -34,10 +34,12 @@ func (t *targetsFlag) Set(v string) error {
 const maxConfig = 1 << 20
 
 func runBuild(ctx context.Context, e *env, args []string) int {
-	fs := newFlags(e, "build", "-manifest FILE -o BINARY [-target GOOS/GOARCH ...] [-for CONFIG.json] [-tags TAGS] [-ldflags FLAGS] [-v] [-json] PACKAGE")
+	fs := newFlags(e, "build", "-manifest FILE -o BINARY [-target GOOS/GOARCH ...] [-for CONFIG.json] [-tags TAGS] [-ldflags FLAGS] [-v] [-json] PACKAGE\n       kvgen build -manifest FILE -image REF [-o BINARY] [-target linux/ARCH ...] [-base REF] [-ca-bundle FILE] [-image-label KEY=VALUE ...] [-insecure] ... PACKAGE")
 	var opts deploy.Options
 	var tags string
 	var targets targetsFlag
+	var img imageFlags
+	img.register(fs)
 	fs.StringVar(&opts.Manifest, "manifest", "", "the deployment manifest (required)")
 	fs.StringVar(&opts.Binary, "o", "", "the binary to write (required); {os}, {arch} and {exe} (.exe on Windows) stand for each target's")
 	fs.Var(&targets, "target", "a GOOS/GOARCH to build for, such as darwin/arm64; repeat it for several binaries (default: GOOS and GOARCH of the environment, else this machine)")
@@ -51,8 +53,8 @@ func runBuild(ctx context.Context, e *env, args []string) int {
 		return code
 	}
 	switch {
-	case opts.Manifest == "" || opts.Binary == "":
-		e.errorf("build: -manifest and -o are required")
+	case opts.Manifest == "" || (opts.Binary == "" && img.ref == ""):
+		e.errorf("build: -manifest and -o (or -image) are required")
 		fs.Usage()
 		return exitUsage
 	case len(pkgs) != 1:
@@ -75,6 +77,9 @@ func runBuild(ctx context.Context, e *env, args []string) int {
 	opts.Progress = func(line string) { e.errorf("%s", line) }
 	opts.GoOutput = e.stderr
 	opts.Cache = e.cache
+	if img.ref != "" {
+		return img.build(ctx, e, opts)
+	}
 	if err := deploy.Build(ctx, opts); err != nil {
 		e.report(buildFlagged(err))
 		return exitError

@@ -8,20 +8,25 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/kvgen/kvgen/internal/inspect"
+	"github.com/kvgen/kvgen/internal/ociimage"
 )
 
 func runInspect(ctx context.Context, e *env, args []string) int {
-	fs := newFlags(e, "inspect", "[-json] BINARY|DIR...")
-	asJSON := false
+	fs := newFlags(e, "inspect", "[-json] [-sbom] [-insecure] BINARY|DIR|IMAGE...")
+	asJSON, sbom := false, false
+	var rm ociimage.Remote
 	fs.BoolVar(&asJSON, "json", false, "print JSON")
+	fs.BoolVar(&sbom, "sbom", false, "print the CycloneDX SBOM of each binary, or the one attached to each platform's image, one JSON document after another")
+	fs.BoolVar(&rm.Insecure, "insecure", false, "reach a registry on this machine's loopback over plain HTTP")
 	files, code := parseMixed(fs, args)
 	if code >= 0 {
 		return code
 	}
 	if len(files) == 0 {
-		e.errorf("inspect: name a binary, or a directory of binaries")
+		e.errorf("inspect: name a binary, a directory of binaries, or an image")
 		fs.Usage()
 		return exitUsage
 	}
@@ -29,20 +34,67 @@ func runInspect(ctx context.Context, e *env, args []string) int {
 	// one binary's findings at a time, however many files are named.
 	out := &binaryWriter{w: e.stdout, asJSON: asJSON}
 	failed := false
-	for _, name := range files {
-		for _, err := range inspectPath(ctx, name, out.write) {
+	report := func(errs []error) {
+		for _, err := range errs {
 			e.errorf("%v", err)
 			failed = true
 		}
+	}
+	for _, name := range files {
 		if ctx.Err() != nil {
 			break
 		}
+		if ref, ok := imageRef(name); ok {
+			images, err := ociimage.Inspect(ctx, ref, rm, sbom)
+			report(errs(err))
+			for _, f := range images {
+				switch {
+				case sbom && f.SBOM != nil:
+					e.stdout.Write(f.SBOM)
+				case !sbom && f.Binary != nil:
+					out.write(f.Binary)
+				}
+				report(errs(f.Err))
+			}
+			continue
+		}
+		report(inspectPath(ctx, name, func(b *inspect.Binary) {
+			if !sbom {
+				out.write(b)
+				return
+			}
+			data, err := ociimage.SBOM(b, ownVersion())
+			report(errs(err))
+			e.stdout.Write(data)
+		}))
 	}
-	out.close()
+	if !sbom {
+		out.close()
+	}
 	if failed || ctx.Err() != nil {
 		return exitError
 	}
 	return exitOK
+}
+
+// imageRef says whether an argument of inspect names an image: oci:DIR,
+// docker-archive:FILE, or, when no file has its name, a registry's
+// reference (HOST/REPOSITORY..., the host with a dot or a port, or
+// localhost).
+func imageRef(name string) (ociimage.Ref, bool) {
+	if strings.HasPrefix(name, "oci:") || strings.HasPrefix(name, "docker-archive:") {
+		ref, err := ociimage.ParseRef(name)
+		return ref, err == nil
+	}
+	if _, err := os.Lstat(name); err == nil {
+		return ociimage.Ref{}, false
+	}
+	host, _, ok := strings.Cut(strings.TrimPrefix(name, "docker://"), "/")
+	if !ok || (!strings.ContainsAny(host, ".:") && host != "localhost") {
+		return ociimage.Ref{}, false
+	}
+	ref, err := ociimage.ParseRef(name)
+	return ref, err == nil
 }
 
 // binaryWriter prints binaries one at a time: as text, or as the elements

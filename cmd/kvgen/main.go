@@ -11,7 +11,8 @@
 //	kvgen [generate] [-manifest connectors.yaml] [-o FILE] [-tags TAGS] [-mod mod|readonly] [-json]
 //	kvgen check      [-manifest connectors.yaml] [-o FILE] [-tags TAGS] [-json]
 //	kvgen build      -manifest FILE -o BINARY [-target GOOS/GOARCH ...] [-for CONFIG.json] [-tags TAGS] [-ldflags FLAGS] [-v] [-json] PACKAGE
-//	kvgen inspect    [-json] BINARY|DIR...
+//	kvgen build      -manifest FILE -image REF [-o BINARY] [-target linux/ARCH ...] [-base REF] [-ca-bundle FILE] [-image-label KEY=VALUE ...] [-insecure] ... PACKAGE
+//	kvgen inspect    [-json] [-sbom] [-insecure] BINARY|DIR|IMAGE...
 //	kvgen list       [-manifest connectors.yaml] [-tags TAGS] [-json]
 //	kvgen doc        [-manifest connectors.yaml] [-tags TAGS]
 //	kvgen new        NAME [-module PATH] [-dir DIR] [-replace DIR]
@@ -313,7 +314,7 @@ func commands() []command {
 			"%[1]s check -manifest connectors.yaml", runCheck},
 		{"build", "build a binary with the connectors of a deployment manifest",
 			"%[1]s build -manifest deploy/edge.yaml -o bin/server-edge ./cmd/server", runBuild},
-		{"inspect", "list the connectors a binary links, read from its file",
+		{"inspect", "list the connectors a binary or an image links, read from its file",
 			"%[1]s inspect -json bin/", runInspect},
 		{"list", "list the manifest's connectors as resolved",
 			"%[1]s list -json", runList},

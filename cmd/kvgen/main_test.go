@@ -92,6 +92,9 @@ func TestScripts(t *testing.T) {
 			if cond == "published" {
 				return unpublished == "", nil
 			}
+			if cond == "registry" {
+				return hasRegistry(), nil
+			}
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
@@ -99,6 +102,7 @@ func TestScripts(t *testing.T) {
 			"age":      age,
 			"aged":     aged,
 			"repo":     copyRepo,
+			"registry": startRegistry,
 		},
 	})
 }

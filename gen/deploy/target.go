@@ -170,3 +170,15 @@ func sameFile(dir, a, b string) bool {
 	fb, err := os.Stat(resolve(dir, b))
 	return err == nil && os.SameFile(fa, fb)
 }
+
+// Output is the binary Build writes for t, given Options.Binary: the
+// pattern with {os}, {arch} and {exe} filled in.
+func (t Target) Output(pattern string) string { return t.output(pattern) }
+
+// DefaultTarget is the target Build builds for when Options.Targets is
+// empty: GOOS and GOARCH of env, else of the go env file, else the
+// host's, as the go command in dir says.
+func DefaultTarget(ctx context.Context, dir string, env []string) (Target, error) {
+	p, err := goPorts(ctx, dir, env)
+	return p.host, err
+}

@@ -255,6 +255,13 @@ func decode(data []byte, most int) (Description, bool) {
 // Binary is what one binary links.
 type Binary struct {
 	Path string `json:"path"`
+	// Image, for a binary read from an image, is the image as it was
+	// named; ImageDigest the digest of its platform's image (its
+	// manifest), and Platform that platform, os/arch[/variant]. Path is
+	// then the binary's path in the image.
+	Image       string `json:"image,omitempty"`
+	ImageDigest string `json:"image_digest,omitempty"`
+	Platform    string `json:"platform,omitempty"`
 	// GoVersion, GOOS and GOARCH are the binary's, from its build
 	// information.
 	GoVersion string `json:"go"`
@@ -271,6 +278,8 @@ type Binary struct {
 	// Passed counts the descriptions past the first 64, which inspect
 	// does not report.
 	Passed int `json:"passed,omitempty"`
+	// Info is the binary's build information, every module it links.
+	Info *debug.BuildInfo `json:"-"`
 }
 
 // Suspect is a description that a binary's file holds and that inspect
@@ -299,7 +308,6 @@ const MaxSize = 2 << 30
 // holds suspect descriptions is returned, with an error wrapping
 // ErrSuspect that says why.
 func File(ctx context.Context, path string) (*Binary, error) {
-	shown := suggest.Show(path)
 	f, err := readfile.Open(path)
 	if err != nil {
 		return nil, err
@@ -309,19 +317,26 @@ func File(ctx context.Context, path string) (*Binary, error) {
 	if err != nil {
 		return nil, err
 	}
-	size := fi.Size()
+	return Reader(ctx, path, f, fi.Size())
+}
+
+// Reader reads what a binary links from r, which holds size bytes, as File
+// reads a file; name is the binary's Path, which messages show, such as an
+// image's platform and the binary's path in it.
+func Reader(ctx context.Context, name string, r io.ReaderAt, size int64) (*Binary, error) {
+	shown := suggest.Show(name)
 	if size > MaxSize {
 		return nil, fmt.Errorf("%s is %d bytes, larger than the %d bytes inspect reads", shown, size, int64(MaxSize))
 	}
-	info, loaded, err := readHeaders(f)
+	info, loaded, err := readHeaders(r)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", shown, err)
 	}
-	descs, passed, err := scan(ctx, f, size)
+	descs, passed, err := scan(ctx, r, size)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", shown, err)
 	}
-	b := &Binary{Path: path, GoVersion: info.GoVersion, Main: info.Main.Path + "@" + info.Main.Version, Passed: passed}
+	b := &Binary{Path: name, GoVersion: info.GoVersion, Main: info.Main.Path + "@" + info.Main.Version, Passed: passed, Info: info}
 	for _, s := range info.Settings {
 		switch s.Key {
 		case "GOOS":
@@ -444,7 +459,14 @@ func WriteText(w io.Writer, bins []*Binary) error {
 		if bin.GOOS != "" {
 			target = " " + show(bin.GOOS) + "/" + show(bin.GOARCH)
 		}
-		fmt.Fprintf(&b, "%s: %s%s, %s\n", show(bin.Path), show(bin.GoVersion), target, show(bin.Main))
+		name := show(bin.Path)
+		if bin.Image != "" {
+			name = show(bin.Image) + " " + show(bin.Platform) + " " + name
+		}
+		fmt.Fprintf(&b, "%s: %s%s, %s\n", name, show(bin.GoVersion), target, show(bin.Main))
+		if bin.ImageDigest != "" {
+			fmt.Fprintf(&b, "image %s\n", show(bin.ImageDigest))
+		}
 		for _, r := range bin.Registries {
 			fmt.Fprintf(&b, "registry %s from %s (sha256 %s)\n", show(r.Package), show(r.Manifest), show(r.ManifestSHA256))
 			writeTable(&b, r)

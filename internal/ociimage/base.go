@@ -1,0 +1,148 @@
+package ociimage
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2/content"
+
+	"github.com/kvgen/kvgen/internal/suggest"
+)
+
+// Docker's media types, which base images from Docker's tools have.
+const (
+	dockerManifest = "application/vnd.docker.distribution.manifest.v2+json"
+	dockerList     = "application/vnd.docker.distribution.manifest.list.v2+json"
+)
+
+// baseImage is the image the binaries are added to.
+type baseImage struct {
+	ref   string
+	store source
+	// images are its platforms' manifests: one, or an index's.
+	images []ocispec.Descriptor
+}
+
+// CheckBase checks, before anything is built, that the base image can be
+// read and has every platform.
+func CheckBase(ctx context.Context, ref string, platforms []Platform, rm Remote) error {
+	_, err := openBase(ctx, ref, platforms, rm)
+	return err
+}
+
+// openBase opens the base image and checks it has every platform.
+func openBase(ctx context.Context, ref string, platforms []Platform, rm Remote) (*baseImage, error) {
+	r, err := ParseRef(ref)
+	if err != nil {
+		return nil, fmt.Errorf("-base: %w", err)
+	}
+	if r.Kind == Archive {
+		return nil, fmt.Errorf("-base %s: a base image comes from a registry or an OCI layout (oci:DIR[:TAG])", suggest.Show(ref))
+	}
+	src, root, err := rm.open(ctx, r)
+	if err != nil {
+		return nil, fmt.Errorf("base %w", err)
+	}
+	b := &baseImage{ref: ref, store: src}
+	switch root.MediaType {
+	case ocispec.MediaTypeImageIndex, dockerList:
+		var index ocispec.Index
+		if err := fetchJSON(ctx, src, root, &index); err != nil {
+			return nil, fmt.Errorf("base image %s: %w", suggest.Show(ref), err)
+		}
+		b.images = index.Manifests
+	case ocispec.MediaTypeImageManifest, dockerManifest:
+		// A single image: its config says its platform.
+		m, err := fetchManifest(ctx, src, root)
+		if err != nil {
+			return nil, fmt.Errorf("base image %s: %w", suggest.Show(ref), err)
+		}
+		var cfg ocispec.Image
+		if err := fetchJSON(ctx, src, m.Config, &cfg); err != nil {
+			return nil, fmt.Errorf("base image %s: %w", suggest.Show(ref), err)
+		}
+		root.Platform = &cfg.Platform
+		b.images = []ocispec.Descriptor{root}
+	default:
+		return nil, fmt.Errorf("base image %s is a %s, not an image or an image index", suggest.Show(ref), suggest.Quote(root.MediaType))
+	}
+	for _, p := range platforms {
+		if _, ok := b.find(p); !ok {
+			return nil, fmt.Errorf("base image %s has no %s image (it has %s)", suggest.Show(ref), p, b.has())
+		}
+	}
+	return b, nil
+}
+
+// find is the base's image for p.
+func (b *baseImage) find(p Platform) (ocispec.Descriptor, bool) {
+	for _, d := range b.images {
+		q := d.Platform
+		if q == nil || q.OS != p.OS || q.Architecture != p.Architecture {
+			continue
+		}
+		if variant(p.Architecture, q.Variant) == variant(p.Architecture, p.Variant) {
+			return d, true
+		}
+	}
+	return ocispec.Descriptor{}, false
+}
+
+// variant is a platform's variant, with arm64's default v8 spelled out.
+func variant(arch, v string) string {
+	if arch == "arm64" && v == "" {
+		return "v8"
+	}
+	return v
+}
+
+// has lists the base's platforms.
+func (b *baseImage) has() string {
+	var s []string
+	for _, d := range b.images {
+		if q := d.Platform; q != nil && q.OS != "unknown" {
+			s = append(s, Platform{OS: q.OS, Architecture: q.Architecture, Variant: q.Variant}.String())
+		}
+	}
+	if len(s) == 0 {
+		return "no platform"
+	}
+	return strings.Join(s, ", ")
+}
+
+// platform is the base's config and manifest for p.
+func (b *baseImage) platform(ctx context.Context, p Platform) (ocispec.Image, ocispec.Manifest, error) {
+	var cfg ocispec.Image
+	d, _ := b.find(p)
+	m, err := fetchManifest(ctx, b.store, d)
+	if err != nil {
+		return cfg, m, fmt.Errorf("base image %s: %w", suggest.Show(b.ref), err)
+	}
+	if err := fetchJSON(ctx, b.store, m.Config, &cfg); err != nil {
+		return cfg, m, fmt.Errorf("base image %s: %w", suggest.Show(b.ref), err)
+	}
+	return cfg, m, nil
+}
+
+// maxJSON bounds a manifest, index or config read from a store.
+const maxJSON = 4 << 20
+
+func fetchJSON(ctx context.Context, src content.Fetcher, d ocispec.Descriptor, v any) error {
+	if d.Size > maxJSON {
+		return fmt.Errorf("%s is %d bytes, more than the %d of a manifest or config", d.Digest, d.Size, maxJSON)
+	}
+	data, err := content.FetchAll(ctx, src, d)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(data, v)
+}
+
+func fetchManifest(ctx context.Context, src content.Fetcher, d ocispec.Descriptor) (ocispec.Manifest, error) {
+	var m ocispec.Manifest
+	err := fetchJSON(ctx, src, d, &m)
+	return m, err
+}

@@ -1,0 +1,220 @@
+package ociimage
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"slices"
+	"strings"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2/content"
+	"oras.land/oras-go/v2/registry"
+
+	"github.com/kvgen/kvgen/internal/inspect"
+	"github.com/kvgen/kvgen/internal/readfile"
+	"github.com/kvgen/kvgen/internal/suggest"
+)
+
+// Found is what one platform's image of an image links.
+type Found struct {
+	Platform Platform
+	// Manifest is the platform's image.
+	Manifest ocispec.Descriptor
+	// Binary is what its entrypoint links, as inspect reads a binary;
+	// Err says why it is nil, or what is suspect about it.
+	Binary *inspect.Binary
+	Err    error
+	// SBOM is the SBOM attached to the image, or nil for none.
+	SBOM []byte
+}
+
+// maxSBOM bounds an SBOM read from an image.
+const maxSBOM = 64 << 20
+
+// Inspect reads, for each platform of the image at ref, what its
+// entrypoint links, taking the binary out of its layer into a temporary
+// file; with sbom, it also reads the SBOM attached to each platform's
+// image (beside the tarball, for a docker archive). A platform's own
+// trouble is in its Found; the error is for the image's.
+func Inspect(ctx context.Context, ref Ref, rm Remote, sbom bool) ([]Found, error) {
+	src, root, err := rm.open(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	shown := suggest.Show(ref.String())
+	var images []ocispec.Descriptor
+	switch root.MediaType {
+	case ocispec.MediaTypeImageIndex, dockerList:
+		var index ocispec.Index
+		if err := fetchJSON(ctx, src, root, &index); err != nil {
+			return nil, fmt.Errorf("image %s: %w", shown, err)
+		}
+		for _, d := range index.Manifests {
+			// Build attestations are listed as unknown/unknown.
+			if d.Platform != nil && d.Platform.OS == "unknown" {
+				continue
+			}
+			images = append(images, d)
+		}
+	case ocispec.MediaTypeImageManifest, dockerManifest:
+		images = []ocispec.Descriptor{root}
+	default:
+		return nil, fmt.Errorf("image %s is a %s, not an image or an image index", shown, suggest.Quote(root.MediaType))
+	}
+	var found []Found
+	for _, d := range images {
+		f := Found{Manifest: d}
+		f.Binary, f.Err = inspectImage(ctx, src, ref, d, &f.Platform)
+		if f.Err != nil {
+			f.Err = fmt.Errorf("image %s, %s: %w", shown, f.Platform, f.Err)
+		}
+		if sbom && f.Binary != nil {
+			var err error
+			if f.SBOM, err = attachedSBOM(ctx, src, ref, d); err != nil {
+				f.Err = errors.Join(f.Err, fmt.Errorf("image %s, %s: %w", shown, f.Platform, err))
+			}
+		}
+		found = append(found, f)
+	}
+	return found, nil
+}
+
+// inspectImage reads what one image's entrypoint links, and sets its
+// platform from its config.
+func inspectImage(ctx context.Context, src source, ref Ref, d ocispec.Descriptor, p *Platform) (*inspect.Binary, error) {
+	if q := d.Platform; q != nil {
+		*p = Platform{OS: q.OS, Architecture: q.Architecture, Variant: q.Variant}
+	}
+	m, err := fetchManifest(ctx, src, d)
+	if err != nil {
+		return nil, err
+	}
+	var cfg ocispec.Image
+	if err := fetchJSON(ctx, src, m.Config, &cfg); err != nil {
+		return nil, err
+	}
+	*p = Platform{OS: cfg.OS, Architecture: cfg.Architecture, Variant: cfg.Variant}
+	if len(cfg.Config.Entrypoint) == 0 {
+		return nil, errors.New("the image has no entrypoint to inspect")
+	}
+	entry := cfg.Config.Entrypoint[0]
+	if !path.IsAbs(entry) {
+		return nil, fmt.Errorf("the entrypoint %s is not an absolute path", suggest.Quote(entry))
+	}
+	tmp, err := os.CreateTemp("", "kvgen-inspect-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(tmp.Name())
+	defer tmp.Close()
+	size, err := extract(ctx, src, m.Layers, cleanPath(entry), tmp)
+	if err != nil {
+		return nil, fmt.Errorf("the entrypoint %s: %w", suggest.Quote(entry), err)
+	}
+	b, err := inspect.Reader(ctx, entry, tmp, size)
+	if b != nil {
+		b.Image, b.ImageDigest = ref.String(), d.Digest.String()
+		b.Platform = p.String()
+	}
+	return b, err
+}
+
+// errNotInLayers says an image's layers do not have a file.
+var errNotInLayers = errors.New("no layer of the image has it")
+
+// extract copies the file name (a path without a leading slash) from the
+// topmost layer that has it, unless a layer above deletes it.
+func extract(ctx context.Context, src content.Fetcher, layers []ocispec.Descriptor, name string, w io.Writer) (int64, error) {
+	for _, l := range slices.Backward(layers) {
+		n, err := fromLayer(ctx, src, l, name, w)
+		if !errors.Is(err, errNotInLayers) {
+			return n, err
+		}
+	}
+	return 0, errNotInLayers
+}
+
+// errDeleted says a layer deletes a file (a whiteout).
+var errDeleted = errors.New("a layer deletes it")
+
+func fromLayer(ctx context.Context, src content.Fetcher, l ocispec.Descriptor, name string, w io.Writer) (int64, error) {
+	rc, err := src.Fetch(ctx, l)
+	if err != nil {
+		return 0, err
+	}
+	defer rc.Close()
+	var r io.Reader = rc
+	switch l.MediaType {
+	case ocispec.MediaTypeImageLayerGzip, ocispec.MediaTypeImageLayerNonDistributableGzip, "application/vnd.docker.image.rootfs.diff.tar.gzip":
+		zr, err := gzip.NewReader(rc)
+		if err != nil {
+			return 0, err
+		}
+		r = zr
+	case ocispec.MediaTypeImageLayer, ocispec.MediaTypeImageLayerNonDistributable, "application/vnd.docker.image.rootfs.diff.tar":
+	default:
+		return 0, fmt.Errorf("a layer of media type %s, which inspect does not read", suggest.Quote(l.MediaType))
+	}
+	whiteout := path.Join(path.Dir(name), ".wh."+path.Base(name))
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return 0, errNotInLayers
+		}
+		if err != nil {
+			return 0, err
+		}
+		switch cleanPath(h.Name) {
+		case whiteout:
+			return 0, errDeleted
+		case name:
+			if h.Typeflag != tar.TypeReg {
+				return 0, fmt.Errorf("is not a regular file in its layer (%s)", l.Digest)
+			}
+			if h.Size > inspect.MaxSize {
+				return 0, fmt.Errorf("is %d bytes, larger than the %d bytes inspect reads", h.Size, int64(inspect.MaxSize))
+			}
+			return io.Copy(w, io.LimitReader(tr, h.Size))
+		}
+	}
+}
+
+// attachedSBOM reads the SBOM attached to an image: its referrer of the
+// SBOM's artifact type, or, for a docker archive, the file beside it.
+func attachedSBOM(ctx context.Context, src source, ref Ref, d ocispec.Descriptor) ([]byte, error) {
+	if ref.Kind == Archive {
+		data, err := readfile.ReadIfExists(ref.Path+".sbom.cdx.json", maxSBOM)
+		if err == nil && data == nil {
+			err = fmt.Errorf("no SBOM beside it (%s)", suggest.Show(ref.Path+".sbom.cdx.json"))
+		}
+		return data, err
+	}
+	refs, err := registry.Referrers(ctx, src, d, SBOMArtifactType)
+	if err != nil {
+		return nil, fmt.Errorf("finding its SBOM: %w", err)
+	}
+	if len(refs) == 0 {
+		return nil, errors.New("no SBOM is attached to it")
+	}
+	slices.SortFunc(refs, func(a, b ocispec.Descriptor) int { return strings.Compare(a.Digest.String(), b.Digest.String()) })
+	m, err := fetchManifest(ctx, src, refs[0])
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range m.Layers {
+		if l.MediaType == SBOMArtifactType {
+			if l.Size > maxSBOM {
+				return nil, fmt.Errorf("its SBOM is %d bytes, more than %d", l.Size, maxSBOM)
+			}
+			return content.FetchAll(ctx, src, l)
+		}
+	}
+	return nil, errors.New("its SBOM's manifest holds no SBOM")
+}

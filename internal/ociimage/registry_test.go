@@ -1,0 +1,332 @@
+package ociimage
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"oras.land/oras-go/v2/errdef"
+)
+
+// The tests below push to a registry server they start on loopback:
+// distribution's registry program, which .ci/run installs onto PATH
+// (go install github.com/distribution/distribution/v3/cmd/registry). They
+// skip without it, saying so, except in CI.
+
+// testPassword is the password of user kvgen in testdata/htpasswd, a
+// bcrypt hash made once for the tests.
+const testPassword = "kvgen-test-password"
+
+// registryProgram finds the registry program, or skips (fails, in CI).
+func registryProgram(t *testing.T) string {
+	t.Helper()
+	path, err := exec.LookPath("registry")
+	if err == nil {
+		out, verr := exec.Command(path, "--version").CombinedOutput()
+		if verr != nil || !strings.Contains(string(out), "distribution") {
+			err = fmt.Errorf("%s is not distribution's registry: %s", path, out)
+		}
+	}
+	if err != nil {
+		msg := fmt.Sprintf("needs distribution's registry program on PATH (go install github.com/distribution/distribution/v3/cmd/registry@v3.1.2; .ci/run does): %v", err)
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return path
+}
+
+type testRegistry struct {
+	host   string // 127.0.0.1:PORT
+	roots  *x509.CertPool
+	scheme string
+}
+
+type registryOptions struct {
+	auth, tls bool
+}
+
+// startRegistry starts a registry on a free loopback port, stopped when
+// the test ends.
+func startRegistry(t *testing.T, opts registryOptions) *testRegistry {
+	t.Helper()
+	prog := registryProgram(t)
+	dir := t.TempDir()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	host := l.Addr().String()
+	l.Close()
+	r := &testRegistry{host: host, scheme: "http"}
+	cfg := fmt.Sprintf("version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\nstorage:\n  filesystem:\n    rootdirectory: %s\n  delete:\n    enabled: true\nhttp:\n  addr: %s\n  secret: kvgen-test\n", filepath.Join(dir, "data"), host)
+	if opts.tls {
+		cert, key := selfSigned(t, dir)
+		cfg += fmt.Sprintf("  tls:\n    certificate: %s\n    key: %s\n", cert, key)
+		r.scheme = "https"
+		r.roots = x509.NewCertPool()
+		pemData, err := os.ReadFile(cert)
+		require.NoError(t, err)
+		require.True(t, r.roots.AppendCertsFromPEM(pemData))
+	}
+	if opts.auth {
+		htpasswd, err := filepath.Abs("testdata/htpasswd")
+		require.NoError(t, err)
+		cfg += fmt.Sprintf("auth:\n  htpasswd:\n    realm: kvgen-test\n    path: %s\n", htpasswd)
+	}
+	cfgFile := filepath.Join(dir, "config.yml")
+	require.NoError(t, os.WriteFile(cfgFile, []byte(cfg), 0o644))
+	cmd := exec.Command(prog, "serve", cfgFile)
+	cmd.Env = append(os.Environ(), "OTEL_TRACES_EXPORTER=none", "OTEL_SDK_DISABLED=true")
+	var logs strings.Builder
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: r.roots}}}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := client.Get(r.scheme + "://" + host + "/v2/")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusUnauthorized {
+				return r
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the registry did not start: %v\n%s", err, logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// selfSigned writes a self-signed certificate for 127.0.0.1 and its key.
+func selfSigned(t *testing.T, dir string) (cert, key string) {
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "kvgen test registry"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(time.Hour),
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &priv.PublicKey, priv)
+	require.NoError(t, err)
+	keyDER, err := x509.MarshalECPrivateKey(priv)
+	require.NoError(t, err)
+	cert, key = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	require.NoError(t, os.WriteFile(cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644))
+	require.NoError(t, os.WriteFile(key, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600))
+	return cert, key
+}
+
+// dockerConfig points DOCKER_CONFIG at a config.json that logs in to host
+// as kvgen with password, as docker login writes it.
+func dockerConfig(t *testing.T, host, password string) {
+	dir := t.TempDir()
+	auth := base64.StdEncoding.EncodeToString([]byte("kvgen:" + password))
+	cfg := fmt.Sprintf(`{"auths":{%q:{"auth":%q}}}`, host, auth)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "config.json"), []byte(cfg), 0o600))
+	t.Setenv("DOCKER_CONFIG", dir)
+}
+
+// An index of two platforms pushed over plain HTTP to a loopback
+// registry reads back whole: every platform, its registry, its SBOM as a
+// referrer, and the binary runs. Pushed again, it has the same digest.
+func TestPushToRegistry(t *testing.T) {
+	t.Setenv("DOCKER_CONFIG", t.TempDir())
+	reg := startRegistry(t, registryOptions{})
+	ctx := context.Background()
+	img, err := Build(ctx, options(platforms(t)))
+	require.NoError(t, err)
+	ref := must(ParseRef(reg.host + "/team/tiny:edge"))
+	rm := Remote{Insecure: true}
+	require.NoError(t, Write(ctx, img, ref, rm))
+	inspectBack(t, ref, rm, img)
+
+	again, err := Build(ctx, options(platforms(t)))
+	require.NoError(t, err)
+	require.NoError(t, Write(ctx, again, ref, rm))
+	assert.Equal(t, img.Root.Digest, again.Root.Digest)
+
+	// An image on that one as its base, pushed to another repository,
+	// names its base and brings the base's layers along.
+	opts := options(platforms(t))
+	opts.Base, opts.Remote = ref.String(), rm
+	on, err := Build(ctx, opts)
+	require.NoError(t, err)
+	onRef := must(ParseRef(reg.host + "/team/app:v1"))
+	require.NoError(t, Write(ctx, on, onRef, rm))
+	inspectBack(t, onRef, rm, on)
+	var cfg ocispec.Image
+	m, err := fetchManifest(ctx, on, on.Platforms[0].Manifest)
+	require.NoError(t, err)
+	require.NoError(t, fetchJSON(ctx, on, m.Config, &cfg))
+	assert.Equal(t, ref.String(), cfg.Config.Labels[ocispec.AnnotationBaseImageName])
+
+	// -insecure is for loopback only.
+	err = Write(ctx, img, must(ParseRef("registry.example/team/tiny:edge")), rm)
+	require.ErrorContains(t, err, "-insecure (plain HTTP) is only for a registry on this machine's loopback")
+}
+
+// With basic auth and TLS, the credentials come from Docker's config;
+// wrong ones are refused, saying so, and nothing is tagged.
+func TestPushWithAuthAndTLS(t *testing.T) {
+	reg := startRegistry(t, registryOptions{auth: true, tls: true})
+	ctx := context.Background()
+	img, err := Build(ctx, options(platforms(t)[:1]))
+	require.NoError(t, err)
+	ref := must(ParseRef(reg.host + "/tiny:v1"))
+	rm := Remote{RootCAs: reg.roots}
+
+	dockerConfig(t, reg.host, "wrong")
+	err = Write(ctx, img, ref, rm)
+	require.Error(t, err)
+	t.Log(err)
+	assert.Contains(t, err.Error(), "image "+reg.host+"/tiny:v1: linux/amd64: pushing the image:")
+	assert.Contains(t, err.Error(), "the registry "+reg.host+" refused the credentials")
+
+	// Without the registry's CA, TLS fails.
+	dockerConfig(t, reg.host, testPassword)
+	err = Write(ctx, img, ref, Remote{})
+	require.ErrorContains(t, err, "certificate")
+
+	require.NoError(t, Write(ctx, img, ref, rm))
+	inspectBack(t, ref, rm, img)
+
+	// The credentials may come from a credential helper instead, as
+	// Docker's config names one for the registry.
+	if runtime.GOOS != "windows" {
+		credHelper(t, reg.host, testPassword)
+		ref2 := must(ParseRef(reg.host + "/helped:v1"))
+		require.NoError(t, Write(ctx, img, ref2, rm))
+		inspectBack(t, ref2, rm, img)
+	}
+}
+
+// credHelper puts on PATH a credential helper, docker-credential-kvgentest,
+// that gives kvgen and password for host, and points DOCKER_CONFIG at a
+// config.json that names it for host.
+func credHelper(t *testing.T, host, password string) {
+	dir := t.TempDir()
+	script := fmt.Sprintf("#!/bin/sh\n[ \"$1\" = get ] || exit 1\nread server\nprintf '{\"ServerURL\":\"%%s\",\"Username\":\"kvgen\",\"Secret\":\"%s\"}' \"$server\"\n", password)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "docker-credential-kvgentest"), []byte(script), 0o755))
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	cfg := fmt.Sprintf(`{"credHelpers":{%q:"kvgentest"}}`, host)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "config.json"), []byte(cfg), 0o600))
+	t.Setenv("DOCKER_CONFIG", dir)
+}
+
+// An unreachable registry is an error naming the image.
+func TestUnreachableRegistry(t *testing.T) {
+	t.Setenv("DOCKER_CONFIG", t.TempDir())
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	host := l.Addr().String()
+	l.Close()
+	ctx := context.Background()
+	img, err := Build(ctx, options(platforms(t)[:1]))
+	require.NoError(t, err)
+	err = Write(ctx, img, must(ParseRef(host+"/tiny:v1")), Remote{Insecure: true})
+	require.Error(t, err)
+	t.Log(err)
+	assert.Contains(t, err.Error(), "image "+host+"/tiny:v1: linux/amd64: pushing the image:")
+	assert.Contains(t, err.Error(), "cannot reach the registry "+host)
+	assert.Contains(t, err.Error(), "connection refused")
+}
+
+// A registry that closes the connection in the middle of a layer's
+// upload fails the push, naming the image and platform, and leaves the
+// tag where it was: on nothing.
+func TestPushCutShortLeavesNoTag(t *testing.T) {
+	t.Setenv("DOCKER_CONFIG", t.TempDir())
+	reg := startRegistry(t, registryOptions{})
+	proxy := cutProxy(t, reg.host, 256<<10)
+	ctx := context.Background()
+	img, err := Build(ctx, options(platforms(t)))
+	require.NoError(t, err)
+	rm := Remote{Insecure: true}
+	err = Write(ctx, img, must(ParseRef(proxy+"/tiny:edge")), rm)
+	require.Error(t, err)
+	t.Log(err)
+	assert.Contains(t, err.Error(), "image "+proxy+"/tiny:edge: linux/amd64: pushing the image: the connection to the registry "+proxy+" broke")
+
+	repo, err := rm.repository(must(ParseRef(reg.host + "/tiny:edge")))
+	require.NoError(t, err)
+	_, err = repo.Resolve(ctx, "edge")
+	assert.True(t, errors.Is(err, errdef.ErrNotFound), "the tag: %v", err)
+}
+
+// cutProxy forwards connections to host, and closes each once it has
+// passed limit bytes from the client.
+func cutProxy(t *testing.T, host string, limit int64) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				s, err := net.Dial("tcp", host)
+				if err != nil {
+					return
+				}
+				defer s.Close()
+				var passed atomic.Int64
+				go func() {
+					io.Copy(c, s)
+					c.Close()
+				}()
+				buf := make([]byte, 32<<10)
+				for {
+					n, err := c.Read(buf)
+					if n > 0 {
+						if passed.Add(int64(n)) > limit {
+							return
+						}
+						if _, err := s.Write(buf[:n]); err != nil {
+							return
+						}
+					}
+					if err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return l.Addr().String()
+}

@@ -1,0 +1,205 @@
+package ociimage
+
+import (
+	"archive/tar"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2"
+	"oras.land/oras-go/v2/content/oci"
+	"oras.land/oras-go/v2/registry/remote"
+	"oras.land/oras-go/v2/registry/remote/auth"
+	"oras.land/oras-go/v2/registry/remote/credentials"
+
+	"github.com/kvgen/kvgen/internal/readfile"
+	"github.com/kvgen/kvgen/internal/suggest"
+)
+
+// Remote says how to reach registries.
+type Remote struct {
+	// Insecure reaches loopback registries over plain HTTP; it is refused
+	// for any other host.
+	Insecure bool
+	// Timeout bounds each HTTP request's wait for a response's headers;
+	// zero is a minute.
+	Timeout time.Duration
+	// RootCAs, when set, are the certificate authorities a registry's
+	// TLS certificate is checked against, instead of the system's (which
+	// SSL_CERT_FILE and SSL_CERT_DIR can name).
+	RootCAs *x509.CertPool
+}
+
+// repository is the registry repository of ref, with the credentials of
+// Docker's configuration ($DOCKER_CONFIG/config.json, else
+// ~/.docker/config.json) and its credential helpers, as docker and oras
+// use them.
+func (rm Remote) repository(ref Ref) (*remote.Repository, error) {
+	repo, err := remote.NewRepository(ref.Remote.Registry + "/" + ref.Remote.Repository)
+	if err != nil {
+		return nil, err
+	}
+	if err := rm.Check(ref); err != nil {
+		return nil, err
+	}
+	repo.PlainHTTP = rm.Insecure
+	store, err := credentials.NewStoreFromDocker(credentials.StoreOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("reading Docker's credentials: %w", err)
+	}
+	timeout := rm.Timeout
+	if timeout == 0 {
+		timeout = time.Minute
+	}
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.ResponseHeaderTimeout = timeout
+	if rm.RootCAs != nil {
+		transport.TLSClientConfig = &tls.Config{RootCAs: rm.RootCAs}
+	}
+	repo.Client = &auth.Client{
+		Client:     &http.Client{Transport: transport},
+		Cache:      auth.NewCache(),
+		Credential: credentials.Credential(store),
+	}
+	return repo, nil
+}
+
+// Check says whether rm can reach ref: -insecure (plain HTTP) is only for
+// registries on loopback.
+func (rm Remote) Check(ref Ref) error {
+	if rm.Insecure && ref.Kind == Registry && !IsLoopback(ref.Remote.Registry) {
+		return fmt.Errorf("-insecure (plain HTTP) is only for a registry on this machine's loopback, not %s", suggest.Quote(ref.Remote.Registry))
+	}
+	return nil
+}
+
+// source is an image's store, to read from, and its root's descriptor.
+type source interface {
+	oras.ReadOnlyGraphTarget
+}
+
+// open opens the image at ref to read, and resolves its root.
+func (rm Remote) open(ctx context.Context, ref Ref) (source, ocispec.Descriptor, error) {
+	var src source
+	var name string
+	switch ref.Kind {
+	case Registry:
+		repo, err := rm.repository(ref)
+		if err != nil {
+			return nil, ocispec.Descriptor{}, fmt.Errorf("image %s: %w", suggest.Show(ref.String()), err)
+		}
+		src, name = repo, ref.Remote.Reference
+	case Layout:
+		fi, err := os.Stat(ref.Path)
+		if err != nil {
+			return nil, ocispec.Descriptor{}, fmt.Errorf("image %s: %w", suggest.Show(ref.String()), err)
+		}
+		if !fi.IsDir() {
+			return nil, ocispec.Descriptor{}, fmt.Errorf("image %s: %s is not a directory", suggest.Show(ref.String()), suggest.Show(ref.Path))
+		}
+		s, err := oci.NewFromFS(ctx, os.DirFS(ref.Path))
+		if err != nil {
+			return nil, ocispec.Descriptor{}, fmt.Errorf("image %s: %w", suggest.Show(ref.String()), err)
+		}
+		src, name = s, ref.Tag
+	case Archive:
+		s, err := oci.NewFromTar(ctx, ref.Path)
+		if err != nil {
+			return nil, ocispec.Descriptor{}, fmt.Errorf("image %s: %w", suggest.Show(ref.String()), err)
+		}
+		src = s // its one image, whatever its name
+	}
+	var root ocispec.Descriptor
+	var err error
+	if name != "" {
+		root, err = src.Resolve(ctx, name)
+	} else {
+		root, err = onlyRoot(ctx, src, ref)
+	}
+	if err != nil {
+		return nil, root, fmt.Errorf("image %s: %w", suggest.Show(ref.String()), err)
+	}
+	return src, root, nil
+}
+
+// onlyRoot is the one image of a layout or archive given without a tag:
+// the one manifest or index its index.json lists that is not an artifact
+// such as an SBOM.
+func onlyRoot(ctx context.Context, src source, ref Ref) (ocispec.Descriptor, error) {
+	index, err := layoutIndex(ref)
+	if err != nil {
+		return ocispec.Descriptor{}, err
+	}
+	var roots []ocispec.Descriptor
+	for _, d := range index.Manifests {
+		if d.ArtifactType != "" {
+			continue
+		}
+		if d.MediaType == ocispec.MediaTypeImageManifest {
+			if m, err := fetchManifest(ctx, src, d); err == nil && m.Subject != nil {
+				continue
+			}
+		}
+		roots = append(roots, d)
+	}
+	switch len(roots) {
+	case 1:
+		return roots[0], nil
+	case 0:
+		return ocispec.Descriptor{}, errors.New("holds no image")
+	}
+	return ocispec.Descriptor{}, fmt.Errorf("holds %d images; name one as %s:TAG", len(roots), suggest.Show(ref.String()))
+}
+
+// layoutIndex reads the index.json of a layout or an archive.
+func layoutIndex(ref Ref) (ocispec.Index, error) {
+	var index ocispec.Index
+	var data []byte
+	var err error
+	if ref.Kind == Layout {
+		data, err = readfile.Read(filepath.Join(ref.Path, ocispec.ImageIndexFile), maxJSON)
+	} else {
+		data, err = fileInTar(ref.Path, ocispec.ImageIndexFile)
+	}
+	if err != nil {
+		return index, err
+	}
+	if err := json.Unmarshal(data, &index); err != nil {
+		return index, fmt.Errorf("%s: %w", ocispec.ImageIndexFile, err)
+	}
+	return index, nil
+}
+
+// fileInTar reads a small file from a tarball.
+func fileInTar(tarball, name string) ([]byte, error) {
+	f, err := readfile.Open(tarball)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	tr := tar.NewReader(f)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%s has no %s", suggest.Show(tarball), name)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if cleanPath(h.Name) == name {
+			if h.Size > maxJSON {
+				return nil, fmt.Errorf("%s in %s is %d bytes, more than %d", name, suggest.Show(tarball), h.Size, maxJSON)
+			}
+			return io.ReadAll(tr)
+		}
+	}
+}

@@ -1,0 +1,443 @@
+package ociimage
+
+import (
+	"archive/tar"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"net"
+	"net/http"
+
+	specs "github.com/opencontainers/image-spec/specs-go"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2"
+	"oras.land/oras-go/v2/content"
+	"oras.land/oras-go/v2/registry/remote"
+	"oras.land/oras-go/v2/registry/remote/errcode"
+
+	"github.com/kvgen/kvgen/internal/readfile"
+	"github.com/kvgen/kvgen/internal/suggest"
+)
+
+// Write puts the image where ref says, with each platform's SBOM attached:
+// in a registry, as referrers of the platform's image; in a layout, as
+// manifests its index.json lists, whose subject is the platform's image;
+// beside a docker archive, as FILE.sbom.cdx.json. A registry is pushed
+// every blob and manifest before the tag, so a push that fails leaves no
+// tag on a partial image.
+func Write(ctx context.Context, img *Image, ref Ref, rm Remote) error {
+	var err error
+	switch ref.Kind {
+	case Registry:
+		err = img.pushRemote(ctx, ref, rm)
+	case Layout:
+		err = img.writeLayout(ref)
+	case Archive:
+		err = img.writeArchive(ref)
+	}
+	if err != nil {
+		return fmt.Errorf("image %s: %w", suggest.Show(ref.String()), err)
+	}
+	return nil
+}
+
+// pushRemote copies the image to a registry, then the SBOMs, then tags it.
+func (img *Image) pushRemote(ctx context.Context, ref Ref, rm Remote) error {
+	repo, err := rm.repository(ref)
+	if err != nil {
+		return err
+	}
+	return img.pushTo(ctx, repo, ref)
+}
+
+// explain says what a registry's refusal or a network failure means,
+// before what the client says of it.
+func explain(err error, host string) error {
+	if err == nil {
+		return nil
+	}
+	var resp *errcode.ErrorResponse
+	var op *net.OpError
+	switch {
+	case errors.As(err, &resp) && resp.StatusCode == http.StatusUnauthorized:
+		return fmt.Errorf("the registry %s refused the credentials (Docker's config has them, as docker login %s writes them): %w", host, host, err)
+	case errors.As(err, &resp) && resp.StatusCode == http.StatusForbidden:
+		return fmt.Errorf("the registry %s denied access: %w", host, err)
+	case errors.As(err, &op) && op.Op == "dial":
+		return fmt.Errorf("cannot reach the registry %s: %w", host, err)
+	case op != nil || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed):
+		return fmt.Errorf("the connection to the registry %s broke: %w", host, err)
+	}
+	return err
+}
+
+// pushTo pushes the image's blobs and manifests, then the SBOMs, then the
+// tag.
+func (img *Image) pushTo(ctx context.Context, repo *remote.Repository, ref Ref) error {
+	host := ref.Remote.Registry
+	opts := oras.DefaultCopyGraphOptions
+	opts.Concurrency = 3
+	for _, pi := range img.Platforms {
+		if err := oras.CopyGraph(ctx, img, repo, pi.Manifest, opts); err != nil {
+			return fmt.Errorf("%s: pushing the image: %w", pi.Platform, explain(err, host))
+		}
+	}
+	if err := oras.CopyGraph(ctx, img, repo, img.Root, opts); err != nil {
+		return fmt.Errorf("pushing the index: %w", explain(err, host))
+	}
+	for _, pi := range img.Platforms {
+		if err := oras.CopyGraph(ctx, img, repo, pi.SBOM, opts); err != nil {
+			return fmt.Errorf("%s: attaching the SBOM: %w", pi.Platform, explain(err, host))
+		}
+	}
+	if _, err := ref.Remote.Digest(); err == nil {
+		if ref.Remote.Reference != img.Root.Digest.String() {
+			return fmt.Errorf("the image's digest is %s, not the one named", img.Root.Digest)
+		}
+		return nil
+	}
+	if err := repo.Tag(ctx, img.Root, ref.Remote.Reference); err != nil {
+		return fmt.Errorf("tagging %s: %w", suggest.Quote(ref.Remote.Reference), explain(err, host))
+	}
+	return nil
+}
+
+// blobs lists every blob of the image and its SBOMs, each once, sorted
+// by digest.
+func (img *Image) blobs(ctx context.Context) ([]ocispec.Descriptor, error) {
+	seen := map[string]ocispec.Descriptor{}
+	var walk func(d ocispec.Descriptor) error
+	walk = func(d ocispec.Descriptor) error {
+		if _, ok := seen[d.Digest.String()]; ok {
+			return nil
+		}
+		seen[d.Digest.String()] = ocispec.Descriptor{MediaType: d.MediaType, Digest: d.Digest, Size: d.Size}
+		succ, err := content.Successors(ctx, img, d)
+		if err != nil {
+			return err
+		}
+		for _, s := range succ {
+			if err := walk(s); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	roots := []ocispec.Descriptor{img.Root}
+	for _, pi := range img.Platforms {
+		roots = append(roots, pi.SBOM)
+	}
+	for _, r := range roots {
+		if err := walk(r); err != nil {
+			return nil, err
+		}
+	}
+	list := make([]ocispec.Descriptor, 0, len(seen))
+	for _, d := range seen {
+		list = append(list, d)
+	}
+	slices.SortFunc(list, func(a, b ocispec.Descriptor) int { return strings.Compare(a.Digest.String(), b.Digest.String()) })
+	return list, nil
+}
+
+// indexEntries are what index.json lists for the image: the root, tagged
+// tag if there is one, then each SBOM.
+func (img *Image) indexEntries(tag string) []ocispec.Descriptor {
+	root := img.Root
+	root.Platform = nil
+	if tag != "" {
+		root.Annotations = map[string]string{ocispec.AnnotationRefName: tag}
+	}
+	list := []ocispec.Descriptor{root}
+	for _, pi := range img.Platforms {
+		list = append(list, pi.SBOM)
+	}
+	return list
+}
+
+// writeLayout adds the image to the OCI layout at ref.Path, creating it if
+// need be: its blobs, then index.json, written whole and renamed into
+// place, where the image replaces one of the same tag, and its SBOMs any
+// with the same subject.
+func (img *Image) writeLayout(ref Ref) (err error) {
+	ctx := context.Background()
+	dir := ref.Path
+	if _, serr := os.Stat(dir); errors.Is(serr, os.ErrNotExist) {
+		// A layout this write makes goes again if the write fails.
+		defer func() {
+			if err != nil {
+				os.RemoveAll(dir)
+			}
+		}()
+	}
+	if err := os.MkdirAll(filepath.Join(dir, ocispec.ImageBlobsDir, "sha256"), 0o755); err != nil {
+		return err
+	}
+	layoutFile := filepath.Join(dir, ocispec.ImageLayoutFile)
+	if _, err := os.Stat(layoutFile); errors.Is(err, os.ErrNotExist) {
+		data, _ := json.Marshal(ocispec.ImageLayout{Version: ocispec.ImageLayoutVersion})
+		if err := writeFileAtomic(layoutFile, data); err != nil {
+			return err
+		}
+	}
+	blobs, err := img.blobs(ctx)
+	if err != nil {
+		return err
+	}
+	for _, d := range blobs {
+		name := filepath.Join(dir, ocispec.ImageBlobsDir, d.Digest.Algorithm().String(), d.Digest.Encoded())
+		if fi, err := os.Stat(name); err == nil && fi.Size() == d.Size {
+			continue
+		}
+		if err := img.copyBlobTo(ctx, d, name); err != nil {
+			return err
+		}
+	}
+	index := ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex}
+	indexFile := filepath.Join(dir, ocispec.ImageIndexFile)
+	if data, err := os.ReadFile(indexFile); err == nil {
+		if err := json.Unmarshal(data, &index); err != nil {
+			return fmt.Errorf("%s: %w", suggest.Show(indexFile), err)
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	subjects := map[string]bool{}
+	for _, pi := range img.Platforms {
+		subjects[pi.Manifest.Digest.String()] = true
+	}
+	var kept []ocispec.Descriptor
+	for _, d := range index.Manifests {
+		switch {
+		case d.Annotations[ocispec.AnnotationRefName] == ref.Tag && d.ArtifactType == "":
+			continue // the image this one replaces
+		case d.Digest == img.Root.Digest:
+			continue
+		case d.ArtifactType == SBOMArtifactType && img.hasSBOM(d):
+			continue
+		}
+		kept = append(kept, d)
+	}
+	index.Manifests = append(prune(dir, kept, img), img.indexEntries(ref.Tag)...)
+	data, err := json.Marshal(index)
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(indexFile, data)
+}
+
+// prune drops from a layout's index.json entries the SBOMs whose subject
+// is no longer there: neither an image it lists, nor one of an index it
+// lists, nor one of img's. Their blobs stay, as they do when a tag moves.
+func prune(dir string, entries []ocispec.Descriptor, img *Image) []ocispec.Descriptor {
+	blob := func(d ocispec.Descriptor, v any) bool {
+		data, err := readfile.Read(filepath.Join(dir, ocispec.ImageBlobsDir, d.Digest.Algorithm().String(), d.Digest.Encoded()), maxJSON)
+		return err == nil && json.Unmarshal(data, v) == nil
+	}
+	live := map[string]bool{}
+	for _, pi := range img.Platforms {
+		live[pi.Manifest.Digest.String()] = true
+	}
+	for _, d := range entries {
+		if d.ArtifactType != "" {
+			continue
+		}
+		live[d.Digest.String()] = true
+		if d.MediaType == ocispec.MediaTypeImageIndex || d.MediaType == dockerList {
+			var index ocispec.Index
+			if blob(d, &index) {
+				for _, m := range index.Manifests {
+					live[m.Digest.String()] = true
+				}
+			}
+		}
+	}
+	var kept []ocispec.Descriptor
+	for _, d := range entries {
+		if d.ArtifactType == SBOMArtifactType {
+			var m ocispec.Manifest
+			if blob(d, &m) && m.Subject != nil && !live[m.Subject.Digest.String()] {
+				continue
+			}
+		}
+		kept = append(kept, d)
+	}
+	return kept
+}
+
+func (img *Image) hasSBOM(d ocispec.Descriptor) bool {
+	for _, pi := range img.Platforms {
+		if pi.SBOM.Digest == d.Digest {
+			return true
+		}
+	}
+	return false
+}
+
+// copyBlobTo writes a blob to a file, through a temporary file renamed
+// into place once its content is checked.
+func (img *Image) copyBlobTo(ctx context.Context, d ocispec.Descriptor, name string) error {
+	r, err := img.Fetch(ctx, d)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	tmp, err := os.CreateTemp(filepath.Dir(name), ".tmp-")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := io.Copy(tmp, content.NewVerifyReader(r, d)); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), name)
+}
+
+// writeFileAtomic writes a file through a temporary one renamed into
+// place, so that a reader sees the old file or the new one, whole.
+func writeFileAtomic(name string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(name), ".tmp-")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), name)
+}
+
+// dockerManifestEntry is an image of a docker archive's manifest.json.
+type dockerManifestEntry struct {
+	Config   string   `json:"Config"`
+	RepoTags []string `json:"RepoTags"`
+	Layers   []string `json:"Layers"`
+}
+
+// writeArchive writes the image as docker save does: an OCI layout in a
+// tarball, with the manifest.json docker load reads. It holds one
+// platform's image; the SBOM goes beside it.
+func (img *Image) writeArchive(ref Ref) error {
+	ctx := context.Background()
+	if len(img.Platforms) != 1 {
+		return fmt.Errorf("a docker archive holds one platform's image, and there are %d; give one -target, or write an OCI layout (oci:DIR) or to a registry", len(img.Platforms))
+	}
+	pi := img.Platforms[0]
+	m, err := fetchManifest(ctx, img, pi.Manifest)
+	if err != nil {
+		return err
+	}
+	blobPath := func(d ocispec.Descriptor) string {
+		return ocispec.ImageBlobsDir + "/" + d.Digest.Algorithm().String() + "/" + d.Digest.Encoded()
+	}
+	entry := dockerManifestEntry{Config: blobPath(m.Config), RepoTags: []string{}}
+	if ref.Tag != "" {
+		entry.RepoTags = []string{ref.Tag}
+	}
+	for _, l := range m.Layers {
+		entry.Layers = append(entry.Layers, blobPath(l))
+	}
+	dockerJSON, _ := json.Marshal([]dockerManifestEntry{entry})
+	root := img.Root
+	if ref.Tag != "" {
+		// As docker save names it: the full name, and the tag alone.
+		_, tag, _ := strings.Cut(ref.Tag[strings.LastIndexByte(ref.Tag, '/')+1:], ":")
+		root.Annotations = map[string]string{"io.containerd.image.name": ref.Tag, ocispec.AnnotationRefName: tag}
+	}
+	index := ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex, Manifests: []ocispec.Descriptor{root}}
+	indexJSON, _ := json.Marshal(index)
+	layoutJSON, _ := json.Marshal(ocispec.ImageLayout{Version: ocispec.ImageLayoutVersion})
+
+	// The SBOM's manifest stays out: docker load would take it for an
+	// image.
+	seen := map[string]bool{}
+	var blobs []ocispec.Descriptor
+	for _, d := range append([]ocispec.Descriptor{pi.Manifest, m.Config}, m.Layers...) {
+		if !seen[d.Digest.String()] {
+			seen[d.Digest.String()] = true
+			blobs = append(blobs, d)
+		}
+	}
+	slices.SortFunc(blobs, func(a, b ocispec.Descriptor) int { return strings.Compare(a.Digest.String(), b.Digest.String()) })
+
+	tmp, err := os.CreateTemp(filepath.Dir(ref.Path), ".tmp-")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	tw := tar.NewWriter(tmp)
+	epoch := time.Unix(0, 0)
+	dir := func(name string) error {
+		return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: name, Mode: 0o755, ModTime: epoch})
+	}
+	put := func(name string, size int64, r io.Reader) error {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: 0o644, Size: size, ModTime: epoch}); err != nil {
+			return err
+		}
+		_, err := io.Copy(tw, r)
+		return err
+	}
+	err = dir("blobs/")
+	if err == nil {
+		err = dir("blobs/sha256/")
+	}
+	for _, d := range blobs {
+		if err != nil {
+			break
+		}
+		var r io.ReadCloser
+		if r, err = img.Fetch(ctx, d); err == nil {
+			err = put(blobPath(d), d.Size, content.NewVerifyReader(r, d))
+			r.Close()
+		}
+	}
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{{"index.json", indexJSON}, {"manifest.json", dockerJSON}, {"oci-layout", layoutJSON}} {
+		if err == nil {
+			err = put(f.name, int64(len(f.data)), strings.NewReader(string(f.data)))
+		}
+	}
+	if err == nil {
+		err = tw.Close()
+	}
+	if err == nil {
+		err = tmp.Chmod(0o644)
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(ref.Path+".sbom.cdx.json", pi.SBOMData); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), ref.Path)
+}
