@@ -17,7 +17,7 @@ import (
 	"github.com/kvgen/kvgen/internal/diag"
 	"github.com/kvgen/kvgen/internal/manifest"
 	"github.com/kvgen/kvgen/internal/suggest"
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 // Entry is a manifest entry checked against its Go package: what the
@@ -28,7 +28,7 @@ type Entry struct {
 	// Name, Aliases and Roles are the manifest's values.
 	Name    string
 	Aliases []string
-	Roles   registry.RoleSet
+	Roles   []string
 	// ImportPath and PkgName identify the constructor's package.
 	ImportPath string
 	PkgName    string
@@ -43,8 +43,8 @@ type Entry struct {
 	Module        string
 	ModuleVersion string
 	// Adapt is set when the constructor returns another type than
-	// registry.Connector: the generated code wraps it in an adapter
-	// function, as registry.Adapt would.
+	// kv.Connector: the generated code wraps it in an adapter
+	// function, as kv.Adapt would.
 	Adapt bool
 	// Decl is where the constructor is declared.
 	Decl token.Position
@@ -76,7 +76,7 @@ func prepareEntry(errs *diag.List, c manifest.Connector, index int, lp *loadedPa
 		Pos:        c.Pos,
 		manifest:   c,
 		Name:       c.Name.V,
-		Roles:      c.RoleSet(),
+		Roles:      c.RoleNames(),
 		ImportPath: p.PkgPath,
 		PkgName:    p.Name,
 	}
@@ -163,7 +163,7 @@ func checkSignature(sig *types.Signature, c *contract, e *Entry) string {
 		return c.any.check(sig, e)
 	}
 	want := c.factory
-	wantSig := "func(ctx context.Context, cfg registry.Config, role registry.Role) (registry.Connector, error)"
+	wantSig := "func(ctx context.Context, cfg kv.Config, role kv.Role) (kv.Connector, error)"
 	if sig.TypeParams().Len() > 0 {
 		return "is generic; a constructor must be a plain function " + wantSig
 	}
@@ -174,7 +174,7 @@ func checkSignature(sig *types.Signature, c *contract, e *Entry) string {
 		return problem
 	}
 	if sig.Results().Len() != 2 {
-		return fmt.Sprintf("has %d result(s); want 2: (registry.Connector, error)", sig.Results().Len())
+		return fmt.Sprintf("has %d result(s); want 2: (kv.Connector, error)", sig.Results().Len())
 	}
 	if errT := want.Results().At(1).Type(); !types.Identical(sig.Results().At(1).Type(), errT) {
 		return fmt.Sprintf("result 2 is %s; want error", str(sig.Results().At(1).Type()))
@@ -185,16 +185,19 @@ func checkSignature(sig *types.Signature, c *contract, e *Entry) string {
 		return ""
 	}
 	if !types.Implements(res, c.connector) {
-		return fmt.Sprintf("result 1 is %s; want registry.Connector or a type that implements it%s", str(res), missing(res, c.connector, str))
+		return fmt.Sprintf("result 1 is %s; want kv.Connector or a type that implements it%s", str(res), missing(res, c.connector, str))
 	}
 	e.Adapt = true
 	if types.IsInterface(res) {
 		return "" // which roles it serves is only known at run time; Create checks
 	}
-	for _, role := range e.Roles.List() {
+	for _, role := range kv.Roles() {
+		if e.Roles != nil && !slices.Contains(e.Roles, role.String()) {
+			continue
+		}
 		iface := c.roles[role]
 		if !types.Implements(res, iface) {
-			return fmt.Sprintf("returns %s, which does not implement registry.%s%s, but the entry serves the %s role; implement it, or set roles: to the roles it serves",
+			return fmt.Sprintf("returns %s, which does not implement kv.%s%s, but the entry serves the %s role; implement it, or set roles: to the roles it serves",
 				str(res), roleInterface(role), missing(res, iface, str), role)
 		}
 	}
@@ -207,7 +210,7 @@ const maxFitting = 10
 // fitting lists the exported functions of pkg that would pass the check
 // as the constructor of an entry serving roles, the first maxFitting of
 // them and then how many more there are.
-func fitting(pkg *types.Package, c *contract, roles registry.RoleSet) []string {
+func fitting(pkg *types.Package, c *contract, roles []string) []string {
 	var fit []string
 	for _, n := range exported[*types.Func](pkg) {
 		sig := pkg.Scope().Lookup(n).Type().(*types.Signature)
@@ -222,8 +225,8 @@ func fitting(pkg *types.Package, c *contract, roles registry.RoleSet) []string {
 }
 
 // roleInterface names the registry interface a role's connector implements.
-func roleInterface(r registry.Role) string {
-	if r == registry.RoleScheduler {
+func roleInterface(r kv.Role) string {
+	if r == kv.RoleScheduler {
 		return "Scheduler"
 	}
 	return "Worker"

@@ -15,7 +15,7 @@ import (
 )
 
 // Contract is what a manifest's constructors are checked against: the KV
-// connector's registry.Factory, or the type a manifest's factory: names.
+// connector's kv.Factory, or the type a manifest's factory: names.
 type Contract struct {
 	// Path and Name are the import path and name of the type factory:
 	// names; both are "" for the KV connector contract.
@@ -45,15 +45,10 @@ type Contract struct {
 }
 
 // KV reports whether c is the KV connector contract.
-func (c *Contract) KV() bool { return c.Path == "" }
+func (c *Contract) KV() bool { return c.Path == KVPath && c.Name == "Factory" }
 
 // String is the contract as the manifest names it.
-func (c *Contract) String() string {
-	if c.KV() {
-		return RegistryPath + ".Factory"
-	}
-	return c.Path + "." + c.Name
-}
+func (c *Contract) String() string { return c.Path + "." + c.Name }
 
 // typeName is the type of the contract's constructors, as the generated
 // file names it: "contract.Middleware", or "func() contract.Plugin".
@@ -66,16 +61,18 @@ func (c *Contract) typeName() string {
 
 // kvContract is the contract of a manifest without factory:.
 var kvContract = Contract{
-	PkgName:   "registry",
-	Signature: "func(ctx context.Context, cfg registry.Config, role registry.Role) (registry.Connector, error)",
-	Imports:   map[string]string{"context": "context", RegistryPath: "registry"},
+	Path:      KVPath,
+	Name:      "Factory",
+	PkgName:   "kv",
+	Signature: "func(ctx context.Context, cfg kv.Config, role kv.Role) (kv.Connector, error)",
+	Imports:   map[string]string{"context": "context", KVPath: "kv"},
 }
 
 // contractOf returns the contract a manifest names, before its types are
 // read.
 func contractOf(m *manifest.Manifest) *Contract {
 	path, name, ok := m.Contract()
-	if !ok {
+	if !ok || path == KVPath && name == kvContract.Name {
 		c := kvContract
 		return &c
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/kvgen/kvgen/internal/inspect"
 	"github.com/kvgen/kvgen/internal/manifest"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 // describe is the description of the manifest and its checked entries that
@@ -23,13 +24,25 @@ func describe(m *manifest.Manifest, contract *Contract, importPath string, entri
 	}
 	for i, e := range entries {
 		c := inspect.Connector{Name: e.Name, Aliases: e.Aliases, Import: e.ImportPath, Constructor: e.Constructor, Module: e.Module}
-		for _, r := range e.Roles.List() {
-			if !contract.KV() {
-				break // roles are the KV connector contract's
-			}
-			c.Roles = append(c.Roles, r.String())
-		}
+		c.Roles = contract.RolesOf(e)
 		d.Connectors[i] = c
 	}
 	return inspect.Encode(d)
+}
+
+// RolesOf returns the names of the roles e serves: those its manifest
+// entry lists, or every role the contract declares when it lists none.
+// It is nil for a contract without roles.
+func (c *Contract) RolesOf(e *Entry) []string {
+	if !c.KV() {
+		return nil
+	}
+	if e.Roles != nil {
+		return e.Roles
+	}
+	var names []string
+	for _, r := range kv.Roles() {
+		names = append(names, r.String())
+	}
+	return names
 }

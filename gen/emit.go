@@ -10,8 +10,6 @@ import (
 
 	"github.com/dave/jennifer/jen"
 	goimports "golang.org/x/tools/imports"
-
-	"github.com/kvgen/kvgen/registry"
 )
 
 // emit renders the registry file. Every manifest string reaches the file
@@ -19,7 +17,7 @@ import (
 //
 // The entries are a package-level slice of composite literals holding only
 // constants and functions, which the compiler lays out as static data; a
-// constructor that registry.Adapt would wrap gets a named adapter function
+// constructor that kv.Adapt would wrap gets a named adapter function
 // of its own instead. No function grows with the number of entries: the
 // compiler's passes over one function's code cost more than linear time in
 // its size, and a registry of 10,000 entries built in one call expression
@@ -70,23 +68,25 @@ func emit(manifestFile, pkgName string, c *Contract, desc string, entries []*Ent
 		if e.Adapt {
 			fn := names.free(adapterName(e.Name))
 			if c.KV() {
-				adapters = append(adapters, adapter(fn, e, reg), jen.Line())
+				adapters = append(adapters, adapter(fn, e), jen.Line())
 			} else {
 				adapters = append(adapters, interfaceAdapter(fn, e, c), jen.Line())
 			}
 			factory = jen.Id(fn)
 		}
-		if c.KV() {
-			fields = append(fields, field("Roles", roleSet(e.Roles, reg)))
+		if e.Roles != nil {
+			fields = append(fields, field("Roles", rolesLit(e.Roles)))
 		}
 		fields = append(fields, field("Factory", factory), jen.Line())
 		items = append(items, jen.Line().Values(fields...))
 	}
 	items = append(items, jen.Line())
 
-	kind, newFunc, entry := "connectors", reg("MustNewDescribed"), reg("Entry")
-	if !c.KV() {
-		kind, newFunc, entry = "plugins", reg("MustNewTable"), reg("Plugin").Types(factoryType(c))
+	kind, entry := "plugins", reg("Plugin").Types(factoryType(c))
+	table := reg("MustNewTable").Call(jen.Id(descName), jen.Id(list).Op("..."))
+	value := table
+	if c.KV() {
+		kind, value = "connectors", jen.Qual(KVPath, "NewRegistry").Call(table)
 	}
 	f.Comment(fmt.Sprintf("Registry holds the %s that %s lists, in its order.", kind, name))
 	if c.KV() {
@@ -94,7 +94,7 @@ func emit(manifestFile, pkgName string, c *Contract, desc string, entries []*Ent
 	} else {
 		f.Comment(fmt.Sprintf("Registry.Lookup(name) returns one's constructor, a %s.", c.typeName()))
 	}
-	f.Var().Id("Registry").Op("=").Add(newFunc).Call(jen.Id(descName), jen.Id(list).Op("..."))
+	f.Var().Id("Registry").Op("=").Add(value)
 	f.Line()
 	f.Comment(descName + " describes " + name + " and its " + kind + ", for kvgen inspect to read from a binary.")
 	f.Const().Id(descName).Op("=").Lit(desc)
@@ -120,11 +120,12 @@ func emit(manifestFile, pkgName string, c *Contract, desc string, entries []*Ent
 }
 
 // adapter declares fn, which calls the entry's constructor, whose result
-// is a concrete type, and returns that as a registry.Connector, as
-// registry.Adapt does, but as a function of its own: a call to Adapt is
+// is a concrete type, and returns that as a kv.Connector, as
+// kv.Adapt does, but as a function of its own: a call to Adapt is
 // code that runs at initialisation, a function is static data.
-func adapter(fn string, e *Entry, reg func(string) *jen.Statement) jen.Code {
-	return jen.Commentf("%s adapts %s.%s, which returns a concrete type, to registry.Factory.", fn, e.PkgName, e.Constructor).Line().
+func adapter(fn string, e *Entry) jen.Code {
+	reg := func(name string) *jen.Statement { return jen.Qual(KVPath, name) }
+	return jen.Commentf("%s adapts %s.%s, which returns a concrete type, to kv.Factory.", fn, e.PkgName, e.Constructor).Line().
 		Func().Id(fn).Params(
 		jen.Id("ctx").Qual("context", "Context"),
 		jen.Id("cfg").Add(reg("Config")),
@@ -205,23 +206,14 @@ func commentName(name string) string {
 	return q
 }
 
-// roleSet is the set s as a constant expression, such as
-// registry.RoleSet(registry.RoleScheduler | registry.RoleWorker), which
-// the compiler folds; a call to registry.NewRoleSet would be code.
-func roleSet(s registry.RoleSet, reg func(string) *jen.Statement) jen.Code {
-	var roles jen.Statement
-	for i, r := range s.List() {
-		if i > 0 {
-			roles.Op("|")
-		}
-		switch r {
-		case registry.RoleScheduler:
-			roles.Add(reg("RoleScheduler"))
-		case registry.RoleWorker:
-			roles.Add(reg("RoleWorker"))
-		}
+// rolesLit are the roles an entry serves as a Go expression: a slice of
+// constants, which the compiler lays out as static data.
+func rolesLit(roles []string) jen.Code {
+	lits := make([]jen.Code, len(roles))
+	for i, r := range roles {
+		lits[i] = jen.Lit(r)
 	}
-	return reg("RoleSet").Call(&roles)
+	return jen.Index().String().Values(lits...)
 }
 
 // importName is the name the generated file imports a package under.
@@ -285,9 +277,7 @@ func importNames(c *Contract, entries []*Entry, declared map[string]bool, adapt 
 	if adapt && c.KV() {
 		add("context", "context")
 	}
-	if !c.KV() {
-		add(c.Path, c.PkgName)
-	}
+	add(c.Path, c.PkgName)
 	for _, e := range entries {
 		add(e.ImportPath, e.PkgName)
 	}
@@ -307,7 +297,7 @@ func renderKey(salt, manifestFile, pkgName string, c *Contract, desc string, ent
 	}
 	for _, e := range entries {
 		fields = append(fields, "entry", e.Name, e.ImportPath, e.PkgName, e.Constructor, e.Module,
-			strconv.Itoa(int(e.Roles)), strconv.FormatBool(e.Adapt), strconv.Itoa(len(e.Aliases)))
+			strings.Join(e.Roles, ","), strconv.FormatBool(e.Adapt), strconv.Itoa(len(e.Aliases)))
 		fields = append(fields, e.Aliases...)
 	}
 	return hashFields(fields...)

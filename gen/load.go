@@ -23,12 +23,16 @@ import (
 
 	"github.com/kvgen/kvgen/internal/gocmd"
 	"github.com/kvgen/kvgen/internal/readfile"
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 // RegistryPath is the import path of the runtime package that generated
 // code imports.
 const RegistryPath = "github.com/kvgen/kvgen/registry"
+
+// KVPath is the import path of the KV connector contract's package, whose
+// Factory is the contract of a manifest without factory:.
+const KVPath = RegistryPath + "/kv"
 
 // ErrNoKVGen says that the main module does not require kvgen, so that
 // the registry package the generated file imports cannot be loaded; the
@@ -96,7 +100,7 @@ func (s *sourceFiles) parsed() ([]*ast.File, error) {
 type contract struct {
 	factory   *types.Signature
 	connector *types.Interface
-	roles     map[registry.Role]*types.Interface // Scheduler, Worker
+	roles     map[kv.Role]*types.Interface // Scheduler, Worker
 	// any is the contract a manifest's factory: names; nil for the KV
 	// connector contract, which the fields above describe.
 	any *anyContract
@@ -389,7 +393,7 @@ func readExport(fset *token.FileSet, imports map[string]*types.Package, p *packa
 // connector's from package registry, or the type factory: names.
 func (l *listing) newContract(fset *token.FileSet, imports map[string]*types.Package) (*contract, error) {
 	if l.kind == nil || l.kind.KV() {
-		reg, err := readExport(fset, imports, l.registry)
+		reg, err := readExport(fset, imports, l.contract)
 		if err != nil {
 			return nil, err
 		}
@@ -410,7 +414,7 @@ func newContract(reg *types.Package) (*contract, error) {
 	underlying := func(name string) (types.Type, error) {
 		tn, ok := reg.Scope().Lookup(name).(*types.TypeName)
 		if !ok {
-			return nil, fmt.Errorf("%s.%s is missing: kvgen and the registry package it was built with disagree", RegistryPath, name)
+			return nil, fmt.Errorf("%s.%s is missing: kvgen and the registry package it was built with disagree", KVPath, name)
 		}
 		return tn.Type().Underlying(), nil
 	}
@@ -418,13 +422,13 @@ func newContract(reg *types.Package) (*contract, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &contract{factory: factory.(*types.Signature), roles: map[registry.Role]*types.Interface{}}
+	c := &contract{factory: factory.(*types.Signature), roles: map[kv.Role]*types.Interface{}}
 	connector, err := underlying("Connector")
 	if err != nil {
 		return nil, err
 	}
 	c.connector = connector.(*types.Interface)
-	for _, r := range registry.Roles() {
+	for _, r := range kv.Roles() {
 		iface, err := underlying(roleInterface(r))
 		if err != nil {
 			return nil, err

@@ -220,12 +220,7 @@ func toListed(c *gen.Contract, e *gen.Entry) listed {
 		Name: e.Name, Aliases: e.Aliases, Import: e.ImportPath, Constructor: e.Constructor,
 		Module: e.Module, Version: e.ModuleVersion, Doc: e.Doc, Adapted: e.Adapt, Declared: e.Decl.String(),
 	}
-	for _, r := range e.Roles.List() {
-		if !c.KV() {
-			break
-		}
-		l.Roles = append(l.Roles, r.String())
-	}
+	l.Roles = c.RolesOf(e)
 	return l
 }
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 // formatVersion is the manifest version this package reads.
@@ -30,7 +30,7 @@ const formatVersion = 1
 //	maxLength the most bytes a string may hold
 type fileV1 struct {
 	Version    Value[int]      `yaml:"version" required:"true" example:"1" doc:"Manifest format version; this kvgen reads version 1."`
-	Factory    Value[string]   `yaml:"factory" example:"example.com/gateway/plugin.Factory" doc:"The contract every constructor must fit: IMPORT/PATH.TypeName of a named function type, which constructors must be assignable to, or of a named interface, which constructors taking no arguments return. Default: the KV connector's registry.Factory."`
+	Factory    Value[string]   `yaml:"factory" example:"example.com/gateway/plugin.Factory" doc:"The contract every constructor must fit: IMPORT/PATH.TypeName of a named function type, which constructors must be assignable to, or of a named interface, which constructors taking no arguments return. Default: the KV connector contract, github.com/kvgen/kvgen/registry/kv.Factory."`
 	Package    Value[string]   `yaml:"package" example:"connectors" doc:"Go package name of the generated file. Default: the package of the output directory."`
 	Output     Value[string]   `yaml:"output" default:"connectors_gen.go" example:"connectors_gen.go" doc:"The generated Go file, relative to the manifest's directory and inside it."`
 	Extends    Value[string]   `yaml:"extends" example:"../connectors.yaml" doc:"A manifest this one builds on, relative to this one: its connectors, less those dropped, with versions and replacements pinned here, and then this manifest's own."`
@@ -57,16 +57,16 @@ func (c pinV1) label(index int) string {
 }
 
 type connectorV1 struct {
-	Pos         token.Position         `yaml:"-"`
-	Name        Value[string]          `yaml:"name" required:"true" pattern:"^[A-Za-z][A-Za-z0-9_.-]*$" maxLength:"128" example:"redis" doc:"Registry key the connector is created by; unique across all names and aliases."`
-	Import      Value[string]          `yaml:"import" required:"true" example:"github.com/acme/kvredis" doc:"Go import path of the package that holds the constructor."`
-	Constructor Value[string]          `yaml:"constructor" example:"New" doc:"Exported constructor function, which fits the manifest's factory (default registry.Factory). Default: the function the package marks with //kvgen:constructor."`
-	Roles       []Value[registry.Role] `yaml:"roles" minItems:"1" unique:"true" example:"[scheduler, worker]" doc:"Roles the connector serves, for the KV connector contract only. Default: both."`
-	Aliases     []Value[string]        `yaml:"aliases" unique:"true" pattern:"^[A-Za-z][A-Za-z0-9_.-]*$" maxLength:"128" example:"[RedisConnector]" doc:"Further registry keys for the connector, such as the names vLLM knows it by."`
-	Version     Value[string]          `yaml:"version" example:"v1.4.0" doc:"Version of the connector's module to require: kvgen generate adds it to go.mod (kvgen build to a temporary copy)."`
-	Replace     Value[string]          `yaml:"replace" example:"../kvredis" doc:"Local directory of the connector's module, relative to the manifest: kvgen generate adds a replace line for it to go.mod (kvgen build to a temporary copy)."`
-	Invalid     bool                   `yaml:"-"`
-	Dir         string                 `yaml:"-"`
+	Pos         token.Position   `yaml:"-"`
+	Name        Value[string]    `yaml:"name" required:"true" pattern:"^[A-Za-z][A-Za-z0-9_.-]*$" maxLength:"128" example:"redis" doc:"Registry key the connector is created by; unique across all names and aliases."`
+	Import      Value[string]    `yaml:"import" required:"true" example:"github.com/acme/kvredis" doc:"Go import path of the package that holds the constructor."`
+	Constructor Value[string]    `yaml:"constructor" example:"New" doc:"Exported constructor function, which fits the manifest's factory (default kv.Factory). Default: the function the package marks with //kvgen:constructor."`
+	Roles       []Value[kv.Role] `yaml:"roles" minItems:"1" unique:"true" example:"[scheduler, worker]" doc:"Roles the connector serves, for the KV connector contract only. Default: both."`
+	Aliases     []Value[string]  `yaml:"aliases" unique:"true" pattern:"^[A-Za-z][A-Za-z0-9_.-]*$" maxLength:"128" example:"[RedisConnector]" doc:"Further registry keys for the connector, such as the names vLLM knows it by."`
+	Version     Value[string]    `yaml:"version" example:"v1.4.0" doc:"Version of the connector's module to require: kvgen generate adds it to go.mod (kvgen build to a temporary copy)."`
+	Replace     Value[string]    `yaml:"replace" example:"../kvredis" doc:"Local directory of the connector's module, relative to the manifest: kvgen generate adds a replace line for it to go.mod (kvgen build to a temporary copy)."`
+	Invalid     bool             `yaml:"-"`
+	Dir         string           `yaml:"-"`
 }
 
 // label names the entry in errors; see Connector.Label.

@@ -10,10 +10,11 @@ import (
 	"errors"
 	"fmt"
 	"go/token"
+	"slices"
 	"strings"
 
 	"github.com/kvgen/kvgen/internal/diag"
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 // Value is a manifest value with the position it was written at. Set is
@@ -32,7 +33,7 @@ type Manifest struct {
 	Version Value[int]
 	// Factory names the contract every constructor must fit, as
 	// IMPORT/PATH.TypeName; when absent, the contract is the KV
-	// connector's registry.Factory. See [Manifest.Contract].
+	// connector's kv.Factory. See [Manifest.Contract].
 	Factory Value[string]
 	// Package is the package of the generated file. When absent, gen uses
 	// the package of the output directory.
@@ -100,7 +101,7 @@ type Connector struct {
 	// then looks for a //kvgen:constructor marker in the package.
 	Constructor Value[string]
 	// Roles are the roles the connector serves; empty means both.
-	Roles []Value[registry.Role]
+	Roles []Value[kv.Role]
 	// Aliases are further registry keys for the connector.
 	Aliases []Value[string]
 	// Version is the version of the connector's module to require;
@@ -132,14 +133,16 @@ func (c Connector) HasName(name string) bool {
 	return false
 }
 
-// RoleSet returns the roles the connector serves; the zero set, when no
-// roles were listed, means every role.
-func (c Connector) RoleSet() registry.RoleSet {
-	var s registry.RoleSet
-	for _, r := range c.Roles {
-		s |= registry.NewRoleSet(r.V)
+// RoleNames returns the names of the roles the connector serves, in
+// documented order; nil, when no roles were listed, means every role.
+func (c Connector) RoleNames() []string {
+	var names []string
+	for _, r := range kv.Roles() {
+		if slices.ContainsFunc(c.Roles, func(v Value[kv.Role]) bool { return v.V == r }) {
+			names = append(names, r.String())
+		}
 	}
-	return s
+	return names
 }
 
 // Label is how errors name the entry at index (counted from 0 in

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvgen/kvgen/internal/diag"
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 const file = "connectors.yaml"
@@ -62,9 +62,9 @@ func TestParseFull(t *testing.T) {
 	assert.Equal(t, Value[string]{V: "filesystem", Pos: at(6, 11), Set: true}, withoutOffset(fs.Name))
 	assert.Equal(t, Value[string]{V: "github.com/kvgen/kvgen/examples/connectors/filesystem", Pos: at(7, 13), Set: true}, withoutOffset(fs.Import))
 	assert.Equal(t, Value[string]{V: "New", Pos: at(8, 18), Set: true}, withoutOffset(fs.Constructor))
-	assert.Equal(t, []Value[registry.Role]{
-		{V: registry.RoleScheduler, Pos: at(9, 13), Set: true},
-		{V: registry.RoleWorker, Pos: at(9, 24), Set: true},
+	assert.Equal(t, []Value[kv.Role]{
+		{V: kv.RoleScheduler, Pos: at(9, 13), Set: true},
+		{V: kv.RoleWorker, Pos: at(9, 24), Set: true},
 	}, withoutOffsets(fs.Roles))
 	assert.Equal(t, []Value[string]{
 		{V: "ExampleConnector", Pos: at(10, 15), Set: true},
@@ -72,16 +72,14 @@ func TestParseFull(t *testing.T) {
 	}, withoutOffsets(fs.Aliases))
 	assert.Equal(t, Value[string]{V: "v1.4.0", Pos: at(11, 14), Set: true}, withoutOffset(fs.Version))
 	assert.Equal(t, Value[string]{V: "../filesystem", Pos: at(12, 14), Set: true}, withoutOffset(fs.Replace))
-	assert.Equal(t, registry.NewRoleSet(registry.RoleScheduler, registry.RoleWorker), fs.RoleSet())
+	assert.Equal(t, []string{"scheduler", "worker"}, fs.RoleNames())
 
 	lm := m.Connectors[1]
 	assert.Equal(t, at(13, 5), noOffset(lm.Pos), "an entry's position is its first key, whichever it is")
 	assert.Equal(t, Value[string]{V: "LMCacheConnectorV1", Pos: at(14, 11), Set: true}, withoutOffset(lm.Name))
 	assert.Equal(t, Value[string]{V: "example.com/lmcache", Pos: at(13, 13), Set: true}, withoutOffset(lm.Import))
-	assert.Equal(t, []Value[registry.Role]{{V: registry.RoleWorker, Pos: at(16, 9), Set: true}}, withoutOffsets(lm.Roles))
-	assert.Equal(t, registry.NewRoleSet(registry.RoleWorker), lm.RoleSet())
-	assert.True(t, lm.RoleSet().Has(registry.RoleWorker))
-	assert.False(t, lm.RoleSet().Has(registry.RoleScheduler))
+	assert.Equal(t, []Value[kv.Role]{{V: kv.RoleWorker, Pos: at(16, 9), Set: true}}, withoutOffsets(lm.Roles))
+	assert.Equal(t, []string{"worker"}, lm.RoleNames())
 	assert.Equal(t, `connector "LMCacheConnectorV1"`, lm.Label(1))
 }
 
@@ -122,10 +120,7 @@ func TestParseDefaults(t *testing.T) {
 	assert.Empty(t, c.Aliases)
 	assert.Equal(t, Value[string]{}, c.Version)
 	assert.Equal(t, Value[string]{}, c.Replace)
-	assert.Equal(t, registry.RoleSet(0), c.RoleSet())
-	for _, r := range registry.Roles() {
-		assert.True(t, c.RoleSet().Has(r), "no roles list serves %v", r)
-	}
+	assert.Nil(t, c.RoleNames(), "no roles list serves every role")
 }
 
 func TestParseValid(t *testing.T) {

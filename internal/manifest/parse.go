@@ -17,7 +17,7 @@ import (
 
 	"github.com/kvgen/kvgen/internal/diag"
 	"github.com/kvgen/kvgen/internal/suggest"
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 // nameRE is what connector names and aliases must match; the pattern lives
@@ -339,7 +339,7 @@ func (v *Value[T]) decode(n *yaml.Node, pos token.Position) (want, msg string) {
 		if n.Kind != yaml.ScalarNode || n.Tag != "!!int" || n.Decode(dst) != nil {
 			return "an integer", ""
 		}
-	case *registry.Role:
+	case *kv.Role:
 		if !str {
 			return "a string", ""
 		}
@@ -364,8 +364,8 @@ func (v *Value[T]) setDefault(s string) {
 	}
 }
 
-func parseRole(s string) (registry.Role, string) {
-	r, err := registry.ParseRole(s)
+func parseRole(s string) (kv.Role, string) {
+	r, err := kv.ParseRole(s)
 	if err != nil {
 		return 0, err.Error()
 	}

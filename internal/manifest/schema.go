@@ -9,7 +9,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 // schemaDialect is the JSON Schema draft that Schema follows.
@@ -157,9 +157,9 @@ func (v *Value[T]) schema() *schema {
 		return &schema{Type: "string", MinLength: 1}
 	case int:
 		return &schema{Type: "integer"}
-	case registry.Role:
+	case kv.Role:
 		s := &schema{Type: "string"}
-		for _, r := range registry.Roles() {
+		for _, r := range kv.Roles() {
 			s.Enum = append(s.Enum, r.String())
 		}
 		return s

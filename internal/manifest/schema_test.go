@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 // jsonSchema is the part of a JSON Schema document the tests read.
@@ -145,7 +145,7 @@ func TestSchemaConstraints(t *testing.T) {
 
 	c := s.Properties["connectors"].Items.Properties
 	var roles []string
-	for _, r := range registry.Roles() {
+	for _, r := range kv.Roles() {
 		roles = append(roles, r.String())
 	}
 	assert.Equal(t, roles, c["roles"].Items.Enum)
