@@ -17,7 +17,6 @@ import (
 	"github.com/kvgen/kvgen/internal/diag"
 	"github.com/kvgen/kvgen/internal/manifest"
 	"github.com/kvgen/kvgen/internal/suggest"
-	"github.com/kvgen/kvgen/registry/kv"
 )
 
 // Entry is a manifest entry checked against its Go package: what the
@@ -159,49 +158,7 @@ func checkTypes(errs *diag.List, e *Entry, index int, namePos token.Position, lp
 // checkSignature returns what is wrong with a constructor's signature in Go
 // terms, or "" if it fits the contract; it sets e.Adapt.
 func checkSignature(sig *types.Signature, c *contract, e *Entry) string {
-	if c.any != nil {
-		return c.any.check(sig, e)
-	}
-	want := c.factory
-	wantSig := "func(ctx context.Context, cfg kv.Config, role kv.Role) (kv.Connector, error)"
-	if sig.TypeParams().Len() > 0 {
-		return "is generic; a constructor must be a plain function " + wantSig
-	}
-	if sig.Params().Len() != want.Params().Len() {
-		return fmt.Sprintf("has %d parameters; want 3: %s", sig.Params().Len(), wantSig)
-	}
-	if problem := paramProblem(sig, want, str); problem != "" {
-		return problem
-	}
-	if sig.Results().Len() != 2 {
-		return fmt.Sprintf("has %d result(s); want 2: (kv.Connector, error)", sig.Results().Len())
-	}
-	if errT := want.Results().At(1).Type(); !types.Identical(sig.Results().At(1).Type(), errT) {
-		return fmt.Sprintf("result 2 is %s; want error", str(sig.Results().At(1).Type()))
-	}
-	res := sig.Results().At(0).Type()
-	connT := want.Results().At(0).Type()
-	if types.Identical(res, connT) {
-		return ""
-	}
-	if !types.Implements(res, c.connector) {
-		return fmt.Sprintf("result 1 is %s; want kv.Connector or a type that implements it%s", str(res), missing(res, c.connector, str))
-	}
-	e.Adapt = true
-	if types.IsInterface(res) {
-		return "" // which roles it serves is only known at run time; Create checks
-	}
-	for _, role := range kv.Roles() {
-		if e.Roles != nil && !slices.Contains(e.Roles, role.String()) {
-			continue
-		}
-		iface := c.roles[role]
-		if !types.Implements(res, iface) {
-			return fmt.Sprintf("returns %s, which does not implement kv.%s%s, but the entry serves the %s role; implement it, or set roles: to the roles it serves",
-				str(res), roleInterface(role), missing(res, iface, str), role)
-		}
-	}
-	return ""
+	return c.check(sig, e)
 }
 
 // maxFitting bounds how many fitting functions a message names.
@@ -222,14 +179,6 @@ func fitting(pkg *types.Package, c *contract, roles []string) []string {
 		fit = append(fit[:maxFitting], fmt.Sprintf("and %d more", len(fit)-maxFitting))
 	}
 	return fit
-}
-
-// roleInterface names the registry interface a role's connector implements.
-func roleInterface(r kv.Role) string {
-	if r == kv.RoleScheduler {
-		return "Scheduler"
-	}
-	return "Worker"
 }
 
 // missing says which method keeps t from implementing iface.

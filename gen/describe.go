@@ -5,7 +5,6 @@ import (
 
 	"github.com/kvgen/kvgen/internal/inspect"
 	"github.com/kvgen/kvgen/internal/manifest"
-	"github.com/kvgen/kvgen/registry/kv"
 )
 
 // describe is the description of the manifest and its checked entries that
@@ -19,8 +18,8 @@ func describe(m *manifest.Manifest, contract *Contract, importPath string, entri
 		Package:        importPath,
 		Connectors:     make([]inspect.Connector, len(entries)),
 	}
-	if !contract.KV() {
-		d.Factory = contract.String()
+	if c := contract.String(); c != DefaultFactory {
+		d.Factory = c
 	}
 	for i, e := range entries {
 		c := inspect.Connector{Name: e.Name, Aliases: e.Aliases, Import: e.ImportPath, Constructor: e.Constructor, Module: e.Module}
@@ -28,21 +27,4 @@ func describe(m *manifest.Manifest, contract *Contract, importPath string, entri
 		d.Connectors[i] = c
 	}
 	return inspect.Encode(d)
-}
-
-// RolesOf returns the names of the roles e serves: those its manifest
-// entry lists, or every role the contract declares when it lists none.
-// It is nil for a contract without roles.
-func (c *Contract) RolesOf(e *Entry) []string {
-	if !c.KV() {
-		return nil
-	}
-	if e.Roles != nil {
-		return e.Roles
-	}
-	var names []string
-	for _, r := range kv.Roles() {
-		names = append(names, r.String())
-	}
-	return names
 }

@@ -31,8 +31,8 @@ func TestEmitAvoidsTheNamesOfThePackage(t *testing.T) {
 		p := "example.com/" + name
 		lp := madeUpPackage(p, c)
 		lp.types = types.NewPackage(p, name)
-		sig := types.NewSignatureType(nil, nil, nil, c.factory.Params(),
-			types.NewTuple(types.NewParam(token.NoPos, nil, "", reg.Scope().Lookup("Worker").Type()), c.factory.Results().At(1)), false)
+		sig := types.NewSignatureType(nil, nil, nil, c.sig.Params(),
+			types.NewTuple(types.NewParam(token.NoPos, nil, "", reg.Scope().Lookup("Worker").Type()), c.sig.Results().At(1)), false)
 		lp.types.Scope().Insert(types.NewFunc(token.NoPos, lp.types, "New", sig))
 		lp.types.MarkComplete()
 		imports[p] = lp.types
@@ -68,6 +68,7 @@ func TestAdapterName(t *testing.T) {
 // The file reads as goimports leaves it: the standard library's imports
 // in a group of their own, before the others.
 func TestEmitGroupsImports(t *testing.T) {
+	registryPackage(t)
 	src, err := emit("../connectors.yaml", "kvcase", &kvContract, "", []*Entry{{Name: "conn", ImportPath: "example.com/conn", PkgName: "conn", Constructor: "New", Adapt: true}}, map[string]bool{})
 	require.NoError(t, err)
 	assert.Contains(t, string(src), "import (\n\t\"context\"\n\n\t\"example.com/conn\"\n\t\"github.com/kvgen/kvgen/registry\"\n\t\"github.com/kvgen/kvgen/registry/kv\"\n)\n")

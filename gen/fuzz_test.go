@@ -77,6 +77,9 @@ var (
 	registryTypes *types.Package
 	registryFset  *token.FileSet
 	registryErr   error
+	// kvContract is the KV connector contract, as gen resolves it.
+	kvContract Contract
+	kvResolved *contract
 )
 
 // registryPackage loads package registry's types from its export data,
@@ -85,7 +88,7 @@ func registryPackage(t *testing.T) (*types.Package, *contract) {
 	registryOnce.Do(func() {
 		// Package registry first, whole: package kv's export data holds
 		// only the part of it that kv uses.
-		pkgs, err := packages.Load(&packages.Config{Mode: packages.NeedName | packages.NeedExportFile}, RegistryPath, KVPath)
+		pkgs, err := packages.Load(&packages.Config{Mode: packages.NeedName | packages.NeedFiles | packages.NeedExportFile}, RegistryPath, KVPath)
 		if err != nil {
 			registryErr = err
 			return
@@ -100,12 +103,25 @@ func registryPackage(t *testing.T) (*types.Package, *contract) {
 		if _, registryErr = readExport(registryFset, imports, pkgs[0]); registryErr != nil {
 			return
 		}
-		registryTypes, registryErr = readExport(registryFset, imports, pkgs[1])
+		if registryTypes, registryErr = readExport(registryFset, imports, pkgs[1]); registryErr != nil {
+			return
+		}
+		files, err := newSourceFiles(pkgs[1]).parsed()
+		if err != nil {
+			registryErr = err
+			return
+		}
+		c := Contract{Path: KVPath, Name: "Factory"}
+		var problem string
+		if c.Roles, c.Registry, problem = readMarkers(files, c.Name); problem == "" {
+			kvResolved, kvContract, problem = resolveContract(registryTypes, c)
+		}
+		if problem != "" {
+			registryErr = errors.New(problem)
+		}
 	})
 	require.NoError(t, registryErr)
-	c, err := newContract(registryTypes)
-	require.NoError(t, err)
-	return registryTypes, c
+	return registryTypes, kvResolved
 }
 
 // madeUpPackage is a package at import path p that declares nothing yet,
@@ -146,8 +162,8 @@ func fuzzGenerate(t *testing.T, data []byte) {
 	// first entry names, with the Factory signature, or, for a name of odd
 	// length, returning kv.Worker, which the registry adapts.
 	worker := reg.Scope().Lookup("Worker").Type()
-	adapted := types.NewSignatureType(nil, nil, nil, c.factory.Params(),
-		types.NewTuple(types.NewParam(token.NoPos, nil, "", worker), c.factory.Results().At(1)), false)
+	adapted := types.NewSignatureType(nil, nil, nil, c.sig.Params(),
+		types.NewTuple(types.NewParam(token.NoPos, nil, "", worker), c.sig.Results().At(1)), false)
 	pkgs := map[string]*loadedPackage{}
 	for _, conn := range m.Connectors {
 		p := conn.Import.V
@@ -157,7 +173,7 @@ func fuzzGenerate(t *testing.T, data []byte) {
 			pkgs[p] = lp
 		}
 		if ctor := conn.Constructor.V; ctor != "" && lp.types.Scope().Lookup(ctor) == nil {
-			sig := c.factory
+			sig := c.sig
 			if len(ctor)%2 == 1 {
 				sig = adapted
 			}
@@ -174,7 +190,7 @@ func fuzzGenerate(t *testing.T, data []byte) {
 	path := filepath.Join(dir, filepath.FromSlash(m.Output.V))
 	res := &Result{manifest: m, Package: out.name, Path: path, abs: path, root: dir}
 	var errs diag.List
-	res.Entries, err = checkEntries(&errs, m, &listing{pkgs: pkgs}, "", func(s string) string { return s }, (*CheckCache)(nil).file("", ""), true)
+	res.Entries, err = checkEntries(&errs, m, &listing{pkgs: pkgs, kind: &kvContract}, "", func(s string) string { return s }, (*CheckCache)(nil).file("", ""), true)
 	require.NoError(t, err)
 	err = errs.Err()
 	if err == nil {

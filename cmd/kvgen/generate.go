@@ -272,10 +272,10 @@ func runList(ctx context.Context, e *env, args []string) int {
 		return exitOK
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	// Roles are the KV connector contract's; other contracts have none.
+	// A roles column for a contract that declares roles.
 	roles := func(l listed) string { return strings.Join(l.Roles, ",") + "\t" }
 	header := "NAME\tROLES\tCONSTRUCTOR\tMODULE\tSUMMARY"
-	if !contract.KV() {
+	if len(contract.Roles) == 0 {
 		roles = func(listed) string { return "" }
 		header = "NAME\tCONSTRUCTOR\tMODULE\tSUMMARY"
 	}

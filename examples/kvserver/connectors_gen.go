@@ -11,11 +11,11 @@ import (
 	"github.com/kvgen/kvgen/registry/kv"
 )
 
-// Registry holds the connectors that ../../connectors.yaml lists, in its order.
-// Create a connector with Registry.Create(ctx, cfg, role).
+// Registry holds the plugins that ../../connectors.yaml lists, in its order,
+// as the registry kv.NewRegistry makes of their table.
 var Registry = kv.NewRegistry(registry.MustNewTable(manifestDescription, entries...))
 
-// manifestDescription describes ../../connectors.yaml and its connectors, for kvgen inspect to read from a binary.
+// manifestDescription describes ../../connectors.yaml and its plugins, for kvgen inspect to read from a binary.
 const manifestDescription = "\x00kvgen registry v1\x00000002ea{\"manifest\":\"connectors.yaml\",\"manifest_sha256\":\"9abfbcaac8ac3cf807b41274298c080b81ce4251e07aca24c3f60a457e360858\",\"package\":\"github.com/kvgen/kvgen/examples/kvserver\",\"connectors\":[{\"name\":\"memory\",\"roles\":[\"scheduler\",\"worker\"],\"import\":\"github.com/kvgen/kvgen/examples/connectors/memory\",\"constructor\":\"New\",\"module\":\"github.com/kvgen/kvgen\"},{\"name\":\"filesystem\",\"aliases\":[\"ExampleConnector\",\"SharedStorageConnector\"],\"roles\":[\"scheduler\",\"worker\"],\"import\":\"github.com/kvgen/kvgen/examples/connectors/filesystem\",\"constructor\":\"New\",\"module\":\"github.com/kvgen/kvgen\"},{\"name\":\"MultiConnector\",\"roles\":[\"scheduler\",\"worker\"],\"import\":\"github.com/kvgen/kvgen/registry/kv\",\"constructor\":\"NewMultiConnector\",\"module\":\"github.com/kvgen/kvgen\"}]}"
 
 // entries is static data: constants and functions only.

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/kvgen/kvgen/gen"
 	"github.com/kvgen/kvgen/internal/manifest"
 	"github.com/kvgen/kvgen/registry/kv"
 )
@@ -75,7 +74,7 @@ const maxNesting = 8
 // isMulti reports whether the entry is kvgen's MultiConnector, whose
 // children a config lists.
 func isMulti(c manifest.Connector) bool {
-	return c.Import.V == gen.KVPath && (c.Constructor.V == "NewMultiConnector" || c.Constructor.V == "")
+	return kv.IsMultiConnector(c.Import.V, c.Constructor.V)
 }
 
 func them(n int) string {

@@ -10,11 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"go/token"
-	"slices"
 	"strings"
 
 	"github.com/kvgen/kvgen/internal/diag"
-	"github.com/kvgen/kvgen/registry/kv"
 )
 
 // Value is a manifest value with the position it was written at. Set is
@@ -100,8 +98,9 @@ type Connector struct {
 	// Constructor is the constructor's name; V is "" when omitted, and gen
 	// then looks for a //kvgen:constructor marker in the package.
 	Constructor Value[string]
-	// Roles are the roles the connector serves; empty means both.
-	Roles []Value[kv.Role]
+	// Roles are the names of the roles the connector serves, which gen
+	// checks against those its contract declares; empty means every one.
+	Roles []Value[string]
 	// Aliases are further registry keys for the connector.
 	Aliases []Value[string]
 	// Version is the version of the connector's module to require;
@@ -133,14 +132,12 @@ func (c Connector) HasName(name string) bool {
 	return false
 }
 
-// RoleNames returns the names of the roles the connector serves, in
-// documented order; nil, when no roles were listed, means every role.
+// RoleNames returns the names of the roles the connector serves, as
+// listed; nil, when no roles were listed, means every role.
 func (c Connector) RoleNames() []string {
 	var names []string
-	for _, r := range kv.Roles() {
-		if slices.ContainsFunc(c.Roles, func(v Value[kv.Role]) bool { return v.V == r }) {
-			names = append(names, r.String())
-		}
+	for _, r := range c.Roles {
+		names = append(names, r.V)
 	}
 	return names
 }

@@ -8,8 +8,6 @@ import (
 	"strconv"
 
 	"go.yaml.in/yaml/v3"
-
-	"github.com/kvgen/kvgen/registry/kv"
 )
 
 // schemaDialect is the JSON Schema draft that Schema follows.
@@ -157,12 +155,6 @@ func (v *Value[T]) schema() *schema {
 		return &schema{Type: "string", MinLength: 1}
 	case int:
 		return &schema{Type: "integer"}
-	case kv.Role:
-		s := &schema{Type: "string"}
-		for _, r := range kv.Roles() {
-			s.Enum = append(s.Enum, r.String())
-		}
-		return s
 	}
 	panic(fmt.Sprintf("manifest: no schema for %T", v.V))
 }

@@ -10,8 +10,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
-
-	"github.com/kvgen/kvgen/registry/kv"
 )
 
 // jsonSchema is the part of a JSON Schema document the tests read.
@@ -144,11 +142,7 @@ func TestSchemaConstraints(t *testing.T) {
 	assert.Equal(t, m.Output.V, s.Properties["output"].Default, "the schema's default is the parser's")
 
 	c := s.Properties["connectors"].Items.Properties
-	var roles []string
-	for _, r := range kv.Roles() {
-		roles = append(roles, r.String())
-	}
-	assert.Equal(t, roles, c["roles"].Items.Enum)
+	assert.Empty(t, c["roles"].Items.Enum, "the roles are the contract's, which gen checks")
 	assert.Equal(t, 1, c["roles"].MinItems)
 	assert.True(t, c["roles"].UniqueItems)
 	assert.True(t, c["aliases"].UniqueItems)

@@ -15,6 +15,14 @@ import (
 // connector must not keep it, nor tie background work to it; every method
 // of the connector gets the context of its own call, and Close ends what
 // outlives the calls. Log through cfg.Logger(), which is the host's logger.
+//
+// The lines below are data for kvgen: a manifest entry serves the roles
+// scheduler and worker, or those its roles: lists, and a constructor whose
+// result is a concrete type must implement the interface of each; the
+// generated Registry is NewRegistry of the generated table.
+//
+//kvgen:roles scheduler=Scheduler worker=Worker
+//kvgen:registry NewRegistry
 type Factory func(ctx context.Context, cfg Config, role Role) (Connector, error)
 
 // Connector is what every connector is. The value a Factory returns must also

@@ -15,6 +15,17 @@ import (
 // in connectors.yaml for [NewMultiConnector] so vLLM configs carry over.
 const MultiConnectorName = "MultiConnector"
 
+// multiConstructor is NewMultiConnector's name, as a manifest names it.
+const multiConstructor = "NewMultiConnector"
+
+// IsMultiConnector reports whether a manifest entry whose constructor is
+// importPath.constructor (constructor "" for the one its package marks)
+// links [NewMultiConnector]: the one place that says which entry is
+// kvgen's MultiConnector, whose children a transfer config lists.
+func IsMultiConnector(importPath, constructor string) bool {
+	return importPath == registryImport && (constructor == "" || constructor == multiConstructor)
+}
+
 type multiOptions struct {
 	// vLLM's MultiConnector composes two or three; 64 leaves room.
 	Connectors []map[string]any `json:"connectors" min:"1" max:"64"`

@@ -396,3 +396,9 @@ func TestNewMultiConnectorOutsideCreate(t *testing.T) {
 	assert.Nil(t, c)
 	assert.EqualError(t, err, "MultiConnector must be created through Registry.Create")
 }
+
+func TestIsMultiConnector(t *testing.T) {
+	assert.True(t, kv.IsMultiConnector("github.com/kvgen/kvgen/registry/kv", "NewMultiConnector"))
+	assert.False(t, kv.IsMultiConnector("github.com/kvgen/kvgen/registry", "NewMultiConnector"))
+	assert.False(t, kv.IsMultiConnector("github.com/kvgen/kvgen/registry/kv", "MultiChildren"))
+}

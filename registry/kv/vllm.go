@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/kvgen/kvgen/internal/names"
 	"github.com/kvgen/kvgen/internal/suggest"
 )
 
@@ -26,7 +27,7 @@ const registryImport = "github.com/kvgen/kvgen/registry/kv"
 var vllmConnectors = map[string]vllmConnector{
 	"ExampleConnector":       {"its example connector that shares KV through files", "", ""},
 	"SharedStorageConnector": {"its example connector that shares KV through files (now ExampleConnector)", "", ""},
-	"MultiConnector":         {"its composite connector", registryImport, "NewMultiConnector"},
+	"MultiConnector":         {"its composite connector", registryImport, multiConstructor},
 	"OffloadingConnector":    {"its connector that offloads KV to CPU memory", "", ""},
 	"NixlConnector":          {"its NIXL transfer connector", "", ""},
 	"P2pNcclConnector":       {"its peer-to-peer NCCL connector", "", ""},
@@ -82,7 +83,7 @@ func (e *ModulePathError) Error() string {
 	name := e.Connector
 	if name == "" {
 		name = "NAME"
-	} else if !plainName(name) {
+	} else if !names.Valid(name) {
 		name = suggest.Quote(name) // a YAML string, and no raw control character
 	}
 	return fmt.Sprintf("kv_connector_module_path %s: a Go binary cannot load connectors at run time, "+
@@ -90,19 +91,3 @@ func (e *ModulePathError) Error() string {
 		"- {name: %s, import: IMPORT/PATH}, regenerate and rebuild, and leave kv_connector_module_path out",
 		quoted(e.ModulePath), name)
 }
-
-// plainName reports whether name is one a manifest accepts as it is:
-// [A-Za-z][A-Za-z0-9_.-]*, at most 128 bytes.
-func plainName(name string) bool {
-	if name == "" || len(name) > 128 || !isLetter(name[0]) {
-		return false
-	}
-	for i := range len(name) {
-		if c := name[i]; !isLetter(c) && (c < '0' || c > '9') && c != '_' && c != '.' && c != '-' {
-			return false
-		}
-	}
-	return true
-}
-
-func isLetter(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }

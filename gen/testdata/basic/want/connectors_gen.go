@@ -12,11 +12,11 @@ import (
 	"github.com/kvgen/kvgen/registry/kv"
 )
 
-// Registry holds the connectors that ../connectors.yaml lists, in its order.
-// Create a connector with Registry.Create(ctx, cfg, role).
+// Registry holds the plugins that ../connectors.yaml lists, in its order,
+// as the registry kv.NewRegistry makes of their table.
 var Registry = kv.NewRegistry(registry.MustNewTable(manifestDescription, entries...))
 
-// manifestDescription describes ../connectors.yaml and its connectors, for kvgen inspect to read from a binary.
+// manifestDescription describes ../connectors.yaml and its plugins, for kvgen inspect to read from a binary.
 const manifestDescription = "\x00kvgen registry v1\x00000002fa{\"manifest\":\"connectors.yaml\",\"manifest_sha256\":\"a5b157d47917762b7cf7aeb8725a1d01183426b533e0b08f5fb7b1d53d9526db\",\"package\":\"example.com/kvcase/srv\",\"connectors\":[{\"name\":\"fake\",\"aliases\":[\"Fake\",\"vllm.FakeConnector\"],\"roles\":[\"scheduler\",\"worker\"],\"import\":\"example.com/kvcase/fake\",\"constructor\":\"New\",\"module\":\"example.com/kvcase\"},{\"name\":\"concrete\",\"roles\":[\"worker\"],\"import\":\"example.com/kvcase/concrete\",\"constructor\":\"New\",\"module\":\"example.com/kvcase\"},{\"name\":\"value\",\"roles\":[\"scheduler\"],\"import\":\"example.com/kvcase/value\",\"constructor\":\"Open\",\"module\":\"example.com/kvcase\"},{\"name\":\"MultiConnector\",\"roles\":[\"scheduler\",\"worker\"],\"import\":\"github.com/kvgen/kvgen/registry/kv\",\"constructor\":\"NewMultiConnector\",\"module\":\"github.com/kvgen/kvgen\"}]}"
 
 // entries is static data: constants and functions only.

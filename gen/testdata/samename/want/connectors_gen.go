@@ -16,11 +16,11 @@ import (
 	"github.com/kvgen/kvgen/registry/kv"
 )
 
-// Registry holds the connectors that ../connectors.yaml lists, in its order.
-// Create a connector with Registry.Create(ctx, cfg, role).
+// Registry holds the plugins that ../connectors.yaml lists, in its order,
+// as the registry kv.NewRegistry makes of their table.
 var Registry = kv.NewRegistry(registry.MustNewTable(manifestDescription, entries...))
 
-// manifestDescription describes ../connectors.yaml and its connectors, for kvgen inspect to read from a binary.
+// manifestDescription describes ../connectors.yaml and its plugins, for kvgen inspect to read from a binary.
 const manifestDescription = "\x00kvgen registry v1\x00000004df{\"manifest\":\"connectors.yaml\",\"manifest_sha256\":\"a243498041751ead7c92a316fcb81a233b3d0c7f90da524f8b6004ff8c44ae09\",\"package\":\"example.com/kvcase/srv\",\"connectors\":[{\"name\":\"a\",\"roles\":[\"scheduler\",\"worker\"],\"import\":\"example.com/kvcase/a/connector\",\"constructor\":\"New\",\"module\":\"example.com/kvcase\"},{\"name\":\"d\",\"roles\":[\"scheduler\",\"worker\"],\"import\":\"example.com/kvcase/d/connector2\",\"constructor\":\"New\",\"module\":\"example.com/kvcase\"},{\"name\":\"b\",\"roles\":[\"scheduler\",\"worker\"],\"import\":\"example.com/kvcase/b/connector\",\"constructor\":\"New\",\"module\":\"example.com/kvcase\"},{\"name\":\"c\",\"roles\":[\"scheduler\",\"worker\"],\"import\":\"example.com/kvcase/c/connector\",\"constructor\":\"New\",\"module\":\"example.com/kvcase\"},{\"name\":\"e\",\"roles\":[\"scheduler\",\"worker\"],\"import\":\"example.com/kvcase/e/registry\",\"constructor\":\"New\",\"module\":\"example.com/kvcase\"},{\"name\":\"f\",\"roles\":[\"scheduler\",\"worker\"],\"import\":\"example.com/kvcase/f/ctx\",\"constructor\":\"New\",\"module\":\"example.com/kvcase\"},{\"name\":\"g\",\"roles\":[\"scheduler\",\"worker\"],\"import\":\"example.com/kvcase/g/err\",\"constructor\":\"New\",\"module\":\"example.com/kvcase\"},{\"name\":\"a-again\",\"roles\":[\"scheduler\",\"worker\"],\"import\":\"example.com/kvcase/a/connector\",\"constructor\":\"New\",\"module\":\"example.com/kvcase\"}]}"
 
 // entries is static data: constants and functions only.
