@@ -687,6 +687,39 @@ func (o Options) BuildFlags() []string {
 // nothing, and generating again links them from the new files.
 var ErrModulesChanged = gomod.ErrChanged
 
+// MaxLinkAttempts bounds how often GenerateLinked links the manifest's
+// modules again because another process changed go.mod in the meantime:
+// each try after the first starts from that process's go.mod, so two runs
+// at once need two tries at most, and only a stream of edits exhausts
+// them.
+const MaxLinkAttempts = 10
+
+// GenerateLinked is Generate followed by Result.WriteModules, as `kvgen
+// generate` runs them: when another process changes go.mod or go.sum in
+// the meantime ([ErrModulesChanged]), it generates again from the new
+// files, up to MaxLinkAttempts times in all, and then gives up with an
+// error that wraps ErrModulesChanged. It does not write the registry
+// file: the caller shows Result.ModuleChanges, and writes the file with
+// Result.Write.
+func GenerateLinked(ctx context.Context, opts Options) (*Result, error) {
+	for attempt := 1; ; attempt++ {
+		res, err := Generate(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		err = res.WriteModules(ctx)
+		switch {
+		case errors.Is(err, ErrModulesChanged) && attempt < MaxLinkAttempts:
+			continue // link again what go.mod now lacks
+		case errors.Is(err, ErrModulesChanged):
+			return nil, fmt.Errorf("%w, %d times in a row; nothing was written: run kvgen again once the other runs are done", err, attempt)
+		case err != nil:
+			return nil, err
+		}
+		return res, nil
+	}
+}
+
 // ModuleChanges says, one line each, what the linked go.mod and go.sum
 // change: the require and replace lines that the manifest's modules need
 // and the main module's go.mod lacks. It is empty when go.mod has them.

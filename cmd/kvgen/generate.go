@@ -122,48 +122,21 @@ func runGenerate(ctx context.Context, e *env, args []string) int {
 		e.errorf("-mod=%s: want mod or readonly", *mod)
 		return exitUsage
 	}
-	for attempt := 1; ; attempt++ {
-		res, err := gen.Generate(ctx, opts)
-		if err != nil {
-			g.report(e, err)
-			return exitError
-		}
-		err = writeModules(ctx, e, res)
-		if errors.Is(err, gen.ErrModulesChanged) {
-			if attempt < maxLinkAttempts {
-				continue // link again what go.mod now lacks
-			}
-			err = fmt.Errorf("%w, %d times in a row; nothing was written: run kvgen again once the other runs are done", err, attempt)
-		}
-		if err != nil {
-			e.report(err)
-			return exitError
-		}
-		if _, err := res.Write(); err != nil {
-			e.report(g.inFlags(err))
-			return exitError
-		}
-		return exitOK
-	}
-}
-
-// maxLinkAttempts bounds how often generate links the manifest's modules
-// again because another process changed go.mod in the meantime: each try
-// after the first starts from that process's go.mod, so two runs at once
-// need two tries at most, and only a stream of edits exhausts them.
-const maxLinkAttempts = 10
-
-// writeModules writes the linked go.mod and go.sum, and says what changed.
-// It writes nothing, and returns gen.ErrModulesChanged, when another
-// process changed either since they were read.
-func writeModules(ctx context.Context, e *env, res *gen.Result) error {
-	if err := res.WriteModules(ctx); err != nil {
-		return err
+	// go.mod and go.sum are linked first, again as long as another
+	// process changes them meanwhile, and the registry written after.
+	res, err := gen.GenerateLinked(ctx, opts)
+	if err != nil {
+		g.report(e, err)
+		return exitError
 	}
 	for _, c := range res.ModuleChanges() {
 		e.errorf("go.mod: %s", c)
 	}
-	return nil
+	if _, err := res.Write(); err != nil {
+		e.report(g.inFlags(err))
+		return exitError
+	}
+	return exitOK
 }
 
 func runCheck(ctx context.Context, e *env, args []string) int {
