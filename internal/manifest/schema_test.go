@@ -106,7 +106,7 @@ func TestSchemaExamplesParse(t *testing.T) {
 		doc[k] = example(p)
 	}
 	doc["connectors"] = []any{entry}
-	// roles: belong to the KV contract alone; factory: names another.
+	// Parsed without factory: first, then with it and without roles:.
 	factory := doc["factory"]
 	delete(doc, "factory")
 	data, err := yaml.Marshal(doc)
