@@ -85,7 +85,7 @@ const (
 )
 
 // DefaultFactory is the contract of a manifest without factory:.
-const DefaultFactory = KVPath + ".Factory"
+const DefaultFactory = kvPath + ".Factory"
 
 // String is the contract as the manifest names it.
 func (c *Contract) String() string { return c.Path + "." + c.Name }

@@ -19,7 +19,7 @@ import (
 func TestEmitAvoidsTheNamesOfThePackage(t *testing.T) {
 	reg, c := registryPackage(t)
 	declared := map[string]bool{"entries": true, "adaptX": true, "context": true}
-	imports := map[string]*types.Package{KVPath: reg}
+	imports := map[string]*types.Package{kvPath: reg}
 	for _, p := range reg.Imports() {
 		p.MarkComplete()
 		imports[p.Path()] = p

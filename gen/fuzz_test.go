@@ -88,13 +88,13 @@ func registryPackage(t *testing.T) (*types.Package, *contract) {
 	registryOnce.Do(func() {
 		// Package registry first, whole: package kv's export data holds
 		// only the part of it that kv uses.
-		pkgs, err := packages.Load(&packages.Config{Mode: packages.NeedName | packages.NeedFiles | packages.NeedExportFile}, RegistryPath, KVPath)
+		pkgs, err := packages.Load(&packages.Config{Mode: packages.NeedName | packages.NeedFiles | packages.NeedExportFile}, RegistryPath, kvPath)
 		if err != nil {
 			registryErr = err
 			return
 		}
 		if len(pkgs) != 2 || pkgs[0].ExportFile == "" || pkgs[1].ExportFile == "" {
-			registryErr = errors.New("no export data for " + KVPath)
+			registryErr = errors.New("no export data for " + kvPath)
 			return
 		}
 		slices.SortFunc(pkgs, func(a, b *packages.Package) int { return strings.Compare(a.PkgPath, b.PkgPath) })
@@ -111,7 +111,7 @@ func registryPackage(t *testing.T) (*types.Package, *contract) {
 			registryErr = err
 			return
 		}
-		c := Contract{Path: KVPath, Name: "Factory"}
+		c := Contract{Path: kvPath, Name: "Factory"}
 		var problem string
 		if c.Roles, c.Registry, problem = readMarkers(files, c.Name); problem == "" {
 			kvResolved, kvContract, problem = resolveContract(registryTypes, c)
@@ -231,7 +231,7 @@ func fuzzGenerate(t *testing.T, data []byte) {
 	require.NoError(t, err, "%s", got)
 	require.True(t, ast.IsGenerated(af))
 	require.Equal(t, out.name, af.Name.Name)
-	imports := map[string]*types.Package{KVPath: reg}
+	imports := map[string]*types.Package{kvPath: reg}
 	for _, p := range reg.Imports() {
 		// context, which adapters name: export data holds the part of
 		// it that registry uses, which is the part adapters use.

@@ -29,9 +29,9 @@ import (
 // code imports.
 const RegistryPath = "github.com/kvgen/kvgen/registry"
 
-// KVPath is the import path of the KV connector contract's package, whose
-// Factory is the contract of a manifest without factory:.
-const KVPath = RegistryPath + "/kv"
+// kvPath is the import path of the KV connector contract's package, whose
+// Factory is DefaultFactory.
+const kvPath = RegistryPath + "/kv"
 
 // ErrNoKVGen says that the main module does not require kvgen, so that
 // the registry package the generated file imports cannot be loaded; the
