@@ -12,7 +12,6 @@ import (
 
 	"github.com/kvgen/kvgen/internal/atomicfile"
 	"github.com/kvgen/kvgen/internal/readfile"
-	"github.com/kvgen/kvgen/registry"
 )
 
 // The check cache remembers what checking a constructor against the
@@ -125,7 +124,7 @@ const cacheFormat = "kvgen-check-1"
 // reg holds the export files of the registry package and of the
 // contract's package, separated by NULs; contractName is "" for the KV
 // connector contract.
-func (c *checkCache) key(reg, pkg, pkgPath, constructor string, roles registry.RoleSet, contractName string) string {
+func (c *checkCache) key(reg, pkg, pkgPath, constructor string, roles []string, contractName string) string {
 	if c.path == "" || reg == "" || pkg == "" {
 		return ""
 	}
@@ -133,7 +132,7 @@ func (c *checkCache) key(reg, pkg, pkgPath, constructor string, roles registry.R
 	for _, f := range strings.Split(reg, "\x00") {
 		regs = append(regs, filepath.Base(f))
 	}
-	return hashFields(c.salt, strings.Join(regs, "\x00"), filepath.Base(pkg), pkgPath, constructor, strconv.Itoa(int(roles)), contractName)
+	return hashFields(c.salt, strings.Join(regs, "\x00"), filepath.Base(pkg), pkgPath, constructor, strings.Join(roles, ","), contractName)
 }
 
 func (c *checkCache) get(key string) (cachedCheck, bool) {

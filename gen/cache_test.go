@@ -51,17 +51,17 @@ connectors:
 import (
 	"context"
 
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 type Conn struct{}
 
 func (*Conn) Close() error { return nil }
-func (*Conn) MatchedTokens(context.Context, *registry.Request, int) (int, error) { return 0, nil }
-func (*Conn) AfterAlloc(context.Context, *registry.Request, int) error { return nil }
-func (*Conn) RequestFinished(context.Context, *registry.Request) error { return nil }
-func (*Conn) SaveLayer(context.Context, *registry.Request, string, int, []byte) error { return nil }
-func (*Conn) LoadLayer(context.Context, *registry.Request, string, int) ([]byte, error) { return nil, nil }
+func (*Conn) MatchedTokens(context.Context, *kv.Request, int) (int, error) { return 0, nil }
+func (*Conn) AfterAlloc(context.Context, *kv.Request, int) error { return nil }
+func (*Conn) RequestFinished(context.Context, *kv.Request) error { return nil }
+func (*Conn) SaveLayer(context.Context, *kv.Request, string, int, []byte) error { return nil }
+func (*Conn) LoadLayer(context.Context, *kv.Request, string, int) ([]byte, error) { return nil, nil }
 func (*Conn) WaitForSave(context.Context) error { return nil }
 func (*Conn) Finished(context.Context, []string) ([]string, []string, error) { return nil, nil, nil }
 `
@@ -71,7 +71,7 @@ import (
 	"context"
 
 	"example.com/kvedit/store"
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 var _ = store.Conn{}
@@ -85,26 +85,26 @@ var _ = store.Conn{}
 		wantDeclAt int
 	}{
 		{name: "interface result",
-			conn:  "func New(ctx context.Context, cfg registry.Config, role registry.Role) (registry.Connector, error) { return &store.Conn{}, nil }",
+			conn:  "func New(ctx context.Context, cfg kv.Config, role kv.Role) (kv.Connector, error) { return &store.Conn{}, nil }",
 			store: storeOK, wantDeclAt: 11},
 		{name: "signature change",
-			conn:    "func New(ctx context.Context, cfg registry.Config, role registry.Role) (registry.Connector, string) { return nil, \"\" }",
+			conn:    "func New(ctx context.Context, cfg kv.Config, role kv.Role) (kv.Connector, string) { return nil, \"\" }",
 			wantErr: "result 2 is string; want error"},
 		{name: "concrete result",
-			conn:      "\nfunc New(ctx context.Context, cfg registry.Config, role registry.Role) (*store.Conn, error) { return &store.Conn{}, nil }",
+			conn:      "\nfunc New(ctx context.Context, cfg kv.Config, role kv.Role) (*store.Conn, error) { return &store.Conn{}, nil }",
 			wantAdapt: true, wantDeclAt: 12},
 		{name: "role interface change in another package",
-			conn:    "\nfunc New(ctx context.Context, cfg registry.Config, role registry.Role) (*store.Conn, error) { return &store.Conn{}, nil }",
+			conn:    "\nfunc New(ctx context.Context, cfg kv.Config, role kv.Role) (*store.Conn, error) { return &store.Conn{}, nil }",
 			store:   strings.Replace(storeOK, "func (*Conn) LoadLayer", "func (*Conn) loadLayer", 1),
-			wantErr: "does not implement registry.Worker (missing method LoadLayer)"},
+			wantErr: "does not implement kv.Worker (missing method LoadLayer)"},
 		{name: "role interface restored",
-			conn:  "\nfunc New(ctx context.Context, cfg registry.Config, role registry.Role) (*store.Conn, error) { return &store.Conn{}, nil }",
+			conn:  "\nfunc New(ctx context.Context, cfg kv.Config, role kv.Role) (*store.Conn, error) { return &store.Conn{}, nil }",
 			store: storeOK, wantAdapt: true, wantDeclAt: 12},
 		{name: "constructor renamed",
-			conn:    "func Newer(ctx context.Context, cfg registry.Config, role registry.Role) (registry.Connector, error) { return nil, nil }",
+			conn:    "func Newer(ctx context.Context, cfg kv.Config, role kv.Role) (kv.Connector, error) { return nil, nil }",
 			wantErr: `package "example.com/kvedit/conn" has no function "New"; did you mean "Newer"?`},
 		{name: "renamed back",
-			conn:       "func New(ctx context.Context, cfg registry.Config, role registry.Role) (registry.Connector, error) { return &store.Conn{}, nil }",
+			conn:       "func New(ctx context.Context, cfg kv.Config, role kv.Role) (kv.Connector, error) { return &store.Conn{}, nil }",
 			wantDeclAt: 11},
 	}
 	cache := t.TempDir()

@@ -17,7 +17,6 @@ import (
 	"github.com/kvgen/kvgen/internal/diag"
 	"github.com/kvgen/kvgen/internal/manifest"
 	"github.com/kvgen/kvgen/internal/suggest"
-	"github.com/kvgen/kvgen/registry"
 )
 
 // Entry is a manifest entry checked against its Go package: what the
@@ -28,7 +27,7 @@ type Entry struct {
 	// Name, Aliases and Roles are the manifest's values.
 	Name    string
 	Aliases []string
-	Roles   registry.RoleSet
+	Roles   []string
 	// ImportPath and PkgName identify the constructor's package.
 	ImportPath string
 	PkgName    string
@@ -43,8 +42,8 @@ type Entry struct {
 	Module        string
 	ModuleVersion string
 	// Adapt is set when the constructor returns another type than
-	// registry.Connector: the generated code wraps it in an adapter
-	// function, as registry.Adapt would.
+	// kv.Connector: the generated code wraps it in an adapter
+	// function, as kv.Adapt would.
 	Adapt bool
 	// Decl is where the constructor is declared.
 	Decl token.Position
@@ -76,7 +75,7 @@ func prepareEntry(errs *diag.List, c manifest.Connector, index int, lp *loadedPa
 		Pos:        c.Pos,
 		manifest:   c,
 		Name:       c.Name.V,
-		Roles:      c.RoleSet(),
+		Roles:      c.RoleNames(),
 		ImportPath: p.PkgPath,
 		PkgName:    p.Name,
 	}
@@ -159,46 +158,7 @@ func checkTypes(errs *diag.List, e *Entry, index int, namePos token.Position, lp
 // checkSignature returns what is wrong with a constructor's signature in Go
 // terms, or "" if it fits the contract; it sets e.Adapt.
 func checkSignature(sig *types.Signature, c *contract, e *Entry) string {
-	if c.any != nil {
-		return c.any.check(sig, e)
-	}
-	want := c.factory
-	wantSig := "func(ctx context.Context, cfg registry.Config, role registry.Role) (registry.Connector, error)"
-	if sig.TypeParams().Len() > 0 {
-		return "is generic; a constructor must be a plain function " + wantSig
-	}
-	if sig.Params().Len() != want.Params().Len() {
-		return fmt.Sprintf("has %d parameters; want 3: %s", sig.Params().Len(), wantSig)
-	}
-	if problem := paramProblem(sig, want, str); problem != "" {
-		return problem
-	}
-	if sig.Results().Len() != 2 {
-		return fmt.Sprintf("has %d result(s); want 2: (registry.Connector, error)", sig.Results().Len())
-	}
-	if errT := want.Results().At(1).Type(); !types.Identical(sig.Results().At(1).Type(), errT) {
-		return fmt.Sprintf("result 2 is %s; want error", str(sig.Results().At(1).Type()))
-	}
-	res := sig.Results().At(0).Type()
-	connT := want.Results().At(0).Type()
-	if types.Identical(res, connT) {
-		return ""
-	}
-	if !types.Implements(res, c.connector) {
-		return fmt.Sprintf("result 1 is %s; want registry.Connector or a type that implements it%s", str(res), missing(res, c.connector, str))
-	}
-	e.Adapt = true
-	if types.IsInterface(res) {
-		return "" // which roles it serves is only known at run time; Create checks
-	}
-	for _, role := range e.Roles.List() {
-		iface := c.roles[role]
-		if !types.Implements(res, iface) {
-			return fmt.Sprintf("returns %s, which does not implement registry.%s%s, but the entry serves the %s role; implement it, or set roles: to the roles it serves",
-				str(res), roleInterface(role), missing(res, iface, str), role)
-		}
-	}
-	return ""
+	return c.check(sig, e)
 }
 
 // maxFitting bounds how many fitting functions a message names.
@@ -207,7 +167,7 @@ const maxFitting = 10
 // fitting lists the exported functions of pkg that would pass the check
 // as the constructor of an entry serving roles, the first maxFitting of
 // them and then how many more there are.
-func fitting(pkg *types.Package, c *contract, roles registry.RoleSet) []string {
+func fitting(pkg *types.Package, c *contract, roles []string) []string {
 	var fit []string
 	for _, n := range exported[*types.Func](pkg) {
 		sig := pkg.Scope().Lookup(n).Type().(*types.Signature)
@@ -219,14 +179,6 @@ func fitting(pkg *types.Package, c *contract, roles registry.RoleSet) []string {
 		fit = append(fit[:maxFitting], fmt.Sprintf("and %d more", len(fit)-maxFitting))
 	}
 	return fit
-}
-
-// roleInterface names the registry interface a role's connector implements.
-func roleInterface(r registry.Role) string {
-	if r == registry.RoleScheduler {
-		return "Scheduler"
-	}
-	return "Worker"
 }
 
 // missing says which method keeps t from implementing iface.

@@ -1,12 +1,14 @@
 package gen
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"go/token"
 	"go/types"
+	"slices"
+	"strings"
 
+	"github.com/dave/jennifer/jen"
 	"golang.org/x/tools/go/packages"
 
 	"github.com/kvgen/kvgen/internal/gocmd"
@@ -14,11 +16,18 @@ import (
 	"github.com/kvgen/kvgen/internal/suggest"
 )
 
-// Contract is what a manifest's constructors are checked against: the KV
-// connector's registry.Factory, or the type a manifest's factory: names.
+// Contract is what a manifest's constructors are checked against: the
+// type a manifest's factory: names, by default the KV connector
+// contract's [DefaultFactory].
+//
+// What a contract needs beyond its type is data on the type, in marker
+// lines of its doc comment, which kvgen reads from the contract package's
+// source: [MarkerRoles] declares the roles its plugins serve, and
+// [MarkerRegistry] the function that turns the generated table into the
+// registry a host uses.
 type Contract struct {
 	// Path and Name are the import path and name of the type factory:
-	// names; both are "" for the KV connector contract.
+	// names.
 	Path, Name string
 	// PkgName is the name of the package at Path.
 	PkgName string
@@ -29,49 +38,88 @@ type Contract struct {
 	// by package name, such as "func(next http.Handler, cfg
 	// json.RawMessage) (http.Handler, error)".
 	Signature string
-	// Imports are the packages Signature, Params and Results name, by
-	// import path, with the names they call them by.
-	Imports map[string]string
-	// Params and Results are the zero values of a constructor's
-	// parameters and results, as Go expressions: what a stub returns, and
-	// what a test of it passes.
-	Params, Results []string
-	// ParamList and ResultList are a constructor's parameter and result
-	// lists as Go source writes them, such as "(next http.Handler, cfg
-	// json.RawMessage)" and "(http.Handler, error)".
-	ParamList, ResultList string
-	// ReturnsError is set when a constructor's last result is an error.
-	ReturnsError bool
-	// Methods are an interface contract's methods, embedded ones
-	// included, in the order go/types lists them: what a type that
-	// implements it declares.
-	Methods []Method
+	// Roles are the roles the contract declares, in the order its marker
+	// lists them; none for a contract without roles.
+	Roles []Role
+	// Registry names the function of the contract's package that the
+	// generated file passes its table to, or is "" when the generated
+	// Registry is the table itself.
+	Registry string
+
+	// imports are the packages Signature names, by import path, with the
+	// names they call them by: what an adapter function's file imports.
+	imports map[string]string
+	// adapter is what an adapter function of a function contract
+	// declares, in terms the generated file renders.
+	adapter adapterSig
+	// typ is the contract's type, as LoadContract read it; a Result,
+	// which keeps no types, has none.
+	typ types.Type
 }
 
-// Method is a method of an interface contract.
-type Method struct {
-	// Name is the method's name; an unexported one cannot be declared
-	// outside the contract's package.
+// Type returns the contract's type, for a contract that [LoadContract]
+// returned, or nil: what `kvgen new -factory` scaffolds a constructor of.
+func (c *Contract) Type() types.Type { return c.typ }
+
+// Role is one role a contract declares.
+type Role struct {
+	// Name is the role's name, as a manifest's roles: lists it.
 	Name string
-	// Signature is its parameters and results as a method declaration
-	// writes them after the name, types qualified by package name, such as
-	// "(key string) ([]byte, error)".
-	Signature string
-	// Results are the zero values of its results, as Go expressions.
-	Results []string
-	// ReturnsError is set when its last result is an error.
-	ReturnsError bool
+	// Interface names an interface of the contract's package that the
+	// concrete result of a constructor must implement for an entry that
+	// serves the role, or is "".
+	Interface string
 }
 
-// KV reports whether c is the KV connector contract.
-func (c *Contract) KV() bool { return c.Path == "" }
+// The markers a contract type's doc comment may hold, each on a line of
+// its own:
+//
+//	//kvgen:roles scheduler=Scheduler worker=Worker
+//	//kvgen:registry NewRegistry
+const (
+	// MarkerRoles declares the roles, each name=Interface or a bare name.
+	MarkerRoles = "//kvgen:roles"
+	// MarkerRegistry names a function of the contract's package that
+	// takes the generated *registry.Table[F] and returns the registry.
+	MarkerRegistry = "//kvgen:registry"
+)
+
+// DefaultFactory is the contract of a manifest without factory:.
+const DefaultFactory = kvPath + ".Factory"
 
 // String is the contract as the manifest names it.
-func (c *Contract) String() string {
-	if c.KV() {
-		return RegistryPath + ".Factory"
+func (c *Contract) String() string { return c.Path + "." + c.Name }
+
+// key names the contract and what its markers declare, for the check
+// cache: markers are comments, which export data leaves out.
+func (c *Contract) key() string {
+	parts := []string{c.String(), c.Registry}
+	for _, r := range c.Roles {
+		parts = append(parts, r.Name+"="+r.Interface)
 	}
-	return c.Path + "." + c.Name
+	return strings.Join(parts, " ")
+}
+
+// RoleNames returns the names of the roles the contract declares.
+func (c *Contract) RoleNames() []string {
+	names := make([]string, len(c.Roles))
+	for i, r := range c.Roles {
+		names[i] = r.Name
+	}
+	return names
+}
+
+// RolesOf returns the names of the roles e serves: those its manifest
+// entry lists, or every role the contract declares when it lists none.
+// It is nil for a contract without roles.
+func (c *Contract) RolesOf(e *Entry) []string {
+	if len(c.Roles) == 0 {
+		return nil
+	}
+	if e.Roles != nil {
+		return e.Roles
+	}
+	return c.RoleNames()
 }
 
 // typeName is the type of the contract's constructors, as the generated
@@ -83,41 +131,43 @@ func (c *Contract) typeName() string {
 	return c.PkgName + "." + c.Name
 }
 
-// kvContract is the contract of a manifest without factory:.
-var kvContract = Contract{
-	PkgName:   "registry",
-	Signature: "func(ctx context.Context, cfg registry.Config, role registry.Role) (registry.Connector, error)",
-	Imports:   map[string]string{"context": "context", RegistryPath: "registry"},
-}
-
 // contractOf returns the contract a manifest names, before its types are
 // read.
 func contractOf(m *manifest.Manifest) *Contract {
 	path, name, ok := m.Contract()
 	if !ok {
-		c := kvContract
-		return &c
+		path, name, _ = manifest.ParseFactory(DefaultFactory)
 	}
 	return &Contract{Path: path, Name: name}
 }
 
-// anyContract is a contract other than the KV connector's, in one type
-// universe: a named function type, or an interface.
-type anyContract struct {
+// contract is a contract in one type universe: a named function type, or
+// an interface, and the interfaces of its roles.
+type contract struct {
 	named types.Type
 	sig   *types.Signature // the function type's, or nil
 	iface *types.Interface // the interface, or nil
 	// signature is Contract.Signature.
 	signature string
+	// roles are the contract's roles, and pkgName its package's name.
+	roles   []contractRole
+	pkgName string
+}
+
+// contractRole is a declared role in a type universe.
+type contractRole struct {
+	name, ifaceName string
+	iface           *types.Interface // nil for a role without one
 }
 
 // str shows a type in a message, its packages by name.
 func str(t types.Type) string { return types.TypeString(t, (*types.Package).Name) }
 
 // resolveContract finds the type c names in its package, and returns it
-// with c filled in. It returns a problem in words instead when the type
-// cannot be a contract.
-func resolveContract(pkg *types.Package, c Contract) (*anyContract, Contract, string) {
+// with c filled in; c's Roles and Registry, read from the package's source
+// by readMarkers, are checked against the package's types. It returns a
+// problem in words instead when the type cannot be a contract.
+func resolveContract(pkg *types.Package, c Contract) (*contract, Contract, string) {
 	obj := pkg.Scope().Lookup(c.Name)
 	if obj == nil {
 		msg := fmt.Sprintf("package %s has no type %s", suggest.Quote(c.Path), suggest.Quote(c.Name))
@@ -134,69 +184,96 @@ func resolveContract(pkg *types.Package, c Contract) (*anyContract, Contract, st
 	if n, ok := t.(*types.Named); ok && n.TypeParams().Len() > 0 {
 		return nil, c, fmt.Sprintf("%s.%s is generic; name a type without type parameters, whose constructors kvgen can check", pkg.Name(), c.Name)
 	}
-	ac := &anyContract{named: t}
+	ac := &contract{named: t, pkgName: pkg.Name()}
 	imports := map[string]string{}
 	named := func(p *types.Package) string {
 		imports[p.Path()] = p.Name()
 		return p.Name()
 	}
-	zeros := func(tuple *types.Tuple) []string {
-		var z []string
-		for v := range tuple.Variables() {
-			z = append(z, zero(v.Type(), named))
-		}
-		return z
-	}
 	switch u := t.Underlying().(type) {
 	case *types.Signature:
 		ac.sig = u
 		c.Signature = types.TypeString(u, named)
-		c.Params, c.Results = zeros(u.Params()), zeros(u.Results())
-		if u.Variadic() {
-			c.Params = c.Params[:len(c.Params)-1] // a call passes none
-		}
-		// A tuple prints no "...": the parameters print as a signature's.
-		var params bytes.Buffer
-		types.WriteSignature(&params, types.NewSignatureType(nil, nil, nil, u.Params(), nil, u.Variadic()), named)
-		c.ParamList, c.ResultList = params.String(), types.TypeString(u.Results(), named)
-		c.ReturnsError = returnsError(u)
+		c.adapter = newAdapterSig(u)
 	case *types.Interface:
 		ac.iface = u
 		c.Interface = true
 		c.Signature = "func() " + types.TypeString(t, named)
-		c.Results = []string{"nil"}
-		c.ParamList, c.ResultList = "()", types.TypeString(t, named)
-		for m := range u.Methods() {
-			sig := m.Signature()
-			var b bytes.Buffer
-			types.WriteSignature(&b, sig, named)
-			c.Methods = append(c.Methods, Method{Name: m.Name(), Signature: b.String(), Results: zeros(sig.Results()), ReturnsError: returnsError(sig)})
-		}
+		c.adapter = adapterSig{results: []jen.Code{typeCode(t)}}
 	default:
 		return nil, c, fmt.Sprintf("%s.%s is %s, neither a function type nor an interface; factory: names the type every constructor is, or returns", pkg.Name(), c.Name, kindOf(u))
 	}
-	c.PkgName, c.Imports = pkg.Name(), imports
+	c.PkgName, c.imports = pkg.Name(), imports
 	ac.signature = c.Signature
+	for _, r := range c.Roles {
+		cr := contractRole{name: r.Name, ifaceName: r.Interface}
+		if r.Interface != "" {
+			tn, ok := pkg.Scope().Lookup(r.Interface).(*types.TypeName)
+			if !ok || !types.IsInterface(tn.Type()) {
+				return nil, c, fmt.Sprintf("%s.%s's %s line names %s for the role %s, which is not an interface of package %s",
+					pkg.Name(), c.Name, MarkerRoles, suggest.Quote(r.Interface), suggest.Quote(r.Name), suggest.Quote(c.Path))
+			}
+			cr.iface = tn.Type().Underlying().(*types.Interface)
+		}
+		ac.roles = append(ac.roles, cr)
+	}
+	if c.Registry != "" {
+		if problem := checkRegistryFunc(pkg, c.Registry, t, ac); problem != "" {
+			return nil, c, fmt.Sprintf("%s.%s's %s line: %s", pkg.Name(), c.Name, MarkerRegistry, problem)
+		}
+	}
 	return ac, c, ""
 }
 
-// returnsError reports whether sig's last result is an error.
-func returnsError(sig *types.Signature) bool {
-	n := sig.Results().Len()
-	return n > 0 && types.Identical(sig.Results().At(n-1).Type(), types.Universe.Lookup("error").Type())
+// errorType is the predeclared type error.
+var errorType = types.Universe.Lookup("error").Type()
+
+// checkRegistryFunc checks that name is a function of pkg that takes the
+// generated *registry.Table of the contract's factories, and returns one
+// value: the registry.
+func checkRegistryFunc(pkg *types.Package, name string, t types.Type, ac *contract) string {
+	fn, ok := pkg.Scope().Lookup(name).(*types.Func)
+	if !ok {
+		return fmt.Sprintf("package %s has no function %s", suggest.Quote(pkg.Path()), suggest.Quote(name))
+	}
+	sig := fn.Type().(*types.Signature)
+	want := "func(*registry.Table[" + str(ac.factoryType()) + "]) R"
+	if sig.TypeParams().Len() > 0 || sig.Params().Len() != 1 || sig.Results().Len() != 1 || sig.Variadic() {
+		return fmt.Sprintf("%s.%s is %s; want %s", pkg.Name(), name, str(sig), want)
+	}
+	p, ok := sig.Params().At(0).Type().(*types.Pointer)
+	if !ok {
+		return fmt.Sprintf("%s.%s is %s; want %s", pkg.Name(), name, str(sig), want)
+	}
+	n, ok := types.Unalias(p.Elem()).(*types.Named)
+	if !ok || n.Obj().Pkg() == nil || n.Obj().Pkg().Path() != RegistryPath || n.Obj().Name() != "Table" ||
+		n.TypeArgs().Len() != 1 || !types.Identical(n.TypeArgs().At(0), ac.factoryType()) {
+		return fmt.Sprintf("%s.%s is %s; want %s", pkg.Name(), name, str(sig), want)
+	}
+	return ""
+}
+
+// factoryType is the type of the table's factories: the function type, or
+// a function that returns the interface.
+func (ac *contract) factoryType() types.Type {
+	if ac.iface != nil {
+		return types.NewSignatureType(nil, nil, nil, nil, types.NewTuple(types.NewParam(token.NoPos, nil, "", ac.named)), false)
+	}
+	return ac.named
 }
 
 // check returns what keeps a constructor of signature sig from fitting
-// the contract, in Go terms, or "" if it fits; it sets e.Adapt when the
-// constructor returns a concrete type that an interface contract's
-// adapter returns as the interface.
-func (ac *anyContract) check(sig *types.Signature, e *Entry) string {
+// the contract, in Go terms, or "" if it fits. A constructor whose result
+// is a type that implements the interface the contract returns fits
+// through an adapter, and check sets e.Adapt; its result must then also
+// implement the interface of every role the entry serves.
+func (ac *contract) check(sig *types.Signature, e *Entry) string {
 	if sig.TypeParams().Len() > 0 {
 		return "is generic; a constructor must be a plain function " + ac.signature
 	}
 	want := ac.sig
 	if ac.iface != nil {
-		want = types.NewSignatureType(nil, nil, nil, nil, types.NewTuple(types.NewParam(token.NoPos, nil, "", ac.named)), false)
+		want = ac.factoryType().(*types.Signature)
 	}
 	if sig.Params().Len() != want.Params().Len() {
 		return fmt.Sprintf("has %d parameters; want %d: %s", sig.Params().Len(), want.Params().Len(), ac.signature)
@@ -204,28 +281,43 @@ func (ac *anyContract) check(sig *types.Signature, e *Entry) string {
 	if problem := paramProblem(sig, want, str); problem != "" {
 		return problem
 	}
+	if sig.Variadic() != want.Variadic() {
+		return fmt.Sprintf("is %s; want %s", str(sig), ac.signature) // variadic where the contract is not, or the other way
+	}
 	if sig.Results().Len() != want.Results().Len() {
 		return fmt.Sprintf("has %d result(s); want %d: %s", sig.Results().Len(), want.Results().Len(), ac.signature)
 	}
+	var concrete types.Type // the result an adapter returns as an interface
 	for i := range sig.Results().Len() {
 		got, wantT := sig.Results().At(i).Type(), want.Results().At(i).Type()
+		iface, isIface := wantT.Underlying().(*types.Interface)
 		switch {
 		case types.Identical(got, wantT):
 			continue
-		case ac.iface != nil && types.Implements(got, ac.iface):
+		case isIface && !types.Identical(wantT, errorType) && types.Implements(got, iface):
+			// An error result is not adapted: a typed nil would turn
+			// into a non-nil error.
 			e.Adapt = true
+			if concrete == nil {
+				concrete = got
+			}
 			continue
-		case ac.iface != nil:
-			return fmt.Sprintf("result %d is %s; want %s or a type that implements it%s", i+1, str(got), str(wantT), missing(got, ac.iface, str))
+		case isIface && !types.Identical(wantT, errorType):
+			return fmt.Sprintf("result %d is %s; want %s or a type that implements it%s", i+1, str(got), str(wantT), missing(got, iface, str))
 		}
-		msg := fmt.Sprintf("result %d is %s; want %s", i+1, str(got), str(wantT))
-		if iface, ok := wantT.Underlying().(*types.Interface); ok && types.Implements(got, iface) {
-			msg += ", which a function must return to be a " + str(ac.named) + " (a function returning a type that implements it is not one)"
-		}
-		return msg
+		return fmt.Sprintf("result %d is %s; want %s", i+1, str(got), str(wantT))
 	}
-	if ac.sig != nil && !types.AssignableTo(sig, ac.named) {
-		return fmt.Sprintf("is %s; want %s", str(sig), ac.signature) // variadic where the contract is not, or the other way
+	if concrete == nil || types.IsInterface(concrete) {
+		return "" // which roles it serves is only known at run time
+	}
+	for _, r := range ac.roles {
+		if r.iface == nil || e.Roles != nil && !slices.Contains(e.Roles, r.name) {
+			continue
+		}
+		if !types.Implements(concrete, r.iface) {
+			return fmt.Sprintf("returns %s, which does not implement %s.%s%s, but the entry serves the %s role; implement it, or set roles: to the roles it serves",
+				str(concrete), ac.pkgName, r.ifaceName, missing(concrete, r.iface, str), r.name)
+		}
 	}
 	return ""
 }
@@ -243,25 +335,6 @@ func paramProblem(sig, want *types.Signature, str func(types.Type) string) strin
 		}
 	}
 	return ""
-}
-
-// zero is the zero value of t as a Go expression, its packages named by
-// qual.
-func zero(t types.Type, qual types.Qualifier) string {
-	switch u := t.Underlying().(type) {
-	case *types.Basic:
-		switch {
-		case u.Info()&types.IsBoolean != 0:
-			return "false"
-		case u.Info()&types.IsString != 0:
-			return `""`
-		case u.Info()&types.IsNumeric != 0:
-			return "0"
-		}
-	case *types.Struct, *types.Array:
-		return types.TypeString(t, qual) + "{}"
-	}
-	return "nil"
 }
 
 // kindOf names the kind of an underlying type, as a message says it.
@@ -312,9 +385,10 @@ func LoadContract(ctx context.Context, dir string, env []string, factory string)
 	if err != nil {
 		return nil, err
 	}
-	_, c, problem := resolveContract(pkg, Contract{Path: path, Name: name})
+	ac, c, problem := resolveContract(pkg, Contract{Path: path, Name: name})
 	if problem != "" {
 		return nil, fmt.Errorf("factory %s: %s", suggest.Quote(factory), problem)
 	}
+	c.typ = ac.named
 	return &c, nil
 }

@@ -18,17 +18,12 @@ func describe(m *manifest.Manifest, contract *Contract, importPath string, entri
 		Package:        importPath,
 		Connectors:     make([]inspect.Connector, len(entries)),
 	}
-	if !contract.KV() {
-		d.Factory = contract.String()
+	if c := contract.String(); c != DefaultFactory {
+		d.Factory = c
 	}
 	for i, e := range entries {
 		c := inspect.Connector{Name: e.Name, Aliases: e.Aliases, Import: e.ImportPath, Constructor: e.Constructor, Module: e.Module}
-		for _, r := range e.Roles.List() {
-			if !contract.KV() {
-				break // roles are the KV connector contract's
-			}
-			c.Roles = append(c.Roles, r.String())
-		}
+		c.Roles = contract.RolesOf(e)
 		d.Connectors[i] = c
 	}
 	return inspect.Encode(d)

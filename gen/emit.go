@@ -10,8 +10,6 @@ import (
 
 	"github.com/dave/jennifer/jen"
 	goimports "golang.org/x/tools/imports"
-
-	"github.com/kvgen/kvgen/registry"
 )
 
 // emit renders the registry file. Every manifest string reaches the file
@@ -19,14 +17,15 @@ import (
 //
 // The entries are a package-level slice of composite literals holding only
 // constants and functions, which the compiler lays out as static data; a
-// constructor that registry.Adapt would wrap gets a named adapter function
+// constructor that kv.Adapt would wrap gets a named adapter function
 // of its own instead. No function grows with the number of entries: the
 // compiler's passes over one function's code cost more than linear time in
 // its size, and a registry of 10,000 entries built in one call expression
 // took minutes and gigabytes to compile.
 //
-// For a contract other than the KV connector's, the registry is a
-// registry.Table of the contract's factory type.
+// The registry is a registry.Table of the contract's factory type, which
+// the contract's registry function (//kvgen:registry) turns into the
+// registry a host uses, if it names one.
 func emit(manifestFile, pkgName string, c *Contract, desc string, entries []*Entry, declared map[string]bool) ([]byte, error) {
 	f := jen.NewFile(pkgName)
 	name := commentName(manifestFile)
@@ -69,34 +68,30 @@ func emit(manifestFile, pkgName string, c *Contract, desc string, entries []*Ent
 		factory := jen.Qual(e.ImportPath, e.Constructor)
 		if e.Adapt {
 			fn := names.free(adapterName(e.Name))
-			if c.KV() {
-				adapters = append(adapters, adapter(fn, e, reg), jen.Line())
-			} else {
-				adapters = append(adapters, interfaceAdapter(fn, e, c), jen.Line())
-			}
+			adapters = append(adapters, adapterFunc(fn, e, c), jen.Line())
 			factory = jen.Id(fn)
 		}
-		if c.KV() {
-			fields = append(fields, field("Roles", roleSet(e.Roles, reg)))
+		if e.Roles != nil {
+			fields = append(fields, field("Roles", rolesLit(e.Roles)))
 		}
 		fields = append(fields, field("Factory", factory), jen.Line())
 		items = append(items, jen.Line().Values(fields...))
 	}
 	items = append(items, jen.Line())
 
-	kind, newFunc, entry := "connectors", reg("MustNewDescribed"), reg("Entry")
-	if !c.KV() {
-		kind, newFunc, entry = "plugins", reg("MustNewTable"), reg("Plugin").Types(factoryType(c))
-	}
-	f.Comment(fmt.Sprintf("Registry holds the %s that %s lists, in its order.", kind, name))
-	if c.KV() {
-		f.Comment("Create a connector with Registry.Create(ctx, cfg, role).")
+	entry := reg("Plugin").Types(factoryType(c))
+	table := reg("MustNewTable").Call(jen.Id(descName), jen.Id(list).Op("..."))
+	value := table
+	f.Comment(fmt.Sprintf("Registry holds the plugins that %s lists, in its order,", name))
+	if c.Registry != "" {
+		value = jen.Qual(c.Path, c.Registry).Call(table)
+		f.Comment(fmt.Sprintf("as the registry %s.%s makes of their table.", c.PkgName, c.Registry))
 	} else {
-		f.Comment(fmt.Sprintf("Registry.Lookup(name) returns one's constructor, a %s.", c.typeName()))
+		f.Comment(fmt.Sprintf("by name: Registry.Lookup(name) returns one's constructor, a %s.", c.typeName()))
 	}
-	f.Var().Id("Registry").Op("=").Add(newFunc).Call(jen.Id(descName), jen.Id(list).Op("..."))
+	f.Var().Id("Registry").Op("=").Add(value)
 	f.Line()
-	f.Comment(descName + " describes " + name + " and its " + kind + ", for kvgen inspect to read from a binary.")
+	f.Comment(descName + " describes " + name + " and its plugins, for kvgen inspect to read from a binary.")
 	f.Const().Id(descName).Op("=").Lit(desc)
 	f.Line()
 	f.Comment(list + " is static data: constants and functions only.")
@@ -119,21 +114,6 @@ func emit(manifestFile, pkgName string, c *Contract, desc string, entries []*Ent
 	return out, nil
 }
 
-// adapter declares fn, which calls the entry's constructor, whose result
-// is a concrete type, and returns that as a registry.Connector, as
-// registry.Adapt does, but as a function of its own: a call to Adapt is
-// code that runs at initialisation, a function is static data.
-func adapter(fn string, e *Entry, reg func(string) *jen.Statement) jen.Code {
-	return jen.Commentf("%s adapts %s.%s, which returns a concrete type, to registry.Factory.", fn, e.PkgName, e.Constructor).Line().
-		Func().Id(fn).Params(
-		jen.Id("ctx").Qual("context", "Context"),
-		jen.Id("cfg").Add(reg("Config")),
-		jen.Id("role").Add(reg("Role")),
-	).Params(reg("Connector"), jen.Error()).Block(
-		jen.Return(jen.Qual(e.ImportPath, e.Constructor).Call(jen.Id("ctx"), jen.Id("cfg"), jen.Id("role"))),
-	)
-}
-
 // factoryType is the type of a table's factories: the named function
 // type, or a function that returns the interface.
 func factoryType(c *Contract) jen.Code {
@@ -141,15 +121,6 @@ func factoryType(c *Contract) jen.Code {
 		return jen.Func().Params().Qual(c.Path, c.Name)
 	}
 	return jen.Qual(c.Path, c.Name)
-}
-
-// interfaceAdapter declares fn, which calls the entry's constructor, whose
-// result is a concrete type, and returns that as the contract's interface.
-func interfaceAdapter(fn string, e *Entry, c *Contract) jen.Code {
-	return jen.Commentf("%s adapts %s.%s, which returns a concrete type, to %s.", fn, e.PkgName, e.Constructor, c.typeName()).Line().
-		Func().Id(fn).Params().Qual(c.Path, c.Name).Block(
-		jen.Return(jen.Qual(e.ImportPath, e.Constructor).Call()),
-	)
 }
 
 // idents hands out top-level names for the generated file that no other
@@ -205,23 +176,14 @@ func commentName(name string) string {
 	return q
 }
 
-// roleSet is the set s as a constant expression, such as
-// registry.RoleSet(registry.RoleScheduler | registry.RoleWorker), which
-// the compiler folds; a call to registry.NewRoleSet would be code.
-func roleSet(s registry.RoleSet, reg func(string) *jen.Statement) jen.Code {
-	var roles jen.Statement
-	for i, r := range s.List() {
-		if i > 0 {
-			roles.Op("|")
-		}
-		switch r {
-		case registry.RoleScheduler:
-			roles.Add(reg("RoleScheduler"))
-		case registry.RoleWorker:
-			roles.Add(reg("RoleWorker"))
-		}
+// rolesLit are the roles an entry serves as a Go expression: a slice of
+// constants, which the compiler lays out as static data.
+func rolesLit(roles []string) jen.Code {
+	lits := make([]jen.Code, len(roles))
+	for i, r := range roles {
+		lits[i] = jen.Lit(r)
 	}
-	return reg("RoleSet").Call(&roles)
+	return jen.Index().String().Values(lits...)
 }
 
 // importName is the name the generated file imports a package under.
@@ -247,9 +209,10 @@ func importNames(c *Contract, entries []*Entry, declared map[string]bool, adapt 
 	// Besides the imports, the file uses these identifiers; an import
 	// named like one of them would shadow it or be shadowed.
 	taken := map[string]bool{reg.name: true, "Registry": true, "string": true}
-	if adapt && c.KV() {
-		// An adapter's parameters and result.
-		for _, n := range []string{"ctx", "cfg", "role", "error"} {
+	if adapt {
+		// An adapter's parameters and the predeclared names its types
+		// may use.
+		for _, n := range append(c.adapter.names(), "error", "any") {
 			taken[n] = true
 		}
 	}
@@ -258,7 +221,12 @@ func importNames(c *Contract, entries []*Entry, declared map[string]bool, adapt 
 	}
 	// An alias is never another imported package's own name, so that
 	// package can keep it.
-	realNames := map[string]bool{"registry": true, "context": adapt && c.KV(), c.PkgName: true}
+	realNames := map[string]bool{"registry": true, c.PkgName: true}
+	if adapt {
+		for _, name := range c.imports {
+			realNames[name] = true
+		}
+	}
 	for _, e := range entries {
 		realNames[e.PkgName] = true
 	}
@@ -282,11 +250,15 @@ func importNames(c *Contract, entries []*Entry, declared map[string]bool, adapt 
 		taken[imp.name] = true
 		imports = append(imports, imp)
 	}
-	if adapt && c.KV() {
-		add("context", "context")
-	}
-	if !c.KV() {
-		add(c.Path, c.PkgName)
+	add(c.Path, c.PkgName)
+	if adapt {
+		// The packages the adapters' signatures name: the standard
+		// library's first, as goimports groups them.
+		paths := slices.Sorted(maps.Keys(c.imports))
+		slices.SortStableFunc(paths, func(a, b string) int { return cmpBool(!stdlib(a), !stdlib(b)) })
+		for _, path := range paths {
+			add(path, c.imports[path])
+		}
 	}
 	for _, e := range entries {
 		add(e.ImportPath, e.PkgName)
@@ -301,14 +273,31 @@ func renderKey(salt, manifestFile, pkgName string, c *Contract, desc string, ent
 	if salt == "" {
 		return ""
 	}
-	fields := []string{salt, manifestFile, pkgName, c.String(), c.PkgName, c.Signature, strconv.FormatBool(c.Interface), desc}
+	fields := []string{salt, manifestFile, pkgName, c.String(), c.PkgName, c.Signature, strconv.FormatBool(c.Interface), c.Registry, desc}
 	for _, name := range slices.Sorted(maps.Keys(declared)) {
 		fields = append(fields, "declared", name)
 	}
 	for _, e := range entries {
 		fields = append(fields, "entry", e.Name, e.ImportPath, e.PkgName, e.Constructor, e.Module,
-			strconv.Itoa(int(e.Roles)), strconv.FormatBool(e.Adapt), strconv.Itoa(len(e.Aliases)))
+			strings.Join(e.Roles, ","), strconv.FormatBool(e.Adapt), strconv.Itoa(len(e.Aliases)))
 		fields = append(fields, e.Aliases...)
 	}
 	return hashFields(fields...)
+}
+
+// stdlib reports whether path is a standard-library package's: its first
+// element has no dot.
+func stdlib(path string) bool {
+	first, _, _ := strings.Cut(path, "/")
+	return !strings.Contains(first, ".")
+}
+
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case !a:
+		return -1
+	}
+	return 1
 }

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -33,7 +34,7 @@ import (
 // The body stays fast by not running the go command per input: each entry's
 // package is made up in memory, in the type universe of the registry
 // package's export data (loaded once), with the constructor the entry names
-// declared as a registry.Factory. An entry without a constructor finds no
+// declared as a kv.Factory. An entry without a constructor finds no
 // marker and is rejected, as it would be in a package without one.
 func FuzzGenerate(f *testing.F) {
 	seeds, err := filepath.Glob("testdata/*/connectors.yaml")
@@ -76,28 +77,51 @@ var (
 	registryTypes *types.Package
 	registryFset  *token.FileSet
 	registryErr   error
+	// kvContract is the KV connector contract, as gen resolves it.
+	kvContract Contract
+	kvResolved *contract
 )
 
 // registryPackage loads package registry's types from its export data,
 // once per process.
 func registryPackage(t *testing.T) (*types.Package, *contract) {
 	registryOnce.Do(func() {
-		pkgs, err := packages.Load(&packages.Config{Mode: packages.NeedName | packages.NeedExportFile}, RegistryPath)
+		// Package registry first, whole: package kv's export data holds
+		// only the part of it that kv uses.
+		pkgs, err := packages.Load(&packages.Config{Mode: packages.NeedName | packages.NeedFiles | packages.NeedExportFile}, RegistryPath, kvPath)
 		if err != nil {
 			registryErr = err
 			return
 		}
-		if len(pkgs) != 1 || pkgs[0].ExportFile == "" {
-			registryErr = errors.New("no export data for " + RegistryPath)
+		if len(pkgs) != 2 || pkgs[0].ExportFile == "" || pkgs[1].ExportFile == "" {
+			registryErr = errors.New("no export data for " + kvPath)
 			return
 		}
+		slices.SortFunc(pkgs, func(a, b *packages.Package) int { return strings.Compare(a.PkgPath, b.PkgPath) })
 		registryFset = token.NewFileSet()
-		registryTypes, registryErr = readExport(registryFset, map[string]*types.Package{}, pkgs[0])
+		imports := map[string]*types.Package{}
+		if _, registryErr = readExport(registryFset, imports, pkgs[0]); registryErr != nil {
+			return
+		}
+		if registryTypes, registryErr = readExport(registryFset, imports, pkgs[1]); registryErr != nil {
+			return
+		}
+		files, err := newSourceFiles(pkgs[1]).parsed()
+		if err != nil {
+			registryErr = err
+			return
+		}
+		c := Contract{Path: kvPath, Name: "Factory"}
+		var problem string
+		if c.Roles, c.Registry, problem = readMarkers(files, c.Name); problem == "" {
+			kvResolved, kvContract, problem = resolveContract(registryTypes, c)
+		}
+		if problem != "" {
+			registryErr = errors.New(problem)
+		}
 	})
 	require.NoError(t, registryErr)
-	c, err := newContract(registryTypes)
-	require.NoError(t, err)
-	return registryTypes, c
+	return registryTypes, kvResolved
 }
 
 // madeUpPackage is a package at import path p that declares nothing yet,
@@ -136,10 +160,10 @@ func fuzzGenerate(t *testing.T, data []byte) {
 
 	// The connectors' packages, made up: each declares the constructor its
 	// first entry names, with the Factory signature, or, for a name of odd
-	// length, returning registry.Worker, which the registry adapts.
+	// length, returning kv.Worker, which the registry adapts.
 	worker := reg.Scope().Lookup("Worker").Type()
-	adapted := types.NewSignatureType(nil, nil, nil, c.factory.Params(),
-		types.NewTuple(types.NewParam(token.NoPos, nil, "", worker), c.factory.Results().At(1)), false)
+	adapted := types.NewSignatureType(nil, nil, nil, c.sig.Params(),
+		types.NewTuple(types.NewParam(token.NoPos, nil, "", worker), c.sig.Results().At(1)), false)
 	pkgs := map[string]*loadedPackage{}
 	for _, conn := range m.Connectors {
 		p := conn.Import.V
@@ -149,7 +173,7 @@ func fuzzGenerate(t *testing.T, data []byte) {
 			pkgs[p] = lp
 		}
 		if ctor := conn.Constructor.V; ctor != "" && lp.types.Scope().Lookup(ctor) == nil {
-			sig := c.factory
+			sig := c.sig
 			if len(ctor)%2 == 1 {
 				sig = adapted
 			}
@@ -166,7 +190,7 @@ func fuzzGenerate(t *testing.T, data []byte) {
 	path := filepath.Join(dir, filepath.FromSlash(m.Output.V))
 	res := &Result{manifest: m, Package: out.name, Path: path, abs: path, root: dir}
 	var errs diag.List
-	res.Entries, err = checkEntries(&errs, m, &listing{pkgs: pkgs}, "", func(s string) string { return s }, (*CheckCache)(nil).file("", ""), true)
+	res.Entries, err = checkEntries(&errs, m, &listing{pkgs: pkgs, kind: &kvContract}, "", func(s string) string { return s }, (*CheckCache)(nil).file("", ""), true)
 	require.NoError(t, err)
 	err = errs.Err()
 	if err == nil {
@@ -207,7 +231,7 @@ func fuzzGenerate(t *testing.T, data []byte) {
 	require.NoError(t, err, "%s", got)
 	require.True(t, ast.IsGenerated(af))
 	require.Equal(t, out.name, af.Name.Name)
-	imports := map[string]*types.Package{RegistryPath: reg}
+	imports := map[string]*types.Package{kvPath: reg}
 	for _, p := range reg.Imports() {
 		// context, which adapters name: export data holds the part of
 		// it that registry uses, which is the part adapters use.
@@ -271,14 +295,15 @@ func fuzzGenerate(t *testing.T, data []byte) {
 }
 
 // assertStaticEntries checks that the package's variables are static data
-// but for one call of registry.MustNewDescribed: their initialisers call nothing
-// else, conversions aside, so that the code the compiler generates for
+// but for one call of registry.MustNewTable, and of the contract's
+// registry function around it: their initialisers call nothing else,
+// conversions aside, so that the code the compiler generates for
 // them does not grow with the number of entries. Package initialisation is
 // one function, and the compiler's passes over a function cost more than
 // linear time in its size.
 func assertStaticEntries(t *testing.T, f *ast.File, info *types.Info, src []byte) {
 	t.Helper()
-	calls := 0
+	calls, wraps := 0, 0
 	for _, d := range f.Decls {
 		g, ok := d.(*ast.GenDecl)
 		if !ok || g.Tok != token.VAR {
@@ -289,14 +314,19 @@ func assertStaticEntries(t *testing.T, f *ast.File, info *types.Info, src []byte
 			if !ok || info.Types[call.Fun].IsType() {
 				return true
 			}
-			calls++
 			sel, ok := call.Fun.(*ast.SelectorExpr)
-			require.True(t, ok && sel.Sel.Name == "MustNewDescribed" && len(call.Args) == 2 && call.Ellipsis.IsValid(),
-				"a call in a variable's initialiser other than MustNewDescribed(description, entries...):\n%s", src)
+			if ok && sel.Sel.Name == "NewRegistry" && len(call.Args) == 1 {
+				wraps++
+				return true
+			}
+			calls++
+			require.True(t, ok && sel.Sel.Name == "MustNewTable" && len(call.Args) == 2 && call.Ellipsis.IsValid(),
+				"a call in a variable's initialiser other than MustNewTable(description, entries...):\n%s", src)
 			return true
 		})
 	}
 	require.Equal(t, 1, calls, "%s", src)
+	require.LessOrEqual(t, wraps, 1, "%s", src)
 }
 
 // assertInManifest checks that a rejection is a list of errors, each at a

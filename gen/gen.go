@@ -477,16 +477,12 @@ func importPaths(m *manifest.Manifest) []string {
 func checkResolved(errs *diag.List, opts Options, res *Result, kind *Contract, listed *listing) (*checkCache, error) {
 	m := res.manifest
 	res.sources, listed.kind = make(map[string]*sourceFiles, len(listed.pkgs)), kind
+	var contractOK bool
 	for path, lp := range listed.pkgs {
 		res.sources[path] = lp.src
 	}
-	contractOK := true
-	if !kind.KV() {
-		res.Contract, contractOK = resolveNamed(errs, m, listed)
-		listed.kind = res.Contract
-	} else {
-		res.Contract = kind
-	}
+	res.Contract, contractOK = resolveNamed(errs, m, listed)
+	listed.kind = res.Contract
 	cache := opts.Cache.file(opts.abs(opts.Manifest), res.Path)
 	var err error
 	res.Entries, err = checkEntries(errs, m, listed, res.importPath, shortPath(opts.WorkDir), cache, contractOK)
@@ -499,13 +495,18 @@ func checkResolved(errs *diag.List, opts Options, res *Result, kind *Contract, l
 	return cache, nil
 }
 
-// resolveNamed reads the type that m's factory: names from its package's
-// export data, and returns the contract it is; a problem is reported at
-// factory:, and ok is false.
+// resolveNamed reads the type that m's factory: names (by default
+// DefaultFactory) from its package's export data, and the markers of its
+// doc comment from the package's source, and returns the contract it is;
+// a problem is reported at factory:, and ok is false.
 func resolveNamed(errs *diag.List, m *manifest.Manifest, listed *listing) (c *Contract, ok bool) {
 	c = listed.kind
 	at := func(format string, args ...any) (*Contract, bool) {
-		errs.Add(m.Factory.Pos, "factory %s: %s", suggest.Quote(m.Factory.V), fmt.Sprintf(format, args...))
+		pos := m.Factory.Pos
+		if !m.Factory.Set {
+			pos = token.Position{Filename: m.File, Line: 1, Column: 1}
+		}
+		errs.Add(pos, "factory %s: %s", suggest.Quote(c.String()), fmt.Sprintf(format, args...))
 		return c, false
 	}
 	p := listed.contract
@@ -522,7 +523,16 @@ func resolveNamed(errs *diag.List, m *manifest.Manifest, listed *listing) (c *Co
 	if err != nil {
 		return at("%v", err)
 	}
-	_, filled, problem := resolveContract(pkg, *c)
+	files, err := newSourceFiles(p).parsed()
+	if err != nil {
+		return at("reading its markers: %v", err)
+	}
+	marked := *c
+	var problem string
+	if marked.Roles, marked.Registry, problem = readMarkers(files, c.Name); problem != "" {
+		return at("%s", problem)
+	}
+	_, filled, problem := resolveContract(pkg, marked)
 	if problem != "" {
 		return at("%s", problem)
 	}
@@ -553,11 +563,12 @@ func checkEntries(errs *diag.List, m *manifest.Manifest, listed *listing, outPat
 	}
 	if listed.contract != nil {
 		regExport += "\x00" + listed.contract.ExportFile
-		contractName = listed.kind.String()
+		contractName = listed.kind.key()
 	}
 	entries := make([]*Entry, len(m.Connectors))
 	for i, c := range m.Connectors {
-		if c.Invalid {
+		rolesOK := !contractOK || checkRoles(errs, c, i, listed.kind)
+		if c.Invalid || !rolesOK {
 			continue // its problems are reported already
 		}
 		if outPath != "" && c.Import.V == outPath {
@@ -744,6 +755,39 @@ func (o Options) BuildFlags() []string {
 // nothing, and generating again links them from the new files.
 var ErrModulesChanged = gomod.ErrChanged
 
+// MaxLinkAttempts bounds how often GenerateLinked links the manifest's
+// modules again because another process changed go.mod in the meantime:
+// each try after the first starts from that process's go.mod, so two runs
+// at once need two tries at most, and only a stream of edits exhausts
+// them.
+const MaxLinkAttempts = 10
+
+// GenerateLinked is Generate followed by Result.WriteModules, as `kvgen
+// generate` runs them: when another process changes go.mod or go.sum in
+// the meantime ([ErrModulesChanged]), it generates again from the new
+// files, up to MaxLinkAttempts times in all, and then gives up with an
+// error that wraps ErrModulesChanged. It does not write the registry
+// file: the caller shows Result.ModuleChanges, and writes the file with
+// Result.Write.
+func GenerateLinked(ctx context.Context, opts Options) (*Result, error) {
+	for attempt := 1; ; attempt++ {
+		res, err := Generate(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		err = res.WriteModules(ctx)
+		switch {
+		case errors.Is(err, ErrModulesChanged) && attempt < MaxLinkAttempts:
+			continue // link again what go.mod now lacks
+		case errors.Is(err, ErrModulesChanged):
+			return nil, fmt.Errorf("%w, %d times in a row; nothing was written: run kvgen again once the other runs are done", err, attempt)
+		case err != nil:
+			return nil, err
+		}
+		return res, nil
+	}
+}
+
 // ModuleChanges says, one line each, what the linked go.mod and go.sum
 // change: the require and replace lines that the manifest's modules need
 // and the main module's go.mod lacks. It is empty when go.mod has them.
@@ -776,4 +820,32 @@ func (r *Result) WriteModules(ctx context.Context) error {
 		return nil
 	}
 	return r.modules.Write(ctx)
+}
+
+// checkRoles checks that the roles entry c lists are roles the contract
+// declares, and reports those that are not at their positions.
+func checkRoles(errs *diag.List, c manifest.Connector, index int, contract *Contract) bool {
+	if len(c.Roles) == 0 {
+		return true
+	}
+	declared := contract.RoleNames()
+	if len(declared) == 0 {
+		errs.Add(c.Roles[0].Pos, "%s: roles: the contract %s declares no roles (with a %s line), so remove roles:", c.Label(index), contract.String(), MarkerRoles)
+		return false
+	}
+	ok := true
+	for _, r := range c.Roles {
+		if slices.Contains(declared, r.V) {
+			continue
+		}
+		msg := fmt.Sprintf("%s: unknown role %s", c.Label(index), suggest.Quote(r.V))
+		if near := suggest.Nearest(r.V, declared, 1); len(near) > 0 {
+			msg += fmt.Sprintf("; did you mean %q?", near[0])
+		} else {
+			msg += fmt.Sprintf("; the contract %s declares %s", contract.String(), quoteJoin(declared))
+		}
+		errs.Add(r.Pos, "%s", msg)
+		ok = false
+	}
+	return ok
 }

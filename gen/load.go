@@ -23,12 +23,15 @@ import (
 
 	"github.com/kvgen/kvgen/internal/gocmd"
 	"github.com/kvgen/kvgen/internal/readfile"
-	"github.com/kvgen/kvgen/registry"
 )
 
 // RegistryPath is the import path of the runtime package that generated
 // code imports.
 const RegistryPath = "github.com/kvgen/kvgen/registry"
+
+// kvPath is the import path of the KV connector contract's package, whose
+// Factory is DefaultFactory.
+const kvPath = RegistryPath + "/kv"
 
 // ErrNoKVGen says that the main module does not require kvgen, so that
 // the registry package the generated file imports cannot be loaded; the
@@ -89,17 +92,6 @@ func (s *sourceFiles) parsed() ([]*ast.File, error) {
 		}
 	})
 	return s.syntax, s.err
-}
-
-// contract is the part of package registry that constructors are checked
-// against.
-type contract struct {
-	factory   *types.Signature
-	connector *types.Interface
-	roles     map[registry.Role]*types.Interface // Scheduler, Worker
-	// any is the contract a manifest's factory: names; nil for the KV
-	// connector contract, which the fields above describe.
-	any *anyContract
 }
 
 // loaderDir is the directory, inside the directory packages are loaded
@@ -393,16 +385,9 @@ func readExport(fset *token.FileSet, imports map[string]*types.Package, p *packa
 	return gcexportdata.Read(r, fset, imports, p.PkgPath)
 }
 
-// newContract reads the contract into a worker's type universe: the KV
-// connector's from package registry, or the type factory: names.
+// newContract reads the contract, the type factory: names, into a
+// worker's type universe.
 func (l *listing) newContract(fset *token.FileSet, imports map[string]*types.Package) (*contract, error) {
-	if l.kind == nil || l.kind.KV() {
-		reg, err := readExport(fset, imports, l.registry)
-		if err != nil {
-			return nil, err
-		}
-		return newContract(reg)
-	}
 	pkg, err := readExport(fset, imports, l.contract)
 	if err != nil {
 		return nil, err
@@ -411,35 +396,7 @@ func (l *listing) newContract(fset *token.FileSet, imports map[string]*types.Pac
 	if ac == nil {
 		return nil, errors.New(problem) // resolve reported it already
 	}
-	return &contract{any: ac}, nil
-}
-
-func newContract(reg *types.Package) (*contract, error) {
-	underlying := func(name string) (types.Type, error) {
-		tn, ok := reg.Scope().Lookup(name).(*types.TypeName)
-		if !ok {
-			return nil, fmt.Errorf("%s.%s is missing: kvgen and the registry package it was built with disagree", RegistryPath, name)
-		}
-		return tn.Type().Underlying(), nil
-	}
-	factory, err := underlying("Factory")
-	if err != nil {
-		return nil, err
-	}
-	c := &contract{factory: factory.(*types.Signature), roles: map[registry.Role]*types.Interface{}}
-	connector, err := underlying("Connector")
-	if err != nil {
-		return nil, err
-	}
-	c.connector = connector.(*types.Interface)
-	for _, r := range registry.Roles() {
-		iface, err := underlying(roleInterface(r))
-		if err != nil {
-			return nil, err
-		}
-		c.roles[r] = iface.(*types.Interface)
-	}
-	return c, nil
+	return ac, nil
 }
 
 // packageErrors condenses a package's errors into one line, keeping the

@@ -29,13 +29,23 @@ type Plugin[F any] struct {
 	// Version is the module's version as linked into the binary; the
 	// table fills it in from runtime/debug.ReadBuildInfo.
 	Version string
+	// Roles are the roles the plugin serves, by the names its contract
+	// declares them by; nil means every role the contract declares.
+	Roles []string
 	// Factory is the constructor, as the contract's type.
 	Factory F
 }
 
-// Table is a registry of constructors of one contract F by name and
-// alias: the KV connector's [Registry] without roles or connectors, for
-// any plugin contract. It is immutable once built and safe for concurrent
+// Serves reports whether the plugin serves role: whether Roles is nil
+// or lists it.
+func (p Plugin[F]) Serves(role string) bool {
+	return p.Roles == nil || slices.Contains(p.Roles, role)
+}
+
+// Table is the registry of constructors of one contract F by name and
+// alias, for any contract: code that kvgen generates builds one from a
+// manifest, and a contract that needs more (the KV connector contract's
+// package kv, say) wraps it. It is immutable once built and safe for concurrent
 // use; a lookup is a map access and takes no lock.
 type Table[F any] struct {
 	entries []Plugin[F]
@@ -60,9 +70,11 @@ func NewTable[F any](entries ...Plugin[F]) (*Table[F], error) {
 	}
 	t := &Table[F]{entries: make([]Plugin[F], len(entries)), keyIndex: index}
 	for i, e := range entries {
-		e.Aliases = slices.Clone(e.Aliases)
+		e.Aliases, e.Roles = slices.Clone(e.Aliases), slices.Clone(e.Roles)
 		t.entries[i] = e
 	}
+	// Read once here, so that nothing changes after NewTable returns and
+	// a lookup stays a map access: a few microseconds at program start.
 	if info, ok := debug.ReadBuildInfo(); ok {
 		for i := range t.entries {
 			if e := &t.entries[i]; e.Version == "" {
@@ -125,18 +137,23 @@ func (t *Table[F]) Names() []string { return slices.Clone(t.names) }
 func (t *Table[F]) Entries() []Plugin[F] {
 	out := make([]Plugin[F], len(t.entries))
 	for i, e := range t.entries {
-		e.Aliases = slices.Clone(e.Aliases)
+		e.Aliases, e.Roles = slices.Clone(e.Aliases), slices.Clone(e.Roles)
 		out[i] = e
 	}
 	return out
 }
 
-func (t *Table[F]) unknown(name string) error {
+// Unknown returns the error for name, which is not in the table: an
+// [*UnknownNameError] that names the nearest keys and what is linked. A
+// registry that wraps the table sets its Noun and Hint.
+func (t *Table[F]) Unknown(name string) *UnknownNameError {
 	return &UnknownNameError{Name: name, Suggestions: suggest.Nearest(name, t.keys, 3), Linked: t.Names()}
 }
 
-// UnknownNameError is returned by [Table.Get] for a name that is neither a
-// registered name nor an alias.
+func (t *Table[F]) unknown(name string) error { return t.Unknown(name) }
+
+// UnknownNameError is the error for a name that is neither a registered
+// name nor an alias.
 type UnknownNameError struct {
 	// Name is the name asked for.
 	Name string
@@ -144,13 +161,28 @@ type UnknownNameError struct {
 	Suggestions []string
 	// Linked are the primary names of every linked plugin, sorted.
 	Linked []string
+	// Noun is what the table's plugins are called, such as "kv
+	// connector"; "" means "plugin".
+	Noun string
+	// Hint says how to link the plugin, in place of the general advice
+	// to add it to the manifest, or is "".
+	Hint string
 }
 
 func (e *UnknownNameError) Error() string {
+	noun, plural := "plugin", "plugins"
+	if e.Noun != "" {
+		noun = e.Noun
+		plural = noun[strings.LastIndexByte(noun, ' ')+1:] + "s"
+	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "unknown plugin %s", suggest.Quote(e.Name))
-	writeNearest(&b, e.Suggestions, e.Linked, "plugins")
-	b.WriteString("; to link another, add it to the manifest and regenerate")
+	fmt.Fprintf(&b, "unknown %s %s", noun, suggest.Quote(e.Name))
+	writeNearest(&b, e.Suggestions, e.Linked, plural)
+	if e.Hint != "" {
+		b.WriteString("; " + e.Hint)
+	} else {
+		b.WriteString("; to link another, add it to the manifest and regenerate")
+	}
 	return b.String()
 }
 
@@ -163,8 +195,7 @@ func nilable(k reflect.Kind) bool {
 	return false
 }
 
-// keyIndex maps names and aliases to the positions of their entries: the
-// part of a registry that Registry and Table share.
+// keyIndex maps names and aliases to the positions of their entries.
 type keyIndex struct {
 	index map[string]int
 	names []string // sorted primary names

@@ -90,3 +90,22 @@ func TestTableVersions(t *testing.T) {
 	assert.Equal(t, info.Main.Version, e.Version)
 	assert.NotEmpty(t, e.Version)
 }
+
+func TestPluginServes(t *testing.T) {
+	all := registry.Plugin[pluginFactory]{Name: "all"}
+	assert.True(t, all.Serves("filter"), "nil roles serve every role")
+	assert.True(t, all.Serves("scorer"), "nil roles serve every role")
+	scorer := registry.Plugin[pluginFactory]{Name: "scorer", Roles: []string{"scorer"}}
+	assert.True(t, scorer.Serves("scorer"))
+	assert.False(t, scorer.Serves("filter"))
+}
+
+func TestUnknownNameErrorNounAndHint(t *testing.T) {
+	table := registry.MustNewTable("", registry.Plugin[pluginFactory]{Name: "scorer", Factory: echo("s:")})
+	err := table.Unknown("scorr")
+	assert.EqualError(t, err, `unknown plugin "scorr" (did you mean "scorer"?); linked: scorer; to link another, add it to the manifest and regenerate`)
+	err.Noun, err.Hint = "scheduler plugin", "see the docs"
+	assert.EqualError(t, err, `unknown scheduler plugin "scorr" (did you mean "scorer"?); linked: scorer; see the docs`)
+	_, got := table.Get("scorr")
+	assert.Equal(t, err.Name, got.(*registry.UnknownNameError).Name)
+}

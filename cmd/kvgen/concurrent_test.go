@@ -65,10 +65,10 @@ func TestConcurrentGenerates(t *testing.T) {
 import (
 	"context"
 
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
-func New(ctx context.Context, cfg registry.Config, role registry.Role) (registry.Connector, error) {
+func New(ctx context.Context, cfg kv.Config, role kv.Role) (kv.Connector, error) {
 	return nil, nil
 }
 `

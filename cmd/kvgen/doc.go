@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/kvgen/kvgen/gen"
 	"github.com/kvgen/kvgen/internal/suggest"
 	"github.com/kvgen/kvgen/templates"
 )
@@ -30,7 +31,7 @@ func runDoc(ctx context.Context, e *env, args []string) int {
 		}
 	}
 	var factory string
-	if !contract.KV() {
+	if contract.String() != gen.DefaultFactory {
 		factory = contract.String()
 	}
 	out, err := templates.RenderDoc(suggest.Show(filepath.Base(g.manifest)), factory, rows)

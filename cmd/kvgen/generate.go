@@ -132,56 +132,29 @@ func runGenerate(ctx context.Context, e *env, args []string) int {
 		e.errorf("-mod=%s: want mod or readonly", *mod)
 		return exitUsage
 	}
-	for attempt := 1; ; attempt++ {
-		res, err := gen.Generate(ctx, opts)
-		if err != nil {
-			g.report(e, err)
-			return exitError
-		}
-		e.warn(res.Warnings)
-		err = writeModules(ctx, e, res)
-		if errors.Is(err, gen.ErrModulesChanged) {
-			if attempt < maxLinkAttempts {
-				continue // link again what go.mod now lacks
-			}
-			err = fmt.Errorf("%w, %d times in a row; nothing was written: run kvgen again once the other runs are done", err, attempt)
-		}
-		if err != nil {
-			e.report(err)
-			return exitError
-		}
-		if _, err := res.Write(); err != nil {
-			e.report(g.inFlags(err))
-			return exitError
-		}
-		// go.mod, go.sum and the registry file are written, as go get
-		// writes go.mod and go.sum of a vendored module: go mod vendor
-		// then brings vendor/ level with them, and the build works.
-		if err := res.VendorErr(); err != nil {
-			e.report(err)
-			return exitError
-		}
-		return exitOK
+	// go.mod and go.sum are linked first, again as long as another
+	// process changes them meanwhile, and the registry written after.
+	res, err := gen.GenerateLinked(ctx, opts)
+	if err != nil {
+		g.report(e, err)
+		return exitError
 	}
-}
-
-// maxLinkAttempts bounds how often generate links the manifest's modules
-// again because another process changed go.mod in the meantime: each try
-// after the first starts from that process's go.mod, so two runs at once
-// need two tries at most, and only a stream of edits exhausts them.
-const maxLinkAttempts = 10
-
-// writeModules writes the linked go.mod and go.sum, and says what changed.
-// It writes nothing, and returns gen.ErrModulesChanged, when another
-// process changed either since they were read.
-func writeModules(ctx context.Context, e *env, res *gen.Result) error {
-	if err := res.WriteModules(ctx); err != nil {
-		return err
-	}
+	e.warn(res.Warnings)
 	for _, c := range res.ModuleChanges() {
 		e.errorf("go.mod: %s", c)
 	}
-	return nil
+	if _, err := res.Write(); err != nil {
+		e.report(g.inFlags(err))
+		return exitError
+	}
+	// go.mod, go.sum and the registry file are written, as go get
+	// writes go.mod and go.sum of a vendored module: go mod vendor
+	// then brings vendor/ level with them, and the build works.
+	if err := res.VendorErr(); err != nil {
+		e.report(err)
+		return exitError
+	}
+	return exitOK
 }
 
 func runCheck(ctx context.Context, e *env, args []string) int {
@@ -239,12 +212,7 @@ func toListed(c *gen.Contract, e *gen.Entry) listed {
 		Name: e.Name, Aliases: e.Aliases, Import: e.ImportPath, Constructor: e.Constructor,
 		Module: e.Module, Version: e.ModuleVersion, Doc: e.Doc, Adapted: e.Adapt, Declared: e.Decl.String(),
 	}
-	for _, r := range e.Roles.List() {
-		if !c.KV() {
-			break
-		}
-		l.Roles = append(l.Roles, r.String())
-	}
+	l.Roles = c.RolesOf(e)
 	return l
 }
 
@@ -300,10 +268,10 @@ func runList(ctx context.Context, e *env, args []string) int {
 		return exitOK
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	// Roles are the KV connector contract's; other contracts have none.
+	// A roles column for a contract that declares roles.
 	roles := func(l listed) string { return strings.Join(l.Roles, ",") + "\t" }
 	header := "NAME\tROLES\tCONSTRUCTOR\tMODULE\tSUMMARY"
-	if !contract.KV() {
+	if len(contract.Roles) == 0 {
 		roles = func(listed) string { return "" }
 		header = "NAME\tCONSTRUCTOR\tMODULE\tSUMMARY"
 	}

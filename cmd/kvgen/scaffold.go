@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"fmt"
 	"go/token"
+	"go/types"
 	"maps"
 	"os"
 	"path/filepath"
@@ -133,20 +135,21 @@ func newPlugin(ctx context.Context, e *env, name, factory, dir string) int {
 		e.report(err)
 		return exitError
 	}
-	if c.Imports[c.Path] == name || slices.Contains(slices.Collect(maps.Values(c.Imports)), name) {
+	sig := signatureOf(c.Type())
+	if sig.imports[c.Path] == name || slices.Contains(slices.Collect(maps.Values(sig.imports)), name) {
 		e.errorf("plugin name %q: the contract's signature names a package of that name; choose another", name)
 		return exitUsage
 	}
 	p := templates.Plugin{
 		Name: name, Contract: c.String(), TypeName: c.PkgName + "." + c.Name,
-		Params: c.ParamList, Results: c.ResultList, ReturnsError: c.ReturnsError,
+		Params: sig.paramList, Results: sig.resultList, ReturnsError: sig.returnsError,
 		Imports: []templates.Import{{Path: c.Path, Name: c.PkgName}},
 	}
 	if c.Interface {
 		p.TypeName = "func() " + p.TypeName
 		// A value that works: a host may call its methods.
 		p.Impl = name
-		for _, m := range c.Methods {
+		for _, m := range methodsOf(c.Type(), sig.imports) {
 			if !token.IsExported(m.Name) {
 				p.Embed = c.PkgName + "." + c.Name
 				continue
@@ -159,19 +162,19 @@ func newPlugin(ctx context.Context, e *env, name, factory, dir string) int {
 			p.Methods = append(p.Methods, templates.Method{Name: m.Name, Signature: m.Signature, Return: strings.Join(results, ", ")})
 		}
 	}
-	for _, path := range slices.Sorted(maps.Keys(c.Imports)) {
+	for _, path := range slices.Sorted(maps.Keys(sig.imports)) {
 		if path != c.Path {
-			p.Imports = append(p.Imports, templates.Import{Path: path, Name: c.Imports[path]})
+			p.Imports = append(p.Imports, templates.Import{Path: path, Name: sig.imports[path]})
 		}
 	}
-	results := slices.Clone(c.Results)
-	if c.ReturnsError {
+	results := slices.Clone(sig.results)
+	if sig.returnsError {
 		results[len(results)-1] = fmt.Sprintf("errors.New(%q)", name+": not implemented")
 		p.ReturnsError = true
 	}
 	p.Return = strings.Join(results, ", ")
-	p.Call = "New(" + strings.Join(c.Params, ", ") + ")"
-	if n := len(c.Results); n > 0 {
+	p.Call = "New(" + strings.Join(sig.params, ", ") + ")"
+	if n := len(sig.results); n > 0 {
 		p.Call = strings.Repeat("_, ", n-1) + "_ = " + p.Call
 	}
 	if c.Interface {
@@ -208,4 +211,119 @@ func goPackageArg(dir string) string {
 		return p
 	}
 	return "./" + p
+}
+
+// signature is a constructor of a contract as a scaffold writes it.
+type signature struct {
+	// imports are the packages the lists and zero values name, by import
+	// path, with the names they call them by.
+	imports map[string]string
+	// params and results are the zero values of the parameters and
+	// results, as Go expressions: what a stub returns, and what a test of
+	// it passes.
+	params, results []string
+	// paramList and resultList are the parameter and result lists as Go
+	// source writes them, such as "(next http.Handler, cfg
+	// json.RawMessage)" and "(http.Handler, error)".
+	paramList, resultList string
+	// returnsError is set when the last result is an error.
+	returnsError bool
+}
+
+// signatureOf is the signature of a constructor of the contract type t:
+// the function type's own, or a function of no arguments returning the
+// interface.
+func signatureOf(t types.Type) signature {
+	s := signature{imports: map[string]string{}}
+	named := func(p *types.Package) string {
+		s.imports[p.Path()] = p.Name()
+		return p.Name()
+	}
+	zeros := func(tuple *types.Tuple) []string {
+		var z []string
+		for v := range tuple.Variables() {
+			z = append(z, zero(v.Type(), named))
+		}
+		return z
+	}
+	u, ok := t.Underlying().(*types.Signature)
+	if !ok {
+		s.results = []string{"nil"}
+		s.paramList, s.resultList = "()", types.TypeString(t, named)
+		return s
+	}
+	s.params, s.results = zeros(u.Params()), zeros(u.Results())
+	if u.Variadic() {
+		s.params = s.params[:len(s.params)-1] // a call passes none
+	}
+	// A tuple prints no "...": the parameters print as a signature's.
+	var params bytes.Buffer
+	types.WriteSignature(&params, types.NewSignatureType(nil, nil, nil, u.Params(), nil, u.Variadic()), named)
+	s.paramList, s.resultList = params.String(), types.TypeString(u.Results(), named)
+	if n := u.Results().Len(); n > 0 {
+		s.returnsError = types.Identical(u.Results().At(n-1).Type(), types.Universe.Lookup("error").Type())
+	}
+	return s
+}
+
+// zero is the zero value of t as a Go expression, its packages named by
+// qual.
+func zero(t types.Type, qual types.Qualifier) string {
+	switch u := t.Underlying().(type) {
+	case *types.Basic:
+		switch {
+		case u.Info()&types.IsBoolean != 0:
+			return "false"
+		case u.Info()&types.IsString != 0:
+			return `""`
+		case u.Info()&types.IsNumeric != 0:
+			return "0"
+		}
+	case *types.Struct, *types.Array:
+		return types.TypeString(t, qual) + "{}"
+	}
+	return "nil"
+}
+
+// method is a method of an interface contract, as a stub declares it.
+type method struct {
+	// Name is the method's name; an unexported one cannot be declared
+	// outside the contract's package.
+	Name string
+	// Signature is its parameters and results as a method declaration
+	// writes them after the name, types qualified by package name, such as
+	// "(key string) ([]byte, error)".
+	Signature string
+	// Results are the zero values of its results, as Go expressions.
+	Results []string
+	// ReturnsError is set when its last result is an error.
+	ReturnsError bool
+}
+
+// methodsOf lists the methods of the interface t, embedded ones included,
+// in the order go/types lists them: what a type that implements it
+// declares. The packages they name are added to imports.
+func methodsOf(t types.Type, imports map[string]string) []method {
+	u, ok := t.Underlying().(*types.Interface)
+	if !ok {
+		return nil
+	}
+	named := func(p *types.Package) string {
+		imports[p.Path()] = p.Name()
+		return p.Name()
+	}
+	var ms []method
+	for m := range u.Methods() {
+		sig := m.Signature()
+		var b bytes.Buffer
+		types.WriteSignature(&b, sig, named)
+		var zeros []string
+		for v := range sig.Results().Variables() {
+			zeros = append(zeros, zero(v.Type(), named))
+		}
+		n := sig.Results().Len()
+		ms = append(ms, method{Name: m.Name(), Signature: b.String(), Results: zeros,
+			ReturnsError: n > 0 && types.Identical(sig.Results().At(n-1).Type(), types.Universe.Lookup("error").Type())})
+	}
+	return ms
 }

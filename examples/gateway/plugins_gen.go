@@ -10,8 +10,8 @@ import (
 	"github.com/kvgen/kvgen/registry"
 )
 
-// Registry holds the plugins that connectors.yaml lists, in its order.
-// Registry.Lookup(name) returns one's constructor, a middleware.Factory.
+// Registry holds the plugins that connectors.yaml lists, in its order,
+// by name: Registry.Lookup(name) returns one's constructor, a middleware.Factory.
 var Registry = registry.MustNewTable(manifestDescription, entries...)
 
 // manifestDescription describes connectors.yaml and its plugins, for kvgen inspect to read from a binary.

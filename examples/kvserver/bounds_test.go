@@ -20,7 +20,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 // testConn is a connector for serve's bounds: its saves wait for gate to
@@ -28,14 +28,14 @@ import (
 // tokens, once its first layer is saved.
 type testConn struct {
 	gate  chan struct{}
-	event registry.KVEvent
-	emit  registry.EventFunc
+	event kv.KVEvent
+	emit  kv.EventFunc
 }
 
-func (c *testConn) MatchedTokens(context.Context, *registry.Request, int) (int, error) { return 0, nil }
-func (c *testConn) AfterAlloc(context.Context, *registry.Request, int) error           { return nil }
-func (c *testConn) RequestFinished(context.Context, *registry.Request) error           { return nil }
-func (c *testConn) SaveLayer(ctx context.Context, _ *registry.Request, layer string, _ int, _ []byte) error {
+func (c *testConn) MatchedTokens(context.Context, *kv.Request, int) (int, error) { return 0, nil }
+func (c *testConn) AfterAlloc(context.Context, *kv.Request, int) error           { return nil }
+func (c *testConn) RequestFinished(context.Context, *kv.Request) error           { return nil }
+func (c *testConn) SaveLayer(ctx context.Context, _ *kv.Request, layer string, _ int, _ []byte) error {
 	if c.gate != nil {
 		select {
 		case <-c.gate:
@@ -48,19 +48,19 @@ func (c *testConn) SaveLayer(ctx context.Context, _ *registry.Request, layer str
 	}
 	return nil
 }
-func (c *testConn) LoadLayer(context.Context, *registry.Request, string, int) ([]byte, error) {
-	return nil, registry.ErrMiss
+func (c *testConn) LoadLayer(context.Context, *kv.Request, string, int) ([]byte, error) {
+	return nil, kv.ErrMiss
 }
 func (c *testConn) WaitForSave(context.Context) error { return nil }
 func (c *testConn) Finished(_ context.Context, f []string) ([]string, []string, error) {
 	return f, f, nil
 }
 func (c *testConn) Close() error                             { return nil }
-func (c *testConn) ReportEvents(emit func(registry.KVEvent)) { c.emit.Set(emit) }
+func (c *testConn) ReportEvents(emit func(kv.KVEvent)) { c.emit.Set(emit) }
 
 // testRegistry links c alone, as "test".
-func testRegistry(c *testConn) *registry.Registry {
-	return registry.MustNew(registry.Entry{Name: "test", Factory: func(context.Context, registry.Config, registry.Role) (registry.Connector, error) {
+func testRegistry(c *testConn) *kv.Registry {
+	return kv.MustNew(kv.Entry{Name: "test", Factory: func(context.Context, kv.Config, kv.Role) (kv.Connector, error) {
 		return c, nil
 	}})
 }
@@ -75,7 +75,7 @@ type served struct {
 
 // serveInProcess runs kvserver serve with reg and args on a free port,
 // and stops it when the test ends.
-func serveInProcess(t *testing.T, reg *registry.Registry, args ...string) *served {
+func serveInProcess(t *testing.T, reg *kv.Registry, args ...string) *served {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	out, errs := &syncBuffer{}, &syncBuffer{}
@@ -174,12 +174,12 @@ func TestServeBoundsWorkInFlight(t *testing.T) {
 
 // bigEvent is an event of 1,048,576 tokens: about 11 MB of JSON, more than
 // a connection's buffers hold.
-func bigEvent() registry.KVEvent {
+func bigEvent() kv.KVEvent {
 	tokens := make([]uint32, 1<<20)
 	for i := range tokens {
 		tokens[i] = 4_000_000_000 + uint32(i%1000)
 	}
-	return registry.KVEvent{Kind: registry.BlockStored, TokenIDs: tokens, BlockSize: 16, Medium: registry.MediumCPU}
+	return kv.KVEvent{Kind: kv.BlockStored, TokenIDs: tokens, BlockSize: 16, Medium: kv.MediumCPU}
 }
 
 // stalledFollower follows /events with a receive buffer of 4 KB and never
@@ -247,7 +247,7 @@ func TestStalledFollowerIsDropped(t *testing.T) {
 func TestEventHubDropsAFollowerFallingBehind(t *testing.T) {
 	h := newEventHub(2000)
 	f := h.subscribe(http.NewResponseController(httptest.NewRecorder()))
-	e := registry.KVEvent{Kind: registry.BlockStored, TokenIDs: make([]uint32, 50), BlockSize: 16}
+	e := kv.KVEvent{Kind: kv.BlockStored, TokenIDs: make([]uint32, 50), BlockSize: 16}
 	h.publish(e) // 512 + 16*50 = 1312 bytes
 	ev, ended := f.next()
 	require.NotNil(t, ev)
@@ -261,7 +261,7 @@ func TestEventHubDropsAFollowerFallingBehind(t *testing.T) {
 
 	// An event larger than the lag reaches a follower that has caught up.
 	f = h.subscribe(http.NewResponseController(httptest.NewRecorder()))
-	h.publish(registry.KVEvent{Kind: registry.BlockStored, TokenIDs: make([]uint32, 500)})
+	h.publish(kv.KVEvent{Kind: kv.BlockStored, TokenIDs: make([]uint32, 500)})
 	ev, ended = f.next()
 	assert.NotNil(t, ev)
 	assert.False(t, ended)

@@ -8,23 +8,23 @@ import (
 	"github.com/kvgen/kvgen/examples/connectors/filesystem"
 	"github.com/kvgen/kvgen/examples/connectors/memory"
 	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
-// Registry holds the connectors that ../../connectors.yaml lists, in its order.
-// Create a connector with Registry.Create(ctx, cfg, role).
-var Registry = registry.MustNewDescribed(manifestDescription, entries...)
+// Registry holds the plugins that ../../connectors.yaml lists, in its order,
+// as the registry kv.NewRegistry makes of their table.
+var Registry = kv.NewRegistry(registry.MustNewTable(manifestDescription, entries...))
 
-// manifestDescription describes ../../connectors.yaml and its connectors, for kvgen inspect to read from a binary.
-const manifestDescription = "\x00kvgen registry v1\x00000002e7{\"manifest\":\"connectors.yaml\",\"manifest_sha256\":\"ba31759dbfbcbc59d53a892c61f56b57a977d2335d559a9c184b81b6854ee5b2\",\"package\":\"github.com/kvgen/kvgen/examples/kvserver\",\"connectors\":[{\"name\":\"memory\",\"roles\":[\"scheduler\",\"worker\"],\"import\":\"github.com/kvgen/kvgen/examples/connectors/memory\",\"constructor\":\"New\",\"module\":\"github.com/kvgen/kvgen\"},{\"name\":\"filesystem\",\"aliases\":[\"ExampleConnector\",\"SharedStorageConnector\"],\"roles\":[\"scheduler\",\"worker\"],\"import\":\"github.com/kvgen/kvgen/examples/connectors/filesystem\",\"constructor\":\"New\",\"module\":\"github.com/kvgen/kvgen\"},{\"name\":\"MultiConnector\",\"roles\":[\"scheduler\",\"worker\"],\"import\":\"github.com/kvgen/kvgen/registry\",\"constructor\":\"NewMultiConnector\",\"module\":\"github.com/kvgen/kvgen\"}]}"
+// manifestDescription describes ../../connectors.yaml and its plugins, for kvgen inspect to read from a binary.
+const manifestDescription = "\x00kvgen registry v1\x00000002ea{\"manifest\":\"connectors.yaml\",\"manifest_sha256\":\"9abfbcaac8ac3cf807b41274298c080b81ce4251e07aca24c3f60a457e360858\",\"package\":\"github.com/kvgen/kvgen/examples/kvserver\",\"connectors\":[{\"name\":\"memory\",\"roles\":[\"scheduler\",\"worker\"],\"import\":\"github.com/kvgen/kvgen/examples/connectors/memory\",\"constructor\":\"New\",\"module\":\"github.com/kvgen/kvgen\"},{\"name\":\"filesystem\",\"aliases\":[\"ExampleConnector\",\"SharedStorageConnector\"],\"roles\":[\"scheduler\",\"worker\"],\"import\":\"github.com/kvgen/kvgen/examples/connectors/filesystem\",\"constructor\":\"New\",\"module\":\"github.com/kvgen/kvgen\"},{\"name\":\"MultiConnector\",\"roles\":[\"scheduler\",\"worker\"],\"import\":\"github.com/kvgen/kvgen/registry/kv\",\"constructor\":\"NewMultiConnector\",\"module\":\"github.com/kvgen/kvgen\"}]}"
 
 // entries is static data: constants and functions only.
-var entries = []registry.Entry{
+var entries = []registry.Plugin[kv.Factory]{
 	{
 		Name:        "memory",
 		ImportPath:  "github.com/kvgen/kvgen/examples/connectors/memory",
 		Constructor: "New",
 		Module:      "github.com/kvgen/kvgen",
-		Roles:       registry.RoleSet(registry.RoleScheduler | registry.RoleWorker),
 		Factory:     memory.New,
 	},
 	{
@@ -33,20 +33,18 @@ var entries = []registry.Entry{
 		ImportPath:  "github.com/kvgen/kvgen/examples/connectors/filesystem",
 		Constructor: "New",
 		Module:      "github.com/kvgen/kvgen",
-		Roles:       registry.RoleSet(registry.RoleScheduler | registry.RoleWorker),
 		Factory:     adaptFilesystem,
 	},
 	{
 		Name:        "MultiConnector",
-		ImportPath:  "github.com/kvgen/kvgen/registry",
+		ImportPath:  "github.com/kvgen/kvgen/registry/kv",
 		Constructor: "NewMultiConnector",
 		Module:      "github.com/kvgen/kvgen",
-		Roles:       registry.RoleSet(registry.RoleScheduler | registry.RoleWorker),
-		Factory:     registry.NewMultiConnector,
+		Factory:     kv.NewMultiConnector,
 	},
 }
 
-// adaptFilesystem adapts filesystem.New, which returns a concrete type, to registry.Factory.
-func adaptFilesystem(ctx context.Context, cfg registry.Config, role registry.Role) (registry.Connector, error) {
+// adaptFilesystem adapts filesystem.New, which returns a concrete type, to kv.Factory.
+func adaptFilesystem(ctx context.Context, cfg kv.Config, role kv.Role) (kv.Connector, error) {
 	return filesystem.New(ctx, cfg, role)
 }

@@ -5,7 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 // Import paths of the reference connectors, by which kvserver knows them
@@ -20,7 +20,7 @@ const (
 // of the build's manifest that is not a composite (a MultiConnector needs
 // its children named). Every build of kvserver thus runs with no arguments,
 // whichever connectors its manifest links.
-func defaultEntry(reg *registry.Registry) (registry.Entry, bool) {
+func defaultEntry(reg *kv.Registry) (kv.Entry, bool) {
 	entries := reg.Entries()
 	for _, e := range entries {
 		if e.ImportPath == memoryImport {
@@ -28,18 +28,18 @@ func defaultEntry(reg *registry.Registry) (registry.Entry, bool) {
 		}
 	}
 	for _, e := range entries {
-		if e.Name != registry.MultiConnectorName {
+		if e.Name != kv.MultiConnectorName {
 			return e, true
 		}
 	}
-	return registry.Entry{}, false
+	return kv.Entry{}, false
 }
 
 // defaultConfig is the transfer config kvserver runs without
 // -kv-transfer-config. The filesystem connector gets a directory under the
 // temporary directory, so that a prefill and a decode run with no
 // arguments hand KV over through it.
-func defaultConfig(reg *registry.Registry) string {
+func defaultConfig(reg *kv.Registry) string {
 	e, ok := defaultEntry(reg)
 	if !ok {
 		return `{"kv_connector":""}` // refused by the parser, which says why
@@ -57,7 +57,7 @@ func defaultConfig(reg *registry.Registry) string {
 func defaultStoragePath() string { return filepath.Join(os.TempDir(), "kvserver-kv") }
 
 // describeDefault says in -h what runs without -kv-transfer-config.
-func describeDefault(reg *registry.Registry) string {
+func describeDefault(reg *kv.Registry) string {
 	e, ok := defaultEntry(reg)
 	switch {
 	case !ok:
@@ -74,7 +74,7 @@ func describeDefault(reg *registry.Registry) string {
 // token's KV in kvserver's layers, so that a load allocates no more than
 // the layer kvserver expects, whatever a file in the shared directory
 // claims.
-func boundLayers(reg *registry.Registry, connector string, extra map[string]any) {
+func boundLayers(reg *kv.Registry, connector string, extra map[string]any) {
 	e, ok := reg.Lookup(connector)
 	if !ok || extra == nil {
 		return
@@ -84,7 +84,7 @@ func boundLayers(reg *registry.Registry, connector string, extra map[string]any)
 		if _, set := extra["max_bytes_per_token"]; !set {
 			extra["max_bytes_per_token"] = kvBytesPerToken
 		}
-	case e.Name == registry.MultiConnectorName:
+	case e.Name == kv.MultiConnectorName:
 		children, _ := extra["connectors"].([]any)
 		for _, c := range children {
 			child, _ := c.(map[string]any)

@@ -10,15 +10,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvgen/kvgen/examples/connectors/filesystem"
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 // datacenterRegistry links what examples/deploy/datacenter.yaml links but
 // Redis, which needs a server: no memory connector.
-func datacenterRegistry() *registry.Registry {
-	return registry.MustNew(
-		registry.Entry{Name: "filesystem", Aliases: []string{"ExampleConnector"}, ImportPath: filesystemImport, Constructor: "New", Factory: registry.Adapt(filesystem.New)},
-		registry.Entry{Name: registry.MultiConnectorName, ImportPath: "github.com/kvgen/kvgen/registry", Constructor: "NewMultiConnector", Factory: registry.NewMultiConnector},
+func datacenterRegistry() *kv.Registry {
+	return kv.MustNew(
+		kv.Entry{Name: "filesystem", Aliases: []string{"ExampleConnector"}, ImportPath: filesystemImport, Constructor: "New", Factory: kv.Adapt(filesystem.New)},
+		kv.Entry{Name: kv.MultiConnectorName, ImportPath: "github.com/kvgen/kvgen/registry/kv", Constructor: "NewMultiConnector", Factory: kv.NewMultiConnector},
 	)
 }
 
@@ -55,13 +55,13 @@ func TestDefaultConnectorIsOneTheBuildLinks(t *testing.T) {
 func TestDefaultConnectorIsMemoryWhereLinked(t *testing.T) {
 	e, ok := Registry.Lookup("memory")
 	require.True(t, ok)
-	reg := registry.MustNew(append(datacenterRegistry().Entries(), e)...)
+	reg := kv.MustNew(append(datacenterRegistry().Entries(), e)...)
 	code, out, stderr := runWith(t, reg)
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, out, `through "memory"`)
 
 	// A build linking only a composite has no default to run, and says so.
-	only := registry.MustNew(registry.Entry{Name: registry.MultiConnectorName, ImportPath: "github.com/kvgen/kvgen/registry", Constructor: "NewMultiConnector", Factory: registry.NewMultiConnector})
+	only := kv.MustNew(kv.Entry{Name: kv.MultiConnectorName, ImportPath: "github.com/kvgen/kvgen/registry/kv", Constructor: "NewMultiConnector", Factory: kv.NewMultiConnector})
 	code, _, stderr = runWith(t, only)
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr, "kv_connector")
@@ -71,7 +71,7 @@ func TestDefaultConnectorIsMemoryWhereLinked(t *testing.T) {
 // creates, by any of its names and inside a MultiConnector, and leaves a
 // setting of the operator's own and other connectors alone.
 func TestBoundLayersReachesEveryFilesystemConnector(t *testing.T) {
-	cfg, err := registry.ParseTransferConfig([]byte(`{"kv_connector":"MultiConnector","kv_connector_extra_config":{"connectors":[
+	cfg, err := kv.ParseTransferConfig([]byte(`{"kv_connector":"MultiConnector","kv_connector_extra_config":{"connectors":[
 		{"kv_connector":"memory","kv_connector_extra_config":{}},
 		{"kv_connector":"SharedStorageConnector","kv_connector_extra_config":{"shared_storage_path":"a"}},
 		{"kv_connector":"filesystem","kv_connector_extra_config":{"shared_storage_path":"b","max_bytes_per_token":4096}},

@@ -11,7 +11,7 @@ import (
 	"log/slog"
 	"strings"
 
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 // kvBytesPerToken is the size of one token's KV in one layer.
@@ -24,14 +24,14 @@ var errWrongData = errors.New("loaded KV differs from recomputation")
 // engine is the part of an inference engine that talks to connectors. Like
 // vLLM, it creates the connector once per role and keeps it.
 type engine struct {
-	reg       *registry.Registry
+	reg       *kv.Registry
 	log       *slog.Logger
-	cfg       registry.Config
-	scheduler registry.Scheduler
-	worker    registry.Worker
+	cfg       kv.Config
+	scheduler kv.Scheduler
+	worker    kv.Worker
 }
 
-func (e *engine) schedulerSide(ctx context.Context) (registry.Scheduler, error) {
+func (e *engine) schedulerSide(ctx context.Context) (kv.Scheduler, error) {
 	if e.scheduler == nil {
 		c, err := e.reg.CreateScheduler(ctx, e.cfg)
 		if err != nil {
@@ -42,7 +42,7 @@ func (e *engine) schedulerSide(ctx context.Context) (registry.Scheduler, error) 
 	return e.scheduler, nil
 }
 
-func (e *engine) workerSide(ctx context.Context) (registry.Worker, error) {
+func (e *engine) workerSide(ctx context.Context) (kv.Worker, error) {
 	if e.worker == nil {
 		c, err := e.reg.CreateWorker(ctx, e.cfg)
 		if err != nil {
@@ -104,7 +104,7 @@ var errShortPrompt = errors.New("prompt too short")
 
 // prefill computes the KV of the prompt's loadable prefix and saves it
 // through the worker side.
-func (e *engine) prefill(ctx context.Context, req *registry.Request) (*prefillReport, error) {
+func (e *engine) prefill(ctx context.Context, req *kv.Request) (*prefillReport, error) {
 	w, err := e.workerSide(ctx)
 	if err != nil {
 		return nil, err
@@ -115,7 +115,7 @@ func (e *engine) prefill(ctx context.Context, req *registry.Request) (*prefillRe
 	}
 	for _, layer := range e.cfg.LayerNames {
 		if err := w.SaveLayer(ctx, req, layer, n, computeKV(req.PromptTokens[:n], layer)); err != nil {
-			return nil, fmt.Errorf("saving %s: %w", registry.Quote(layer), err)
+			return nil, fmt.Errorf("saving %s: %w", kv.Quote(layer), err)
 		}
 	}
 	if err := w.WaitForSave(ctx); err != nil {
@@ -127,7 +127,7 @@ func (e *engine) prefill(ctx context.Context, req *registry.Request) (*prefillRe
 // decode loads what the connector has of the prompt and recomputes the
 // rest. As in vLLM, the last prompt token is always computed, since its
 // logits start the generation.
-func (e *engine) decode(ctx context.Context, req *registry.Request) (*decodeReport, error) {
+func (e *engine) decode(ctx context.Context, req *kv.Request) (*decodeReport, error) {
 	r := &decodeReport{Connector: e.cfg.Connector, Engine: e.cfg.EngineID, Prompt: len(req.PromptTokens)}
 	sc, err := e.schedulerSide(ctx)
 	if err != nil {
@@ -154,25 +154,25 @@ func (e *engine) decode(ctx context.Context, req *registry.Request) (*decodeRepo
 	}
 	r.Verified = true
 	// One buffer serves every layer: a connector that can load into it
-	// (registry.LayerAppender) allocates nothing per layer.
+	// (kv.LayerAppender) allocates nothing per layer.
 	var buf []byte
 load:
 	for _, layer := range e.cfg.LayerNames {
 		if n == 0 {
 			break
 		}
-		kv, err := registry.AppendLayer(ctx, wc, req, layer, n, buf[:0])
-		buf = kv
+		kvData, err := kv.AppendLayer(ctx, wc, req, layer, n, buf[:0])
+		buf = kvData
 		if err != nil {
 			// As vLLM does with the blocks a connector reports failed: the
 			// blocks before the first failed one are kept, the rest
 			// recomputed, or the request fails naming them.
 			bs := e.cfg.BlockSize
-			first, end := registry.FailedBlocks(err, n, bs)
+			first, end := kv.FailedBlocks(err, n, bs)
 			r.FailedBlocks = []int{first, end}
-			if e.cfg.LoadFailurePolicy == registry.PolicyFail {
+			if e.cfg.LoadFailurePolicy == kv.PolicyFail {
 				return nil, fmt.Errorf("loading %s: blocks %d to %d (tokens %d to %d) failed: %w (kv_load_failure_policy is fail)",
-					registry.Quote(layer), first, end-1, first*bs, end*bs-1, err)
+					kv.Quote(layer), first, end-1, first*bs, end*bs-1, err)
 			}
 			e.log.Warn("kv load failed; recomputing from the first failed block", "layer", layer, "first_block", first, "end_block", end, "error", err)
 			if keep := max(first, 0) * bs; keep < n {
@@ -182,8 +182,8 @@ load:
 			}
 			goto load // the layers loaded so far held more than is kept now
 		}
-		if want := computeKV(req.PromptTokens[:n], layer); !bytes.Equal(kv, want) {
-			return nil, fmt.Errorf("%s, layer %s, %d tokens: %w", registry.Quote(e.cfg.Connector), registry.Quote(layer), n, errWrongData)
+		if want := computeKV(req.PromptTokens[:n], layer); !bytes.Equal(kvData, want) {
+			return nil, fmt.Errorf("%s, layer %s, %d tokens: %w", kv.Quote(e.cfg.Connector), kv.Quote(layer), n, errWrongData)
 		}
 	}
 	r.Loaded, r.Recomputed = n, len(req.PromptTokens)-n
@@ -195,7 +195,7 @@ load:
 
 // loadFailed applies the load-failure policy: recompute, or fail.
 func (e *engine) loadFailed(what string, err error) error {
-	if e.cfg.LoadFailurePolicy == registry.PolicyFail {
+	if e.cfg.LoadFailurePolicy == kv.PolicyFail {
 		return fmt.Errorf("%s: %w (kv_load_failure_policy is fail)", what, err)
 	}
 	e.log.Warn("kv load failed; recomputing", "step", what, "error", err)

@@ -6,13 +6,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 // event is one KV event as every follower sends it: encoded once, by the
 // first follower to send it, and shared.
 type event struct {
-	e    registry.KVEvent
+	e    kv.KVEvent
 	size int64 // an upper bound of what it holds, encoded or not
 	once sync.Once
 	line []byte
@@ -20,7 +20,7 @@ type event struct {
 
 // newEvent wraps e. Its size bounds the event's slices and its JSON line:
 // a token id is at most 11 bytes of JSON, a block hash 67.
-func newEvent(e registry.KVEvent) *event {
+func newEvent(e kv.KVEvent) *event {
 	return &event{e: e, size: 512 + 16*int64(len(e.TokenIDs)) + 100*int64(len(e.BlockHashes))}
 }
 
@@ -29,7 +29,7 @@ func (ev *event) encoded() []byte {
 	ev.once.Do(func() {
 		b, _ := json.Marshal(ev.e) // a KVEvent always marshals
 		ev.line = append(b, '\n')
-		ev.e = registry.KVEvent{} // the line is all that is sent from now on
+		ev.e = kv.KVEvent{} // the line is all that is sent from now on
 	})
 	return ev.line
 }
@@ -141,7 +141,7 @@ func (h *eventHub) unsubscribe(f *follower, slow bool) {
 }
 
 // publish is the connector's event function: it never blocks.
-func (h *eventHub) publish(e registry.KVEvent) {
+func (h *eventHub) publish(e kv.KVEvent) {
 	ev := newEvent(e)
 	h.mu.Lock()
 	defer h.mu.Unlock()

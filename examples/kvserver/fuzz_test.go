@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 // FuzzTransferConfig drives kvserver's whole config path with any bytes:
@@ -44,7 +44,7 @@ func FuzzTransferConfig(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		cfg, err := registry.ParseTransferConfig(data)
+		cfg, err := kv.ParseTransferConfig(data)
 		if err != nil {
 			assertCleanError(t, err)
 			return
@@ -58,7 +58,7 @@ func FuzzTransferConfig(f *testing.F) {
 		for _, name := range append(Registry.Names(), cfg.Connector) {
 			c := cfg
 			c.Connector = name
-			for _, role := range registry.Roles() {
+			for _, role := range kv.Roles() {
 				conn, err := Registry.Create(ctx, c, role)
 				if err != nil {
 					assertCleanError(t, err)
@@ -100,7 +100,7 @@ func confine(v any, dir string, n *int) any {
 func assertCleanError(t *testing.T, err error) {
 	t.Helper()
 	lines := strings.Split(err.Error(), "\n")
-	assert.LessOrEqual(t, len(lines), registry.MaxProblems+1, "too many lines: %.500q", err.Error())
+	assert.LessOrEqual(t, len(lines), kv.MaxProblems+1, "too many lines: %.500q", err.Error())
 	for _, line := range lines {
 		assert.LessOrEqual(t, len(line), 2048, "a line echoes too much: %.300q", line)
 		for _, r := range line {

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 // blockStore keeps each layer's KV block by block, so that a load can fail
@@ -23,14 +23,14 @@ type blockStore struct {
 
 type blockConn struct {
 	st *blockStore
-	p  registry.Prefixes
+	p  kv.Prefixes
 }
 
-func (c *blockConn) key(req *registry.Request, i int, layer string) string {
+func (c *blockConn) key(req *kv.Request, i int, layer string) string {
 	return fmt.Sprint(c.p.Hashes(req.PromptTokens)[i], layer)
 }
 
-func (c *blockConn) MatchedTokens(_ context.Context, req *registry.Request, _ int) (int, error) {
+func (c *blockConn) MatchedTokens(_ context.Context, req *kv.Request, _ int) (int, error) {
 	c.st.mu.Lock()
 	defer c.st.mu.Unlock()
 	n := 0
@@ -42,29 +42,29 @@ func (c *blockConn) MatchedTokens(_ context.Context, req *registry.Request, _ in
 	}
 	return n, nil
 }
-func (c *blockConn) AfterAlloc(context.Context, *registry.Request, int) error { return nil }
-func (c *blockConn) RequestFinished(context.Context, *registry.Request) error { return nil }
-func (c *blockConn) SaveLayer(_ context.Context, req *registry.Request, layer string, n int, kv []byte) error {
+func (c *blockConn) AfterAlloc(context.Context, *kv.Request, int) error { return nil }
+func (c *blockConn) RequestFinished(context.Context, *kv.Request) error { return nil }
+func (c *blockConn) SaveLayer(_ context.Context, req *kv.Request, layer string, n int, kvData []byte) error {
 	c.st.mu.Lock()
 	defer c.st.mu.Unlock()
-	per := len(kv) / (n / c.p.BlockSize())
+	per := len(kvData) / (n / c.p.BlockSize())
 	for i := range n / c.p.BlockSize() {
-		c.st.blocks[c.key(req, i, layer)] = append([]byte(nil), kv[i*per:(i+1)*per]...)
+		c.st.blocks[c.key(req, i, layer)] = append([]byte(nil), kvData[i*per:(i+1)*per]...)
 	}
 	return nil
 }
-func (c *blockConn) LoadLayer(_ context.Context, req *registry.Request, layer string, n int) ([]byte, error) {
+func (c *blockConn) LoadLayer(_ context.Context, req *kv.Request, layer string, n int) ([]byte, error) {
 	c.st.mu.Lock()
 	defer c.st.mu.Unlock()
-	var kv []byte
+	var kvData []byte
 	for i := range n / c.p.BlockSize() {
 		b, ok := c.st.blocks[c.key(req, i, layer)]
 		if !ok || c.st.bad[i] {
-			return nil, &registry.LoadError{Layer: layer, FirstBlock: i, EndBlock: n / c.p.BlockSize(), BlockSize: c.p.BlockSize(), Err: fmt.Errorf("block %d unreadable", i)}
+			return nil, &kv.LoadError{Layer: layer, FirstBlock: i, EndBlock: n / c.p.BlockSize(), BlockSize: c.p.BlockSize(), Err: fmt.Errorf("block %d unreadable", i)}
 		}
-		kv = append(kv, b...)
+		kvData = append(kvData, b...)
 	}
-	return kv, nil
+	return kvData, nil
 }
 func (c *blockConn) WaitForSave(context.Context) error { return nil }
 func (c *blockConn) Finished(_ context.Context, f []string) ([]string, []string, error) {
@@ -72,8 +72,8 @@ func (c *blockConn) Finished(_ context.Context, f []string) ([]string, []string,
 }
 func (c *blockConn) Close() error { return nil }
 
-func blockRegistry(st *blockStore) *registry.Registry {
-	return registry.MustNew(registry.Entry{Name: "blocks", Factory: func(_ context.Context, cfg registry.Config, _ registry.Role) (registry.Connector, error) {
+func blockRegistry(st *blockStore) *kv.Registry {
+	return kv.MustNew(kv.Entry{Name: "blocks", Factory: func(_ context.Context, cfg kv.Config, _ kv.Role) (kv.Connector, error) {
 		p, err := cfg.Prefixes()
 		return &blockConn{st: st, p: p}, err
 	}})

@@ -41,7 +41,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 func main() {
@@ -50,7 +50,7 @@ func main() {
 
 // run is kvserver with the registry it links: the generated one, or in
 // tests one built for the case.
-func run(ctx context.Context, linked *registry.Registry, args []string, stdout, stderr io.Writer) int {
+func run(ctx context.Context, linked *kv.Registry, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("kvserver", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	list := fs.Bool("list-connectors", false, "list the linked connectors and exit")
@@ -104,7 +104,7 @@ func run(ctx context.Context, linked *registry.Registry, args []string, stdout, 
 	if *configJSON == "" {
 		*configJSON = defaultConfig(linked)
 	}
-	cfg, err := registry.ParseTransferConfig([]byte(*configJSON))
+	cfg, err := kv.ParseTransferConfig([]byte(*configJSON))
 	if err != nil {
 		fmt.Fprintln(stderr, "kvserver:", err)
 		return 2
@@ -122,7 +122,7 @@ func run(ctx context.Context, linked *registry.Registry, args []string, stdout, 
 	}
 	// The connectors log through the registry: slog.Default stays as it is.
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	req := &registry.Request{ID: "req-0", PromptTokens: tokenize(*prompt, *tokens)}
+	req := &kv.Request{ID: "req-0", PromptTokens: tokenize(*prompt, *tokens)}
 	e := &engine{reg: linked.WithLogger(logger), log: logger, cfg: cfg}
 	defer e.Close()
 
@@ -212,7 +212,7 @@ type demoReport struct {
 
 // listConnectors prints what was linked, with module versions, like
 // `caddy list-modules --versions`.
-func listConnectors(w io.Writer, reg *registry.Registry, asJSON bool) error {
+func listConnectors(w io.Writer, reg *kv.Registry, asJSON bool) error {
 	type item struct {
 		Name    string   `json:"name"`
 		Aliases []string `json:"aliases,omitempty"`
@@ -224,8 +224,10 @@ func listConnectors(w io.Writer, reg *registry.Registry, asJSON bool) error {
 	var items []item
 	for _, e := range reg.Entries() {
 		it := item{Name: e.Name, Aliases: e.Aliases, Import: e.ImportPath, Module: e.Module, Version: e.Version}
-		for _, r := range e.Roles.List() {
-			it.Roles = append(it.Roles, r.String())
+		for _, r := range kv.Roles() {
+			if e.Serves(r.String()) {
+				it.Roles = append(it.Roles, r.String())
+			}
 		}
 		items = append(items, it)
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvgen/kvgen/examples/connectors/filesystem"
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 func runServer(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -22,7 +22,7 @@ func runServer(t *testing.T, args ...string) (code int, stdout, stderr string) {
 }
 
 // runWith runs kvserver as a build linking reg would.
-func runWith(t *testing.T, reg *registry.Registry, args ...string) (code int, stdout, stderr string) {
+func runWith(t *testing.T, reg *kv.Registry, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	code = run(context.Background(), reg, args, &out, &errb)
@@ -324,11 +324,11 @@ func TestLoadsAreBoundedByTheLayerKVServerExpects(t *testing.T) {
 	dir := t.TempDir()
 	ctx := t.Context()
 	// Valid files, written by a connector that takes any size.
-	w, err := filesystem.New(ctx, registry.Config{BlockSize: 16, Extra: map[string]any{
+	w, err := filesystem.New(ctx, kv.Config{BlockSize: 16, Extra: map[string]any{
 		"shared_storage_path": dir, "max_bytes_per_token": 1 << 20,
-	}}, registry.RoleWorker)
+	}}, kv.RoleWorker)
 	require.NoError(t, err)
-	req := &registry.Request{ID: "r", PromptTokens: tokenize("a long prompt", 100)}
+	req := &kv.Request{ID: "r", PromptTokens: tokenize("a long prompt", 100)}
 	for i := range 4 {
 		layer := fmt.Sprintf("model.layers.%d.self_attn", i)
 		require.NoError(t, w.SaveLayer(ctx, req, layer, 96, append(computeKV(req.PromptTokens[:96], layer), 0)))

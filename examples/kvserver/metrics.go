@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 // Metrics of the connector's stats. Each series has a "connector" label:
@@ -30,7 +30,7 @@ var (
 // counts nothing exports no series.
 type statsCollector struct {
 	connector string
-	worker    registry.Worker
+	worker    kv.Worker
 }
 
 func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -40,7 +40,7 @@ func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
-	r, ok := c.worker.(registry.StatsReporter)
+	r, ok := c.worker.(kv.StatsReporter)
 	if !ok {
 		return
 	}
@@ -54,7 +54,7 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-func collectStats(ch chan<- prometheus.Metric, label string, s registry.Stats) {
+func collectStats(ch chan<- prometheus.Metric, label string, s kv.Stats) {
 	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), append([]string{label}, labels...)...)
 	}
@@ -62,18 +62,18 @@ func collectStats(ch chan<- prometheus.Metric, label string, s registry.Stats) {
 	counter(missesDesc, s.Misses)
 	counter(loadedDesc, s.BytesLoaded)
 	counter(savedDesc, s.BytesSaved)
-	for k := range registry.NumErrorKinds {
+	for k := range kv.NumErrorKinds {
 		counter(errorsDesc, s.Errors[k], k.String())
 	}
 	ch <- histogram(loadSecondsDesc, s.LoadLatency, label)
 	ch <- histogram(saveSecondsDesc, s.SaveLatency, label)
 }
 
-// histogram turns a registry.Histogram into Prometheus' cumulative buckets.
-func histogram(d *prometheus.Desc, h registry.Histogram, label string) prometheus.Metric {
+// histogram turns a kv.Histogram into Prometheus' cumulative buckets.
+func histogram(d *prometheus.Desc, h kv.Histogram, label string) prometheus.Metric {
 	buckets := make(map[float64]uint64, len(h.Counts)-1)
 	var cum uint64
-	for i, b := range registry.LatencyBounds() {
+	for i, b := range kv.LatencyBounds() {
 		cum += h.Counts[i]
 		buckets[b.Seconds()] = cum
 	}

@@ -20,7 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 // stepRequest is the body of POST /prefill and POST /decode.
@@ -96,10 +96,10 @@ func serve(ctx context.Context, e *engine, lim limits, listen string, stdout, st
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "kvserver_event_followers_dropped_total", Help: "Followers of /events dropped for falling behind (-events-lag-bytes) or taking too long over an event (-events-write-timeout)."},
 			func() float64 { _, n := s.events.stats(); return float64(n) }),
 	)
-	if r, ok := w.(registry.StatsReporter); ok {
+	if r, ok := w.(kv.StatsReporter); ok {
 		r.KVStats() // connectors count from the first read: from now on
 	}
-	if r, ok := w.(registry.EventReporter); ok {
+	if r, ok := w.(kv.EventReporter); ok {
 		r.ReportEvents(s.events.publish)
 		defer r.ReportEvents(nil)
 	}
@@ -111,7 +111,7 @@ func serve(ctx context.Context, e *engine, lim limits, listen string, stdout, st
 	mux.HandleFunc("POST /prefill", s.step)
 	mux.HandleFunc("POST /decode", s.step)
 
-	fmt.Fprintf(stdout, "kvserver: serving through %s on http://%s\n", registry.Quote(e.cfg.Connector), ln.Addr())
+	fmt.Fprintf(stdout, "kvserver: serving through %s on http://%s\n", kv.Quote(e.cfg.Connector), ln.Addr())
 	srv := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: lim.ReadHeaderTimeout,
@@ -206,7 +206,7 @@ func (s *server) step(w http.ResponseWriter, r *http.Request) {
 	if body.ID == "" {
 		body.ID = fmt.Sprintf("req-%d", s.nextID.Add(1))
 	}
-	req := &registry.Request{ID: body.ID, PromptTokens: tokenize(body.Prompt, body.Tokens)}
+	req := &kv.Request{ID: body.ID, PromptTokens: tokenize(body.Prompt, body.Tokens)}
 	var report any
 	if name == "prefill" {
 		report, err = s.e.prefill(ctx, req)

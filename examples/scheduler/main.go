@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"strings"
 
 	"github.com/kvgen/kvgen/examples/scheduler/plugin"
 )
@@ -40,7 +41,7 @@ func main() {
 	flag.Parse()
 	if *list {
 		for _, e := range Registry.Entries() {
-			fmt.Printf("%s\t%s.%s\t%s %s\n", e.Name, e.ImportPath, e.Constructor, e.Module, e.Version)
+			fmt.Printf("%s\t%s\t%s.%s\t%s %s\n", e.Name, strings.Join(e.Roles, ","), e.ImportPath, e.Constructor, e.Module, e.Version)
 		}
 		return
 	}

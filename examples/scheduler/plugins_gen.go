@@ -3,6 +3,8 @@
 package main
 
 import (
+	"encoding/json"
+
 	"github.com/kvgen/kvgen/examples/scheduler/plugin"
 	"github.com/kvgen/kvgen/examples/scheduler/plugins/kvcache"
 	"github.com/kvgen/kvgen/examples/scheduler/plugins/lowqueue"
@@ -10,12 +12,12 @@ import (
 	"github.com/kvgen/kvgen/registry"
 )
 
-// Registry holds the plugins that connectors.yaml lists, in its order.
-// Registry.Lookup(name) returns one's constructor, a plugin.Factory.
+// Registry holds the plugins that connectors.yaml lists, in its order,
+// by name: Registry.Lookup(name) returns one's constructor, a plugin.Factory.
 var Registry = registry.MustNewTable(manifestDescription, entries...)
 
 // manifestDescription describes connectors.yaml and its plugins, for kvgen inspect to read from a binary.
-const manifestDescription = "\x00kvgen registry v1\x0000000307{\"manifest\":\"connectors.yaml\",\"manifest_sha256\":\"9bb7fbb65295e325068c5a882fa8383b076093d6a7b54b48a460c4feefb090de\",\"package\":\"github.com/kvgen/kvgen/examples/scheduler\",\"factory\":\"github.com/kvgen/kvgen/examples/scheduler/plugin.Factory\",\"connectors\":[{\"name\":\"queue-scorer\",\"import\":\"github.com/kvgen/kvgen/examples/scheduler/plugins/queue\",\"constructor\":\"New\",\"module\":\"github.com/kvgen/kvgen/examples/scheduler\"},{\"name\":\"kv-cache-utilization-scorer\",\"import\":\"github.com/kvgen/kvgen/examples/scheduler/plugins/kvcache\",\"constructor\":\"NewScorer\",\"module\":\"github.com/kvgen/kvgen/examples/scheduler\"},{\"name\":\"low-queue-filter\",\"import\":\"github.com/kvgen/kvgen/examples/scheduler/plugins/lowqueue\",\"constructor\":\"New\",\"module\":\"github.com/kvgen/kvgen/examples/scheduler\"}]}"
+const manifestDescription = "\x00kvgen registry v1\x0000000340{\"manifest\":\"connectors.yaml\",\"manifest_sha256\":\"a728641270cc4c16457861599ec236204aa00934d46ab7e03f12a5d924172960\",\"package\":\"github.com/kvgen/kvgen/examples/scheduler\",\"factory\":\"github.com/kvgen/kvgen/examples/scheduler/plugin.Factory\",\"connectors\":[{\"name\":\"queue-scorer\",\"roles\":[\"scorer\"],\"import\":\"github.com/kvgen/kvgen/examples/scheduler/plugins/queue\",\"constructor\":\"New\",\"module\":\"github.com/kvgen/kvgen/examples/scheduler\"},{\"name\":\"kv-cache-utilization-scorer\",\"roles\":[\"scorer\"],\"import\":\"github.com/kvgen/kvgen/examples/scheduler/plugins/kvcache\",\"constructor\":\"NewScorer\",\"module\":\"github.com/kvgen/kvgen/examples/scheduler\"},{\"name\":\"low-queue-filter\",\"roles\":[\"filter\"],\"import\":\"github.com/kvgen/kvgen/examples/scheduler/plugins/lowqueue\",\"constructor\":\"New\",\"module\":\"github.com/kvgen/kvgen/examples/scheduler\"}]}"
 
 // entries is static data: constants and functions only.
 var entries = []registry.Plugin[plugin.Factory]{
@@ -24,6 +26,7 @@ var entries = []registry.Plugin[plugin.Factory]{
 		ImportPath:  "github.com/kvgen/kvgen/examples/scheduler/plugins/queue",
 		Constructor: "New",
 		Module:      "github.com/kvgen/kvgen/examples/scheduler",
+		Roles:       []string{"scorer"},
 		Factory:     queue.New,
 	},
 	{
@@ -31,13 +34,20 @@ var entries = []registry.Plugin[plugin.Factory]{
 		ImportPath:  "github.com/kvgen/kvgen/examples/scheduler/plugins/kvcache",
 		Constructor: "NewScorer",
 		Module:      "github.com/kvgen/kvgen/examples/scheduler",
-		Factory:     kvcache.NewScorer,
+		Roles:       []string{"scorer"},
+		Factory:     adaptKvCacheUtilizationScorer,
 	},
 	{
 		Name:        "low-queue-filter",
 		ImportPath:  "github.com/kvgen/kvgen/examples/scheduler/plugins/lowqueue",
 		Constructor: "New",
 		Module:      "github.com/kvgen/kvgen/examples/scheduler",
+		Roles:       []string{"filter"},
 		Factory:     lowqueue.New,
 	},
+}
+
+// adaptKvCacheUtilizationScorer adapts kvcache.NewScorer, which returns a concrete type, to plugin.Factory.
+func adaptKvCacheUtilizationScorer(name string, params json.RawMessage) (plugin.Plugin, error) {
+	return kvcache.NewScorer(name, params)
 }

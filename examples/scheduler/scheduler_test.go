@@ -63,9 +63,9 @@ func TestScheduler(t *testing.T) {
 
 	got, err = run(t, bin, "-list-plugins")
 	require.NoError(t, err, got)
-	assert.Regexp(t, "^queue-scorer\tgithub.com/kvgen/kvgen/examples/scheduler/plugins/queue.New\t"+mainModule+"\n"+
-		"kv-cache-utilization-scorer\tgithub.com/kvgen/kvgen/examples/scheduler/plugins/kvcache.NewScorer\t"+mainModule+"\n"+
-		"low-queue-filter\tgithub.com/kvgen/kvgen/examples/scheduler/plugins/lowqueue.New\t"+mainModule+"\n$", got)
+	assert.Regexp(t, "^queue-scorer\tscorer\tgithub.com/kvgen/kvgen/examples/scheduler/plugins/queue.New\t"+mainModule+"\n"+
+		"kv-cache-utilization-scorer\tscorer\tgithub.com/kvgen/kvgen/examples/scheduler/plugins/kvcache.NewScorer\t"+mainModule+"\n"+
+		"low-queue-filter\tfilter\tgithub.com/kvgen/kvgen/examples/scheduler/plugins/lowqueue.New\t"+mainModule+"\n$", got)
 
 	write(t, dir, map[string]string{"bad.json": `{"plugins": [{"type": "low-queue-filter", "name": "busy", "parameters": {"treshold": 1}}]}`})
 	got, err = run(t, bin, "-config", filepath.Join(dir, "bad.json"), "-pods", f["pods.json"])
@@ -87,7 +87,7 @@ func TestSchedulerDeployment(t *testing.T) {
 
 	got, err := run(t, bin, "-list-plugins")
 	require.NoError(t, err, got)
-	assert.Regexp(t, "^queue-scorer\tgithub.com/kvgen/kvgen/examples/scheduler/plugins/queue.New\t"+mainModule+"\n$", got)
+	assert.Regexp(t, "^queue-scorer\tscorer\tgithub.com/kvgen/kvgen/examples/scheduler/plugins/queue.New\t"+mainModule+"\n$", got)
 
 	f := write(t, dir, map[string]string{"pods.json": pods, "queue.json": queueOnly, "all.json": allPlugins})
 	got, err = run(t, bin, "-config", f["queue.json"], "-pods", f["pods.json"])

@@ -345,7 +345,7 @@ func writeFile(b *testing.B, path, content string) {
 // options and sentinel errors. Its imports (net/http, crypto/tls,
 // encoding/json, os, time) give it export data the size real connectors
 // have. Odd-numbered packages return the concrete *Conn, which the
-// generated code adapts; even ones return registry.Connector.
+// generated code adapts; even ones return kv.Connector.
 var connectorTmpl = template.Must(template.New("connector").Parse(`// Package {{.Pkg}} is synthesised connector number {{.Index}}.
 package {{.Pkg}}
 
@@ -361,7 +361,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 // ErrClosed is returned by every method after Close.
@@ -370,7 +370,7 @@ var ErrClosed = errors.New("{{.Pkg}}: closed")
 // Options are the connector's extra settings.
 type Options struct {
 	Endpoint string            ` + "`json:\"endpoint\"`" + `
-	Timeout  registry.Duration ` + "`json:\"timeout\"`" + `
+	Timeout  kv.Duration ` + "`json:\"timeout\"`" + `
 	Insecure bool              ` + "`json:\"insecure\"`" + `
 	SpillDir string            ` + "`json:\"spill_dir\"`" + `
 	Capacity int               ` + "`json:\"capacity\"`" + `
@@ -387,7 +387,7 @@ type meta struct {
 // Conn keeps KV layers in a remote store, spilling to disk.
 type Conn struct {
 	mu      sync.Mutex
-	role    registry.Role
+	role    kv.Role
 	opts    Options
 	client  *http.Client
 	layers  map[string][]byte
@@ -396,9 +396,9 @@ type Conn struct {
 }
 
 // New creates a connector for role.
-func New(ctx context.Context, cfg registry.Config, role registry.Role) ({{if .Concrete}}*Conn{{else}}registry.Connector{{end}}, error) {
-	opts := Options{Endpoint: "https://kv.internal:8443", Timeout: registry.Duration(5 * time.Second), Capacity: 1 << 10}
-	if err := registry.DecodeExtra(cfg.Extra, &opts); err != nil {
+func New(ctx context.Context, cfg kv.Config, role kv.Role) ({{if .Concrete}}*Conn{{else}}kv.Connector{{end}}, error) {
+	opts := Options{Endpoint: "https://kv.internal:8443", Timeout: kv.Duration(5 * time.Second), Capacity: 1 << 10}
+	if err := kv.DecodeExtra(cfg.Extra, &opts); err != nil {
 		return nil, fmt.Errorf("{{.Pkg}}: %w", err)
 	}
 	tr := &http.Transport{TLSClientConfig: &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: opts.Insecure}}
@@ -412,12 +412,12 @@ func New(ctx context.Context, cfg registry.Config, role registry.Role) ({{if .Co
 	return c, nil
 }
 
-func (c *Conn) key(req *registry.Request, layer string) string {
+func (c *Conn) key(req *kv.Request, layer string) string {
 	return fmt.Sprintf("%s/%s/%s", c.opts.Endpoint, req.ID, layer)
 }
 
 // MatchedTokens reports no tokens beyond those computed.
-func (c *Conn) MatchedTokens(ctx context.Context, req *registry.Request, numComputed int) (int, error) {
+func (c *Conn) MatchedTokens(ctx context.Context, req *kv.Request, numComputed int) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -427,7 +427,7 @@ func (c *Conn) MatchedTokens(ctx context.Context, req *registry.Request, numComp
 }
 
 // AfterAlloc records how many tokens the engine will load.
-func (c *Conn) AfterAlloc(ctx context.Context, req *registry.Request, numExternal int) error {
+func (c *Conn) AfterAlloc(ctx context.Context, req *kv.Request, numExternal int) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.pending[req.ID] = numExternal
@@ -435,7 +435,7 @@ func (c *Conn) AfterAlloc(ctx context.Context, req *registry.Request, numExterna
 }
 
 // RequestFinished forgets the request.
-func (c *Conn) RequestFinished(ctx context.Context, req *registry.Request) error {
+func (c *Conn) RequestFinished(ctx context.Context, req *kv.Request) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.pending, req.ID)
@@ -443,7 +443,7 @@ func (c *Conn) RequestFinished(ctx context.Context, req *registry.Request) error
 }
 
 // SaveLayer stores a layer's KV.
-func (c *Conn) SaveLayer(ctx context.Context, req *registry.Request, layer string, numTokens int, kv []byte) error {
+func (c *Conn) SaveLayer(ctx context.Context, req *kv.Request, layer string, numTokens int, kv []byte) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.layers) >= c.opts.Capacity {
@@ -461,12 +461,12 @@ func (c *Conn) SaveLayer(ctx context.Context, req *registry.Request, layer strin
 }
 
 // LoadLayer returns a stored layer's KV.
-func (c *Conn) LoadLayer(ctx context.Context, req *registry.Request, layer string, numTokens int) ([]byte, error) {
+func (c *Conn) LoadLayer(ctx context.Context, req *kv.Request, layer string, numTokens int) ([]byte, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	kv, ok := c.layers[c.key(req, layer)]
 	if !ok {
-		return nil, registry.ErrMiss
+		return nil, kv.ErrMiss
 	}
 	return kv, nil
 }

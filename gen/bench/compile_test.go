@@ -31,7 +31,7 @@ import (
 // and system (cpu-ratio), and its peak resident memory (rss-MB,
 // floor-rss-MB, rss-ratio). The connector packages are small ones, half
 // of them returning a concrete type that the registry adapts, half
-// registry.Connector, as in BenchmarkGenerate; the registry is generated
+// kv.Connector, as in BenchmarkGenerate; the registry is generated
 // by kvgen itself. The first run at N=10000 compiles the 10,000 packages
 // into the build cache, which takes minutes.
 func BenchmarkCompile(b *testing.B) {
@@ -77,16 +77,16 @@ func compileModuleAt(b *testing.B, n int) compileModule {
 		files[filepath.Join("c", pkg, "c.go")] = smallConnector(pkg, i%2 == 1)
 	}
 	m.floor = "package floor\n\nimport (\n" + imports.String() + "\n\t\"github.com/kvgen/kvgen/registry\"\n)\n\n" +
-		"var _ registry.Factory\n\nvar floor = []any{\n" + refs.String() + "}\n"
+		"var _ kv.Factory\n\nvar floor = []any{\n" + refs.String() + "}\n"
 	files["connectors.yaml"] = manifest.String()
 	writeModule(b, m.dir, m.path, files)
 	return m
 }
 
 // smallConnector is a connector package that returns a concrete *Conn,
-// which the registry adapts, or a registry.Connector.
+// which the registry adapts, or a kv.Connector.
 func smallConnector(pkg string, concrete bool) string {
-	result := "registry.Connector"
+	result := "kv.Connector"
 	if concrete {
 		result = "*Conn"
 	}
@@ -95,22 +95,22 @@ func smallConnector(pkg string, concrete bool) string {
 import (
 	"context"
 
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 // Conn is connector %s; it serves both roles through the interfaces it
 // embeds, which are nil: only its type matters here.
 type Conn struct {
-	registry.Scheduler
-	registry.Worker
-	role registry.Role
+	kv.Scheduler
+	kv.Worker
+	role kv.Role
 }
 
 // Close releases nothing.
 func (c *Conn) Close() error { return nil }
 
 // New returns a connector for role.
-func New(ctx context.Context, cfg registry.Config, role registry.Role) (%s, error) {
+func New(ctx context.Context, cfg kv.Config, role kv.Role) (%s, error) {
 	return &Conn{role: role}, nil
 }
 `, pkg, pkg, result)

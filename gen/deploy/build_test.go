@@ -145,7 +145,7 @@ func testDatacenter(t *testing.T, bin string) {
 		{
 			Name:    "MultiConnector",
 			Roles:   bothRoles,
-			Import:  "github.com/kvgen/kvgen/registry",
+			Import:  "github.com/kvgen/kvgen/registry/kv",
 			Module:  mainModule,
 			Version: kvgenVersion,
 		},

@@ -5,9 +5,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/kvgen/kvgen/gen"
 	"github.com/kvgen/kvgen/internal/manifest"
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 // connectorsFor returns the names of the manifest's entries that a
@@ -19,13 +18,13 @@ func connectorsFor(m *manifest.Manifest, data []byte) ([]string, error) {
 	if m.Factory.Set {
 		return nil, fmt.Errorf("a KV connector's --kv-transfer-config says which connectors to link, and %s names another contract (factory: %s); list what this deployment links in its manifest instead", m.File, m.Factory.V)
 	}
-	cfg, err := registry.ParseTransferConfig(data)
+	cfg, err := kv.ParseTransferConfig(data)
 	if err != nil {
 		return nil, err
 	}
 	var names, missing []string
-	var walk func(cfg registry.Config, depth int) error
-	walk = func(cfg registry.Config, depth int) error {
+	var walk func(cfg kv.Config, depth int) error
+	walk = func(cfg kv.Config, depth int) error {
 		i := slices.IndexFunc(m.Connectors, func(c manifest.Connector) bool { return c.HasName(cfg.Connector) })
 		if i < 0 {
 			if !slices.Contains(missing, cfg.Connector) {
@@ -43,7 +42,7 @@ func connectorsFor(m *manifest.Manifest, data []byte) ([]string, error) {
 		if depth > maxNesting {
 			return fmt.Errorf("MultiConnectors nest deeper than %d", maxNesting)
 		}
-		children, err := registry.MultiChildren(cfg)
+		children, err := kv.MultiChildren(cfg)
 		if err != nil {
 			return err
 		}
@@ -75,7 +74,7 @@ const maxNesting = 8
 // isMulti reports whether the entry is kvgen's MultiConnector, whose
 // children a config lists.
 func isMulti(c manifest.Connector) bool {
-	return c.Import.V == gen.RegistryPath && (c.Constructor.V == "NewMultiConnector" || c.Constructor.V == "")
+	return kv.IsMultiConnector(c.Import.V, c.Constructor.V)
 }
 
 func them(n int) string {

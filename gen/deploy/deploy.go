@@ -34,15 +34,23 @@ import (
 
 // Options says what to build.
 type Options struct {
-	// Options says how the registry is generated, as for kvgen generate:
-	// WorkDir (also the main module's directory and where the go commands
-	// run), Env, Manifest (the deployment manifest), Tags (also given to
-	// go build), ReadOnlyModules and Cache. Only keeps
-	// some of the manifest's entries, as ForConfig does; give one of the
-	// two. Build sets the rest: the output is the package's kvgen-generated
-	// file, and the go command loads from WorkDir with -trimpath, as it
-	// compiles; Output, Dir and TrimPath must be left unset.
-	gen.Options
+	// WorkDir is the main module's directory, where the go commands run;
+	// it must be absolute.
+	WorkDir string
+	// Env is the go commands' environment, such as os.Environ().
+	Env []string
+	// Manifest is the deployment manifest, relative to WorkDir.
+	Manifest string
+	// Tags are build tags, for loading the connectors' packages and for
+	// go build.
+	Tags []string
+	// ReadOnlyModules and Cache are as for kvgen generate (see
+	// gen.Options).
+	ReadOnlyModules bool
+	Cache           *gen.CheckCache
+	// Only keeps the manifest's entries of those names, as ForConfig
+	// does; give one of the two.
+	Only []string
 	// Binary is the binary to write. {os}, {arch} and {exe} in it stand
 	// for each target's GOOS, GOARCH, and .exe on Windows.
 	Binary string
@@ -119,9 +127,6 @@ func Build(ctx context.Context, opts Options) error {
 		return err
 	}
 	opts.Env = env
-	// The compile step builds with -trimpath: loaded the same way, the
-	// connectors and the standard library are compiled once.
-	opts.Dir, opts.TrimPath = ".", true
 	if opts.ForConfig != nil {
 		m, err := manifest.LoadIn(opts.WorkDir, opts.Manifest)
 		if m == nil {
@@ -162,7 +167,7 @@ func Build(ctx context.Context, opts Options) error {
 		return err
 	}
 	for i, t := range targets {
-		b := &builder{opts: opts, output: outs[i], env0: t.env(opts.Env)}
+		b := &builder{opts: opts, gen: opts.genOptions(), output: outs[i], env0: t.env(opts.Env)}
 		if len(opts.Targets) > 0 {
 			b.prefix = t.String() + ": "
 		}
@@ -180,12 +185,23 @@ func (o Options) check() error {
 		return fmt.Errorf("deploy: Options.WorkDir must be an absolute directory, got %q", o.WorkDir)
 	case o.Env == nil:
 		return errors.New("deploy: Options.Env is nil; give the go commands an environment, such as os.Environ()")
-	case o.Output != "" || o.Dir != "" || o.TrimPath:
-		return errors.New("deploy: Options.Output, Dir and TrimPath are Build's to set; leave them unset")
 	case o.Only != nil && o.ForConfig != nil:
 		return errors.New("deploy: Options.Only and ForConfig both say which connectors to link; give one")
 	}
 	return nil
+}
+
+// genOptions are the options the registry is generated with: the
+// output, the package's kvgen-generated file, is the builder's to set, and
+// the go command loads from WorkDir with -trimpath, as the compile step
+// builds, so that the connectors and the standard library are compiled
+// once.
+func (o Options) genOptions() gen.Options {
+	return gen.Options{
+		WorkDir: o.WorkDir, Env: o.Env, Manifest: o.Manifest, Tags: o.Tags,
+		ReadOnlyModules: o.ReadOnlyModules, Cache: o.Cache, Only: o.Only,
+		Dir: ".", TrimPath: true,
+	}
 }
 
 // run builds one target's binary.
@@ -209,6 +225,7 @@ func (b *builder) run(ctx context.Context) error {
 
 type builder struct {
 	opts   Options
+	gen    gen.Options // how the registry is generated
 	output string      // the binary, for this target
 	env0   []string    // the go commands' environment, for this target
 	prefix string      // what progress lines start with: the target, if named
@@ -238,7 +255,7 @@ func (b *builder) generate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	opts := b.opts.Options
+	opts := b.gen
 	opts.Env, opts.Output = b.env0, target
 	if b.res, err = gen.Generate(ctx, opts); err != nil {
 		return err
@@ -290,7 +307,7 @@ func (b *builder) packageFiles(ctx context.Context) ([]string, error) {
 		Context:    ctx,
 		Dir:        b.opts.WorkDir,
 		Mode:       packages.NeedName | packages.NeedFiles,
-		BuildFlags: b.opts.BuildFlags(),
+		BuildFlags: b.gen.BuildFlags(),
 		Env:        b.env(),
 	}
 	if err := gocmd.CheckModuleFiles(cfg.Dir, cfg.Env); err != nil {

@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvgen/kvgen/gen"
 	"github.com/kvgen/kvgen/internal/moduletest"
 )
 
@@ -20,10 +19,10 @@ const connectorSource = `package %s
 import (
 	"context"
 
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
-func New(ctx context.Context, cfg registry.Config, role registry.Role) (registry.Connector, error) {
+func New(ctx context.Context, cfg kv.Config, role kv.Role) (kv.Connector, error) {
 	return nil, nil
 }
 `
@@ -54,8 +53,8 @@ func stageModule(t *testing.T) string {
 // sets it up.
 func newBuilder(t *testing.T, dir, manifest string) *builder {
 	t.Helper()
-	opts := Options{Options: gen.Options{WorkDir: dir, Env: os.Environ(), Manifest: manifest, Dir: ".", TrimPath: true}, Package: "./srv", Binary: "bin/srv", GoOutput: &strings.Builder{}}
-	b := &builder{opts: opts, output: "bin/srv", env0: os.Environ()}
+	opts := Options{WorkDir: dir, Env: os.Environ(), Manifest: manifest, Package: "./srv", Binary: "bin/srv", GoOutput: &strings.Builder{}}
+	b := &builder{opts: opts, gen: opts.genOptions(), output: "bin/srv", env0: os.Environ()}
 	b.tmp = t.TempDir()
 	b.goTmp = filepath.Join(b.tmp, "go")
 	require.NoError(t, os.Mkdir(b.goTmp, 0o700))
@@ -117,6 +116,7 @@ func TestGenerateStageLinksModulesInScratch(t *testing.T) {
 	require.NoError(t, err)
 	b := newBuilder(t, dir, "deploy/acme.yaml")
 	b.opts.Tags = []string{"edge"}
+	b.gen = b.opts.genOptions()
 	require.NoError(t, b.generate(context.Background()))
 
 	overlay := flagValue(b, "overlay")
@@ -165,7 +165,7 @@ func TestGeneratedFileStage(t *testing.T) {
 func TestBuildChecksItsOptions(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	base := Options{Options: gen.Options{WorkDir: dir, Env: os.Environ(), Manifest: "deploy.yaml"}, Binary: "bin/srv", Package: "./srv"}
+	base := Options{WorkDir: dir, Env: os.Environ(), Manifest: "deploy.yaml", Binary: "bin/srv", Package: "./srv"}
 	for _, tc := range []struct {
 		name string
 		edit func(*Options)
@@ -173,8 +173,6 @@ func TestBuildChecksItsOptions(t *testing.T) {
 	}{
 		{"relative WorkDir", func(o *Options) { o.WorkDir = "rel" }, `deploy: Options.WorkDir must be an absolute directory, got "rel"`},
 		{"nil Env", func(o *Options) { o.Env = nil }, "deploy: Options.Env is nil; give the go commands an environment, such as os.Environ()"},
-		{"Output", func(o *Options) { o.Output = "srv/x_gen.go" }, "deploy: Options.Output, Dir and TrimPath are Build's to set; leave them unset"},
-		{"TrimPath", func(o *Options) { o.TrimPath = true }, "deploy: Options.Output, Dir and TrimPath are Build's to set; leave them unset"},
 		{"Only and ForConfig", func(o *Options) { o.Only, o.ForConfig = []string{"memory"}, []byte("{}") }, "deploy: Options.Only and ForConfig both say which connectors to link; give one"},
 	} {
 		opts := base

@@ -191,12 +191,12 @@ func freshConnector(t *testing.T, pkg string) string {
 import (
 	"context"
 
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 const built = ` + strconv.Quote(t.Name()+time.Now().String()) + `
 
-func New(ctx context.Context, cfg registry.Config, role registry.Role) (registry.Connector, error) {
+func New(ctx context.Context, cfg kv.Config, role kv.Role) (kv.Connector, error) {
 	return nil, nil
 }
 `

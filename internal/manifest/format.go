@@ -8,7 +8,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/internal/names"
 )
 
 // formatVersion is the manifest version this package reads.
@@ -26,15 +26,16 @@ const formatVersion = 1
 //	minItems the least number of items a list given must hold
 //	maxItems the most items a list may hold
 //	unique   "true" when a list may not hold a value twice
+//	name     "true": a string follows the name rule of internal/names
 //	pattern  the regular expression a string must match
 //	maxLength the most bytes a string may hold
 type fileV1 struct {
 	Version    Value[int]      `yaml:"version" required:"true" example:"1" doc:"Manifest format version; this kvgen reads version 1."`
-	Factory    Value[string]   `yaml:"factory" example:"example.com/gateway/plugin.Factory" doc:"The contract every constructor must fit: IMPORT/PATH.TypeName of a named function type, which constructors must be assignable to, or of a named interface, which constructors taking no arguments return. Default: the KV connector's registry.Factory."`
+	Factory    Value[string]   `yaml:"factory" example:"example.com/gateway/plugin.Factory" doc:"The contract every constructor must fit: IMPORT/PATH.TypeName of a named function type, which constructors must be assignable to, or of a named interface, which constructors taking no arguments return. Default: the KV connector contract, github.com/kvgen/kvgen/registry/kv.Factory."`
 	Package    Value[string]   `yaml:"package" example:"connectors" doc:"Go package name of the generated file. Default: the package of the output directory."`
 	Output     Value[string]   `yaml:"output" default:"connectors_gen.go" example:"connectors_gen.go" doc:"The generated Go file, relative to the manifest's directory and inside it."`
 	Extends    Value[string]   `yaml:"extends" example:"../connectors.yaml" doc:"A manifest this one builds on, relative to this one: its connectors, less those dropped, with versions and replacements pinned here, and then this manifest's own."`
-	Drop       []Value[string] `yaml:"drop" unique:"true" pattern:"^[A-Za-z][A-Za-z0-9_.-]*$" maxLength:"128" example:"[memory]" doc:"Names of connectors of the extended manifest to leave out."`
+	Drop       []Value[string] `yaml:"drop" unique:"true" name:"true" example:"[memory]" doc:"Names of connectors of the extended manifest to leave out."`
 	Pin        []pinV1         `yaml:"pin" example:"[{name: redis, version: v0.2.0}]" doc:"Connectors of the extended manifest whose module version or local replacement this manifest sets."`
 	Connectors []connectorV1   `yaml:"connectors" required:"true" unless:"extends" maxItems:"10000" example:"[]" doc:"The connectors linked into the binary, in registry order; an empty list links none. At most 10000: compiling the registry costs time and memory in proportion to its entries."`
 }
@@ -43,7 +44,7 @@ type fileV1 struct {
 // lists.
 type pinV1 struct {
 	Pos     token.Position `yaml:"-"`
-	Name    Value[string]  `yaml:"name" required:"true" pattern:"^[A-Za-z][A-Za-z0-9_.-]*$" maxLength:"128" example:"redis" doc:"Name of a connector of the extended manifest."`
+	Name    Value[string]  `yaml:"name" required:"true" name:"true" example:"redis" doc:"Name of a connector of the extended manifest."`
 	Version Value[string]  `yaml:"version" example:"v1.4.0" doc:"Least version of the connector's module to require instead."`
 	Replace Value[string]  `yaml:"replace" example:"../kvredis" doc:"Local directory of the connector's module instead, relative to this manifest."`
 }
@@ -57,16 +58,16 @@ func (c pinV1) label(index int) string {
 }
 
 type connectorV1 struct {
-	Pos         token.Position         `yaml:"-"`
-	Name        Value[string]          `yaml:"name" required:"true" pattern:"^[A-Za-z][A-Za-z0-9_.-]*$" maxLength:"128" example:"redis" doc:"Registry key the connector is created by; unique across all names and aliases."`
-	Import      Value[string]          `yaml:"import" required:"true" example:"github.com/acme/kvredis" doc:"Go import path of the package that holds the constructor."`
-	Constructor Value[string]          `yaml:"constructor" example:"New" doc:"Exported constructor function, which fits the manifest's factory (default registry.Factory). Default: the function the package marks with //kvgen:constructor."`
-	Roles       []Value[registry.Role] `yaml:"roles" minItems:"1" unique:"true" example:"[scheduler, worker]" doc:"Roles the connector serves, for the KV connector contract only. Default: both."`
-	Aliases     []Value[string]        `yaml:"aliases" unique:"true" pattern:"^[A-Za-z][A-Za-z0-9_.-]*$" maxLength:"128" example:"[RedisConnector]" doc:"Further registry keys for the connector, such as the names vLLM knows it by."`
-	Version     Value[string]          `yaml:"version" example:"v1.4.0" doc:"Least version of the connector's module to require, as a go.mod require line names one: kvgen generate raises go.mod to it (kvgen build a temporary copy); a go.mod that requires a higher version, as a dependency bot leaves it, satisfies it."`
-	Replace     Value[string]          `yaml:"replace" example:"../kvredis" doc:"Local directory of the connector's module, relative to the manifest: kvgen generate adds a replace line for it to go.mod (kvgen build to a temporary copy)."`
-	Invalid     bool                   `yaml:"-"`
-	Dir         string                 `yaml:"-"`
+	Pos         token.Position  `yaml:"-"`
+	Name        Value[string]   `yaml:"name" required:"true" name:"true" example:"redis" doc:"Registry key the connector is created by; unique across all names and aliases."`
+	Import      Value[string]   `yaml:"import" required:"true" example:"github.com/acme/kvredis" doc:"Go import path of the package that holds the constructor."`
+	Constructor Value[string]   `yaml:"constructor" example:"New" doc:"Exported constructor function, which fits the manifest's factory (default kv.Factory). Default: the function the package marks with //kvgen:constructor."`
+	Roles       []Value[string] `yaml:"roles" minItems:"1" unique:"true" pattern:"^[A-Za-z][A-Za-z0-9_-]*$" maxLength:"128" example:"[scheduler, worker]" doc:"Roles the connector serves, by the names its contract declares with a //kvgen:roles line (the KV connector contract: scheduler and worker). Default: every role the contract declares."`
+	Aliases     []Value[string] `yaml:"aliases" unique:"true" name:"true" example:"[RedisConnector]" doc:"Further registry keys for the connector, such as the names vLLM knows it by."`
+	Version     Value[string]   `yaml:"version" example:"v1.4.0" doc:"Least version of the connector's module to require, as a go.mod require line names one: kvgen generate raises go.mod to it (kvgen build a temporary copy); a go.mod that requires a higher version, as a dependency bot leaves it, satisfies it."`
+	Replace     Value[string]   `yaml:"replace" example:"../kvredis" doc:"Local directory of the connector's module, relative to the manifest: kvgen generate adds a replace line for it to go.mod (kvgen build to a temporary copy)."`
+	Invalid     bool            `yaml:"-"`
+	Dir         string          `yaml:"-"`
 }
 
 // label names the entry in errors; see Connector.Label.
@@ -126,6 +127,9 @@ func tagFields(t reflect.Type) []field {
 			example:  sf.Tag.Get("example"),
 			unique:   sf.Tag.Get("unique") == "true",
 			pattern:  sf.Tag.Get("pattern"),
+		}
+		if sf.Tag.Get("name") == "true" {
+			f.pattern, f.maxLen = names.Pattern, names.MaxLen
 		}
 		for tag, dst := range map[string]*int{"minItems": &f.minItems, "maxItems": &f.maxItems, "maxLength": &f.maxLen} {
 			if s := sf.Tag.Get(tag); s != "" {

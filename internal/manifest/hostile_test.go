@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvgen/kvgen/internal/diag"
+	"github.com/kvgen/kvgen/internal/names"
 )
 
 // An output name that could hide what it is, break out of a comment or a
@@ -58,7 +59,7 @@ func TestCheckFileName(t *testing.T) {
 }
 
 func TestNameLengthIsCapped(t *testing.T) {
-	ok := "A" + strings.Repeat("b", maxName-1)
+	ok := "A" + strings.Repeat("b", names.MaxLen-1)
 	long := ok + "c"
 	src := "version: 1\nconnectors:\n  - name: " + ok + "\n    import: example.com/a\n" +
 		"  - name: " + long + "\n    import: example.com/b\n    aliases: [" + long + "x]\n"

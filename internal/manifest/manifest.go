@@ -13,7 +13,6 @@ import (
 	"strings"
 
 	"github.com/kvgen/kvgen/internal/diag"
-	"github.com/kvgen/kvgen/registry"
 )
 
 // Value is a manifest value with the position it was written at. Set is
@@ -32,7 +31,7 @@ type Manifest struct {
 	Version Value[int]
 	// Factory names the contract every constructor must fit, as
 	// IMPORT/PATH.TypeName; when absent, the contract is the KV
-	// connector's registry.Factory. See [Manifest.Contract].
+	// connector's kv.Factory. See [Manifest.Contract].
 	Factory Value[string]
 	// Package is the package of the generated file. When absent, gen uses
 	// the package of the output directory.
@@ -99,8 +98,9 @@ type Connector struct {
 	// Constructor is the constructor's name; V is "" when omitted, and gen
 	// then looks for a //kvgen:constructor marker in the package.
 	Constructor Value[string]
-	// Roles are the roles the connector serves; empty means both.
-	Roles []Value[registry.Role]
+	// Roles are the names of the roles the connector serves, which gen
+	// checks against those its contract declares; empty means every one.
+	Roles []Value[string]
 	// Aliases are further registry keys for the connector.
 	Aliases []Value[string]
 	// Version is the least version of the connector's module to require,
@@ -133,14 +133,14 @@ func (c Connector) HasName(name string) bool {
 	return false
 }
 
-// RoleSet returns the roles the connector serves; the zero set, when no
-// roles were listed, means every role.
-func (c Connector) RoleSet() registry.RoleSet {
-	var s registry.RoleSet
+// RoleNames returns the names of the roles the connector serves, as
+// listed; nil, when no roles were listed, means every role.
+func (c Connector) RoleNames() []string {
+	var names []string
 	for _, r := range c.Roles {
-		s |= registry.NewRoleSet(r.V)
+		names = append(names, r.V)
 	}
-	return s
+	return names
 }
 
 // Label is how errors name the entry at index (counted from 0 in

@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvgen/kvgen/internal/diag"
-	"github.com/kvgen/kvgen/registry"
 )
 
 const file = "connectors.yaml"
@@ -62,9 +61,9 @@ func TestParseFull(t *testing.T) {
 	assert.Equal(t, Value[string]{V: "filesystem", Pos: at(6, 11), Set: true}, withoutOffset(fs.Name))
 	assert.Equal(t, Value[string]{V: "github.com/kvgen/kvgen/examples/connectors/filesystem", Pos: at(7, 13), Set: true}, withoutOffset(fs.Import))
 	assert.Equal(t, Value[string]{V: "New", Pos: at(8, 18), Set: true}, withoutOffset(fs.Constructor))
-	assert.Equal(t, []Value[registry.Role]{
-		{V: registry.RoleScheduler, Pos: at(9, 13), Set: true},
-		{V: registry.RoleWorker, Pos: at(9, 24), Set: true},
+	assert.Equal(t, []Value[string]{
+		{V: "scheduler", Pos: at(9, 13), Set: true},
+		{V: "worker", Pos: at(9, 24), Set: true},
 	}, withoutOffsets(fs.Roles))
 	assert.Equal(t, []Value[string]{
 		{V: "ExampleConnector", Pos: at(10, 15), Set: true},
@@ -72,16 +71,14 @@ func TestParseFull(t *testing.T) {
 	}, withoutOffsets(fs.Aliases))
 	assert.Equal(t, Value[string]{V: "v1.4.0", Pos: at(11, 14), Set: true}, withoutOffset(fs.Version))
 	assert.Equal(t, Value[string]{V: "../filesystem", Pos: at(12, 14), Set: true}, withoutOffset(fs.Replace))
-	assert.Equal(t, registry.NewRoleSet(registry.RoleScheduler, registry.RoleWorker), fs.RoleSet())
+	assert.Equal(t, []string{"scheduler", "worker"}, fs.RoleNames())
 
 	lm := m.Connectors[1]
 	assert.Equal(t, at(13, 5), noOffset(lm.Pos), "an entry's position is its first key, whichever it is")
 	assert.Equal(t, Value[string]{V: "LMCacheConnectorV1", Pos: at(14, 11), Set: true}, withoutOffset(lm.Name))
 	assert.Equal(t, Value[string]{V: "example.com/lmcache", Pos: at(13, 13), Set: true}, withoutOffset(lm.Import))
-	assert.Equal(t, []Value[registry.Role]{{V: registry.RoleWorker, Pos: at(16, 9), Set: true}}, withoutOffsets(lm.Roles))
-	assert.Equal(t, registry.NewRoleSet(registry.RoleWorker), lm.RoleSet())
-	assert.True(t, lm.RoleSet().Has(registry.RoleWorker))
-	assert.False(t, lm.RoleSet().Has(registry.RoleScheduler))
+	assert.Equal(t, []Value[string]{{V: "worker", Pos: at(16, 9), Set: true}}, withoutOffsets(lm.Roles))
+	assert.Equal(t, []string{"worker"}, lm.RoleNames())
 	assert.Equal(t, `connector "LMCacheConnectorV1"`, lm.Label(1))
 }
 
@@ -122,10 +119,7 @@ func TestParseDefaults(t *testing.T) {
 	assert.Empty(t, c.Aliases)
 	assert.Equal(t, Value[string]{}, c.Version)
 	assert.Equal(t, Value[string]{}, c.Replace)
-	assert.Equal(t, registry.RoleSet(0), c.RoleSet())
-	for _, r := range registry.Roles() {
-		assert.True(t, c.RoleSet().Has(r), "no roles list serves %v", r)
-	}
+	assert.Nil(t, c.RoleNames(), "no roles list serves every role")
 }
 
 func TestParseValid(t *testing.T) {
@@ -233,11 +227,6 @@ var badManifests = []struct {
 		name: "factory with a bad import path",
 		src:  "version: 1\nfactory: ../plugin.Factory\nconnectors: []\n",
 		want: []string{`connectors.yaml:2:10: factory "../plugin.Factory": "../plugin" is not a valid Go import path: invalid path element ".."; e.g. "example.com/gateway/plugin.Factory"`},
-	},
-	{
-		name: "roles under another contract",
-		src:  "version: 1\nfactory: example.com/gateway/plugin.Factory\nconnectors:\n  - name: auth\n    import: example.com/auth\n    roles: [worker]\n",
-		want: []string{`connectors.yaml:6:13: connector "auth": roles: belong to the KV connector contract; the contract "example.com/gateway/plugin.Factory" has none, so remove roles:`},
 	},
 	{
 		name: "unknown connector key with suggestion",
@@ -396,16 +385,6 @@ var badManifests = []struct {
 		want: []string{`connectors.yaml:5:18: connector "redis": constructor "redis.New" is not a Go identifier; give the function's name only, e.g. "New"`},
 	},
 	{
-		name: "unknown role",
-		src:  head + "  - name: redis\n    import: example.com/redis\n    roles: [gpu]\n",
-		want: []string{`connectors.yaml:5:13: connector "redis": unknown role "gpu"; want scheduler or worker`},
-	},
-	{
-		name: "misspelt role",
-		src:  head + "  - name: redis\n    import: example.com/redis\n    roles: [wroker]\n",
-		want: []string{`connectors.yaml:5:13: connector "redis": unknown role "wroker"; did you mean "worker"?`},
-	},
-	{
 		name: "duplicate role",
 		src:  head + "  - name: redis\n    import: example.com/redis\n    roles: [worker, scheduler, worker]\n",
 		want: []string{`connectors.yaml:5:32: connector "redis": roles: "worker" is listed twice (first at connectors.yaml:5:13); remove one`},
@@ -535,7 +514,6 @@ connectors:
 		want: []string{
 			"connectors.yaml:1:10: unsupported manifest version 2; this kvgen reads version 1",
 			`connectors.yaml:2:10: package: want a string, got an integer; e.g. "package: connectors"`,
-			`connectors.yaml:6:21: connector "redis": unknown role "gpu"; want scheduler or worker`,
 			`connectors.yaml:7:5: connector "cache": missing key "import"; add it, e.g. "import: github.com/acme/kvredis"`,
 			`connectors.yaml:8:5: connector "cache": unknown key "imprt"; did you mean "import"?`,
 			`connectors.yaml:9:15: connector "cache": alias "redis" is already the name of connector "redis" at connectors.yaml:4:11; rename one of them`,

@@ -16,20 +16,12 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/kvgen/kvgen/internal/diag"
+	"github.com/kvgen/kvgen/internal/names"
 	"github.com/kvgen/kvgen/internal/suggest"
-	"github.com/kvgen/kvgen/registry"
 )
 
-// nameRE is what connector names and aliases must match; the pattern lives
-// in connectorV1's tag so that the schema publishes the same one.
-var nameRE = regexp.MustCompile(mustField(reflect.TypeFor[connectorV1](), "name").pattern)
-
-// maxName is the longest name or alias, in bytes; like the pattern, it
-// lives in connectorV1's tag.
-var maxName = mustField(reflect.TypeFor[connectorV1](), "name").maxLen
-
 // validName reports whether s is a valid connector name or alias.
-func validName(s string) bool { return len(s) <= maxName && nameRE.MatchString(s) }
+func validName(s string) bool { return names.Valid(s) }
 
 func mustField(t reflect.Type, key string) field {
 	f, ok := fieldByKey(t, key)
@@ -339,15 +331,6 @@ func (v *Value[T]) decode(n *yaml.Node, pos token.Position) (want, msg string) {
 		if n.Kind != yaml.ScalarNode || n.Tag != "!!int" || n.Decode(dst) != nil {
 			return "an integer", ""
 		}
-	case *registry.Role:
-		if !str {
-			return "a string", ""
-		}
-		r, msg := parseRole(n.Value)
-		if msg != "" {
-			return "", msg
-		}
-		*dst = r
 	default:
 		panic(fmt.Sprintf("manifest: no decoding for %T", v.V))
 	}
@@ -362,14 +345,6 @@ func (v *Value[T]) setDefault(s string) {
 	default:
 		panic(fmt.Sprintf("manifest: no default for %T", v.V))
 	}
-}
-
-func parseRole(s string) (registry.Role, string) {
-	r, err := registry.ParseRole(s)
-	if err != nil {
-		return 0, err.Error()
-	}
-	return r, ""
 }
 
 // decodeValue sets dst, the field f, from n.

@@ -8,8 +8,6 @@ import (
 	"strconv"
 
 	"go.yaml.in/yaml/v3"
-
-	"github.com/kvgen/kvgen/registry"
 )
 
 // schemaDialect is the JSON Schema draft that Schema follows.
@@ -160,12 +158,6 @@ func (v *Value[T]) schema() *schema {
 		return &schema{Type: "string", MinLength: 1}
 	case int:
 		return &schema{Type: "integer"}
-	case registry.Role:
-		s := &schema{Type: "string"}
-		for _, r := range registry.Roles() {
-			s.Enum = append(s.Enum, r.String())
-		}
-		return s
 	}
 	panic(fmt.Sprintf("manifest: no schema for %T", v.V))
 }

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/mod/semver"
 
 	"github.com/kvgen/kvgen/internal/diag"
+	"github.com/kvgen/kvgen/internal/names"
 	"github.com/kvgen/kvgen/internal/suggest"
 )
 
@@ -64,9 +65,6 @@ func (p *parser) validate(m *Manifest) {
 	for i, c := range m.Connectors {
 		n := len(p.errs)
 		p.validateConnector(c, c.Label(i))
-		if len(c.Roles) > 0 && m.Factory.Set {
-			p.errs.Add(c.Roles[0].Pos, "%s: roles: belong to the KV connector contract; the contract %s has none, so remove roles:", c.Label(i), suggest.Quote(m.Factory.V))
-		}
 		p.markInvalid(m.Connectors, i, len(p.errs)-n)
 	}
 	p.checkUnique(m.Connectors)
@@ -158,17 +156,17 @@ func checkFactory(s string) string {
 
 // checkName says what is wrong with a connector name or alias, or returns "".
 func checkName(kind, s string) string {
-	if len(s) > maxName {
-		return fmt.Sprintf("%s %s is longer than %d bytes; give a shorter name", kind, suggest.Quote(s), maxName)
+	if len(s) > names.MaxLen {
+		return fmt.Sprintf("%s %s is longer than %d bytes; give a shorter name", kind, suggest.Quote(s), names.MaxLen)
 	}
-	if nameRE.MatchString(s) {
+	if names.Valid(s) {
 		return ""
 	}
 	const rule = "a name is a letter followed by letters, digits, '_', '.' or '-'"
 	// Valid names are closed under prefixes, so the first prefix that
 	// does not match ends at the offending character.
 	for i, r := range s {
-		if !nameRE.MatchString(s[:i+utf8.RuneLen(r)]) {
+		if !names.Valid(s[:i+utf8.RuneLen(r)]) {
 			if i == 0 {
 				return fmt.Sprintf("%s %s cannot start with %q; %s", kind, suggest.Quote(s), r, rule)
 			}

@@ -8,10 +8,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
-// appendLayer checks a worker that is a [registry.LayerAppender]: it
+// appendLayer checks a worker that is a [kv.LayerAppender]: it
 // appends exactly what LoadLayer returns, after what dst holds, into dst's
 // spare capacity when there is enough; on a miss it leaves dst's bytes
 // alone; and it keeps no reference to the memory it filled.
@@ -19,9 +19,9 @@ func (s *suite) appendLayer(t *testing.T) {
 	s.needWorker(t)
 	ctx := t.Context()
 	p := s.open(t, blockSize)
-	a, ok := p.worker.(registry.LayerAppender)
+	a, ok := p.worker.(kv.LayerAppender)
 	if !ok {
-		t.Skip("the worker is not a registry.LayerAppender")
+		t.Skip("the worker is not a kv.LayerAppender")
 	}
 	req := s.request(t, "prompt", 2*blockSize)
 	layer := layerNames[0]
@@ -52,7 +52,7 @@ func (s *suite) appendLayer(t *testing.T) {
 		other := s.request(t, "never saved", 2*blockSize)
 		dst := append(make([]byte, 0, 2*len(want)), head...)
 		got, err := a.AppendLayer(ctx, other, layer, 2*blockSize, dst)
-		require.ErrorIs(t, err, registry.ErrMiss)
+		require.ErrorIs(t, err, kv.ErrMiss)
 		assert.True(t, bytes.Equal(head, got), "AppendLayer returned %d bytes with a miss, want dst as it was", len(got))
 	})
 }

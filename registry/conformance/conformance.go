@@ -14,14 +14,14 @@
 // tests tend to miss: byte-exact round trips per layer, misses that never
 // return data, chained prefix keys, block-aligned matches that honour the
 // computed tokens, slices that are not shared with the caller, loads into
-// the caller's buffer for a [registry.LayerAppender], concurrent use,
+// the caller's buffer for a [kv.LayerAppender], concurrent use,
 // idempotent Close, rejected unknown settings, and models kept apart:
 // engines of two models sharing one store never see each other's KV. It
 // checks each optional interface a connector implements and skips the
 // others: stats that add up to what the suite did
-// ([registry.StatsReporter]), events that match its saves
-// ([registry.EventReporter]), and the blocks a load of damaged KV reports
-// as failed ([registry.LoadError], with [Options.Damage]). Run it with
+// ([kv.StatsReporter]), events that match its saves
+// ([kv.EventReporter]), and the blocks a load of damaged KV reports
+// as failed ([kv.LoadError], with [Options.Damage]). Run it with
 // -race.
 package conformance
 
@@ -29,12 +29,13 @@ import (
 	"log/slog"
 	"maps"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 // Options configures Run.
@@ -44,20 +45,21 @@ type Options struct {
 	// from the same settings, so they must share one store (a fresh
 	// directory, a fresh key prefix...). Nil means no settings.
 	Extra func(t testing.TB) map[string]any
-	// Roles the connector serves; zero means both.
-	Roles registry.RoleSet
+	// Roles the connector serves, by name ("scheduler", "worker"), as
+	// [kv.Entry] lists them; nil means both.
+	Roles []string
 	// Damage, if set, breaks the stored KV of one layer of the prefix with
 	// hash prefix in the store extra configures, as a torn write or a bad
-	// disk would, so that the suite checks the [registry.LoadError] a load
+	// disk would, so that the suite checks the [kv.LoadError] a load
 	// of it returns. Nil skips that check.
-	Damage func(t testing.TB, extra map[string]any, prefix registry.BlockHash, layer string)
+	Damage func(t testing.TB, extra map[string]any, prefix kv.BlockHash, layer string)
 }
 
 // name is the registry key the suite gives the connector under test.
 const name = "under-test"
 
 // blockSize is the block size of most subtests: vLLM's default.
-const blockSize = registry.DefaultBlockSize
+const blockSize = kv.DefaultBlockSize
 
 // layerNames are the layers of the suite's model, named the way vLLM names
 // attention layers.
@@ -68,9 +70,9 @@ var layerNames = []string{
 }
 
 // Run runs the conformance suite against factory as subtests of t.
-func Run(t *testing.T, factory registry.Factory, opts Options) {
+func Run(t *testing.T, factory kv.Factory, opts Options) {
 	t.Helper()
-	reg, err := registry.New(registry.Entry{
+	reg, err := kv.New(kv.Entry{
 		Name:        name,
 		ImportPath:  "conformance",
 		Constructor: "factory",
@@ -109,7 +111,7 @@ func Run(t *testing.T, factory registry.Factory, opts Options) {
 
 // suite holds what every subtest shares.
 type suite struct {
-	reg  *registry.Registry
+	reg  *kv.Registry
 	opts Options
 	salt uint64
 }
@@ -117,8 +119,8 @@ type suite struct {
 // pair is the two sides of one store. A side whose role the connector does
 // not serve is nil.
 type pair struct {
-	sched  registry.Scheduler
-	worker registry.Worker
+	sched  kv.Scheduler
+	worker kv.Worker
 }
 
 // extra returns one store's settings.
@@ -135,29 +137,29 @@ const model = "conformance/model"
 
 // config returns the configuration the suite creates connectors from. Each
 // connector gets its own copy of extra, as separate processes would.
-func (s *suite) config(bs int, extra map[string]any) registry.Config {
-	return registry.Config{
+func (s *suite) config(bs int, extra map[string]any) kv.Config {
+	return kv.Config{
 		Model:             model,
 		Connector:         name,
 		EngineID:          "conformance-engine",
-		KVRole:            registry.KVBoth,
+		KVRole:            kv.KVBoth,
 		BlockSize:         bs,
 		LayerNames:        layerNames,
-		LoadFailurePolicy: registry.PolicyRecompute,
+		LoadFailurePolicy: kv.PolicyRecompute,
 		Extra:             maps.Clone(extra),
 	}
 }
 
 // create creates the connector for role through the registry, so that its
 // role-interface check runs, and closes it when t ends.
-func (s *suite) create(t *testing.T, bs int, extra map[string]any, role registry.Role) registry.Connector {
+func (s *suite) create(t *testing.T, bs int, extra map[string]any, role kv.Role) kv.Connector {
 	t.Helper()
 	return s.createFrom(t, s.config(bs, extra), role)
 }
 
 // createFrom creates the connector for role from cfg through the registry,
 // and closes it when t ends.
-func (s *suite) createFrom(t *testing.T, cfg registry.Config, role registry.Role) registry.Connector {
+func (s *suite) createFrom(t *testing.T, cfg kv.Config, role kv.Role) kv.Connector {
 	t.Helper()
 	c, err := s.reg.Create(t.Context(), cfg, role)
 	return keep(t, role, c, err)
@@ -165,23 +167,23 @@ func (s *suite) createFrom(t *testing.T, cfg registry.Config, role registry.Role
 
 // scheduler creates the scheduler side from cfg, as a host does, and
 // closes it when t ends.
-func (s *suite) scheduler(t *testing.T, cfg registry.Config) registry.Scheduler {
+func (s *suite) scheduler(t *testing.T, cfg kv.Config) kv.Scheduler {
 	t.Helper()
 	c, err := s.reg.CreateScheduler(t.Context(), cfg)
-	return keep(t, registry.RoleScheduler, c, err)
+	return keep(t, kv.RoleScheduler, c, err)
 }
 
 // worker creates the worker side from cfg, as a host does, and closes it
 // when t ends.
-func (s *suite) worker(t *testing.T, cfg registry.Config) registry.Worker {
+func (s *suite) worker(t *testing.T, cfg kv.Config) kv.Worker {
 	t.Helper()
 	c, err := s.reg.CreateWorker(t.Context(), cfg)
-	return keep(t, registry.RoleWorker, c, err)
+	return keep(t, kv.RoleWorker, c, err)
 }
 
 // keep fails t if creating the role's side failed, and closes the side
 // when t ends.
-func keep[C registry.Connector](t *testing.T, role registry.Role, c C, err error) C {
+func keep[C kv.Connector](t *testing.T, role kv.Role, c C, err error) C {
 	t.Helper()
 	require.NoError(t, err, "creating the %s side", role)
 	t.Cleanup(func() { assert.NoError(t, c.Close(), "Close of the %s side", role) })
@@ -195,24 +197,37 @@ func (s *suite) open(t *testing.T, bs int) pair {
 }
 
 // openFrom creates both sides from cfg.
-func (s *suite) openFrom(t *testing.T, cfg registry.Config) pair {
+func (s *suite) openFrom(t *testing.T, cfg kv.Config) pair {
 	t.Helper()
 	var p pair
-	if s.serves(registry.RoleScheduler) {
+	if s.serves(kv.RoleScheduler) {
 		p.sched = s.scheduler(t, cfg)
 	}
-	if s.serves(registry.RoleWorker) {
+	if s.serves(kv.RoleWorker) {
 		p.worker = s.worker(t, cfg)
 	}
 	return p
 }
 
-func (s *suite) serves(r registry.Role) bool { return s.opts.Roles.Has(r) }
+func (s *suite) serves(r kv.Role) bool {
+	return s.opts.Roles == nil || slices.Contains(s.opts.Roles, r.String())
+}
+
+// roles are the roles the connector serves, in documented order.
+func (s *suite) roles() []kv.Role {
+	var out []kv.Role
+	for _, r := range kv.Roles() {
+		if s.serves(r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
 
 // needWorker skips a subtest that has to store KV.
 func (s *suite) needWorker(t *testing.T) {
 	t.Helper()
-	if !s.serves(registry.RoleWorker) {
+	if !s.serves(kv.RoleWorker) {
 		t.Skip("the connector does not serve the worker role")
 	}
 }

@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvgen/kvgen/registry"
 	"github.com/kvgen/kvgen/registry/conformance"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 func TestRun(t *testing.T) {
@@ -23,9 +23,9 @@ func TestRun(t *testing.T) {
 }
 
 func TestRunOneRole(t *testing.T) {
-	for _, role := range registry.Roles() {
+	for _, role := range kv.Roles() {
 		t.Run(role.String(), func(t *testing.T) {
-			conformance.Run(t, newFactory(""), conformance.Options{Roles: registry.NewRoleSet(role)})
+			conformance.Run(t, newFactory(""), conformance.Options{Roles: []string{role.String()}})
 		})
 	}
 }
@@ -96,12 +96,12 @@ const (
 
 // newFactory returns the factory of a small map-backed connector whose
 // instances share one store, with the defect d.
-func newFactory(d defect) registry.Factory {
+func newFactory(d defect) kv.Factory {
 	shared := &store{kv: map[key][]byte{}}
-	return func(ctx context.Context, cfg registry.Config, role registry.Role) (registry.Connector, error) {
+	return func(ctx context.Context, cfg kv.Config, role kv.Role) (kv.Connector, error) {
 		if d != ignoresSettings {
 			var opts struct{}
-			if err := registry.DecodeExtra(cfg.Extra, &opts); err != nil {
+			if err := kv.DecodeExtra(cfg.Extra, &opts); err != nil {
 				return nil, err
 			}
 		}
@@ -110,14 +110,14 @@ func newFactory(d defect) registry.Factory {
 			st = &store{kv: map[key][]byte{}}
 		}
 		c := &mapConnector{store: st, cfg: cfg, defect: d}
-		if d == schedulerMissing && role == registry.RoleScheduler {
+		if d == schedulerMissing && role == kv.RoleScheduler {
 			return workerOnly{c}, nil
 		}
 		return c, nil
 	}
 }
 
-type workerOnly struct{ registry.Worker }
+type workerOnly struct{ kv.Worker }
 
 type key struct{ prefix, layer string }
 
@@ -128,12 +128,12 @@ type store struct {
 
 type mapConnector struct {
 	*store
-	cfg    registry.Config
+	cfg    kv.Config
 	defect defect
 	closed bool
 }
 
-func (c *mapConnector) key(req *registry.Request, layer string, n int) key {
+func (c *mapConnector) key(req *kv.Request, layer string, n int) key {
 	bs := c.cfg.BlockSize
 	if c.defect == ignoresLayer {
 		layer = ""
@@ -145,12 +145,12 @@ func (c *mapConnector) key(req *registry.Request, layer string, n int) key {
 	if c.defect == ignoresModel {
 		m = ""
 	}
-	p, _ := registry.NewPrefixes(m, bs)
+	p, _ := kv.NewPrefixes(m, bs)
 	h, _ := p.Hash(req.PromptTokens, n)
 	return key{h.String(), layer}
 }
 
-func (c *mapConnector) MatchedTokens(_ context.Context, req *registry.Request, numComputed int) (int, error) {
+func (c *mapConnector) MatchedTokens(_ context.Context, req *kv.Request, numComputed int) (int, error) {
 	bs := c.cfg.BlockSize
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -171,44 +171,44 @@ func (c *mapConnector) MatchedTokens(_ context.Context, req *registry.Request, n
 	return 0, nil
 }
 
-func (c *mapConnector) AfterAlloc(context.Context, *registry.Request, int) error { return nil }
+func (c *mapConnector) AfterAlloc(context.Context, *kv.Request, int) error { return nil }
 
-func (c *mapConnector) RequestFinished(context.Context, *registry.Request) error { return nil }
+func (c *mapConnector) RequestFinished(context.Context, *kv.Request) error { return nil }
 
-func (c *mapConnector) SaveLayer(_ context.Context, req *registry.Request, layer string, n int, kv []byte) error {
+func (c *mapConnector) SaveLayer(_ context.Context, req *kv.Request, layer string, n int, kvData []byte) error {
 	bs := c.cfg.BlockSize
 	if c.defect == acceptsMisaligned {
 		if n = n / bs * bs; n <= 0 || n > len(req.PromptTokens) {
 			return nil
 		}
-	} else if err := registry.CheckPrefix(len(req.PromptTokens), bs, n); err != nil {
+	} else if err := kv.CheckPrefix(len(req.PromptTokens), bs, n); err != nil {
 		return err
 	}
 	if c.defect != retainsSaved {
-		kv = slices.Clone(kv)
+		kvData = slices.Clone(kvData)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.kv[c.key(req, layer, n)] = kv
+	c.kv[c.key(req, layer, n)] = kvData
 	return nil
 }
 
-func (c *mapConnector) LoadLayer(_ context.Context, req *registry.Request, layer string, n int) ([]byte, error) {
-	if err := registry.CheckPrefix(len(req.PromptTokens), c.cfg.BlockSize, n); err != nil {
+func (c *mapConnector) LoadLayer(_ context.Context, req *kv.Request, layer string, n int) ([]byte, error) {
+	if err := kv.CheckPrefix(len(req.PromptTokens), c.cfg.BlockSize, n); err != nil {
 		return nil, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	kv, ok := c.kv[c.key(req, layer, n)]
+	kvData, ok := c.kv[c.key(req, layer, n)]
 	switch {
 	case !ok && c.defect == missWithoutError:
 		return nil, nil
 	case !ok:
-		return nil, fmt.Errorf("%s: %w", layer, registry.ErrMiss)
+		return nil, fmt.Errorf("%s: %w", layer, kv.ErrMiss)
 	case c.defect == sharesLoaded:
-		return kv, nil
+		return kvData, nil
 	}
-	return slices.Clone(kv), nil
+	return slices.Clone(kvData), nil
 }
 
 func (c *mapConnector) WaitForSave(context.Context) error { return nil }

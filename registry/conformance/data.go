@@ -9,12 +9,12 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 // request returns a request whose prompt of n tokens is unique to the
 // subtest, the tag and the run.
-func (s *suite) request(t testing.TB, tag string, n int) *registry.Request {
+func (s *suite) request(t testing.TB, tag string, n int) *kv.Request {
 	h := sha256.New()
 	_ = binary.Write(h, binary.LittleEndian, s.salt)
 	fmt.Fprintf(h, "%s\x00%s", t.Name(), tag)
@@ -23,20 +23,20 @@ func (s *suite) request(t testing.TB, tag string, n int) *registry.Request {
 	for i := range tokens {
 		tokens[i] = rng.Uint32N(1 << 17) // a vocabulary's worth of ids
 	}
-	return &registry.Request{ID: t.Name() + "/" + tag, PromptTokens: tokens}
+	return &kv.Request{ID: t.Name() + "/" + tag, PromptTokens: tokens}
 }
 
 // kvBytes returns size bytes of KV for one layer of the first numTokens
 // tokens of req. They are derived from the prefix and the layer, so that
 // KV saved for another prefix or layer never compares equal.
-func kvBytes(req *registry.Request, numTokens int, layer string, size int) []byte {
+func kvBytes(req *kv.Request, numTokens int, layer string, size int) []byte {
 	h := sha256.New()
 	_ = binary.Write(h, binary.LittleEndian, uint64(numTokens))
 	_ = binary.Write(h, binary.LittleEndian, req.PromptTokens[:numTokens])
 	h.Write([]byte(layer))
-	kv := make([]byte, size)
-	_, _ = rand.NewChaCha8([32]byte(h.Sum(nil))).Read(kv) // never fails
-	return kv
+	kvData := make([]byte, size)
+	_, _ = rand.NewChaCha8([32]byte(h.Sum(nil))).Read(kvData) // never fails
+	return kvData
 }
 
 // layerSize is the KV size of the i-th layer for a base size: the layers
@@ -45,10 +45,10 @@ func layerSize(base, i int) int { return base + i }
 
 // saveLayers saves the KV of layers for the first numTokens tokens of req
 // and waits for the saves.
-func saveLayers(ctx context.Context, w registry.Worker, req *registry.Request, numTokens, base int, layers []string) error {
+func saveLayers(ctx context.Context, w kv.Worker, req *kv.Request, numTokens, base int, layers []string) error {
 	for i, l := range layers {
-		kv := kvBytes(req, numTokens, l, layerSize(base, i))
-		if err := w.SaveLayer(ctx, req, l, numTokens, kv); err != nil {
+		kvData := kvBytes(req, numTokens, l, layerSize(base, i))
+		if err := w.SaveLayer(ctx, req, l, numTokens, kvData); err != nil {
 			return fmt.Errorf("SaveLayer(%s, %q, %d tokens): %w", req.ID, l, numTokens, err)
 		}
 	}
@@ -59,7 +59,7 @@ func saveLayers(ctx context.Context, w registry.Worker, req *registry.Request, n
 }
 
 // checkLayers loads the layers saved by saveLayers and compares them.
-func checkLayers(ctx context.Context, w registry.Worker, req *registry.Request, numTokens, base int, layers []string) error {
+func checkLayers(ctx context.Context, w kv.Worker, req *kv.Request, numTokens, base int, layers []string) error {
 	var errs []error
 	for i, l := range layers {
 		got, err := w.LoadLayer(ctx, req, l, numTokens)

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 // rolesServed checks that each role the connector serves gets its role's
@@ -17,13 +17,13 @@ import (
 // says so in its own words.
 func (s *suite) rolesServed(t *testing.T) {
 	extra := s.extra(t)
-	for _, role := range s.opts.Roles.List() {
+	for _, role := range s.roles() {
 		c := s.create(t, blockSize, extra, role)
 		switch role {
-		case registry.RoleScheduler:
-			assert.Implements(t, (*registry.Scheduler)(nil), c, "the scheduler side")
-		case registry.RoleWorker:
-			assert.Implements(t, (*registry.Worker)(nil), c, "the worker side")
+		case kv.RoleScheduler:
+			assert.Implements(t, (*kv.Scheduler)(nil), c, "the scheduler side")
+		case kv.RoleWorker:
+			assert.Implements(t, (*kv.Worker)(nil), c, "the worker side")
 		}
 	}
 }
@@ -32,7 +32,7 @@ func (s *suite) rolesServed(t *testing.T) {
 // live in one process at once, built worker first here, and closing one
 // side must not take the store from under the other.
 func (s *suite) bothRolesInOneProcess(t *testing.T) {
-	if !s.serves(registry.RoleScheduler) || !s.serves(registry.RoleWorker) {
+	if !s.serves(kv.RoleScheduler) || !s.serves(kv.RoleWorker) {
 		t.Skip("the connector serves one role")
 	}
 	ctx := t.Context()
@@ -54,7 +54,7 @@ func (s *suite) bothRolesInOneProcess(t *testing.T) {
 // closeIdempotent checks that a second Close returns nil.
 func (s *suite) closeIdempotent(t *testing.T) {
 	extra := s.extra(t)
-	for _, role := range s.opts.Roles.List() {
+	for _, role := range s.roles() {
 		c := s.create(t, blockSize, extra, role)
 		require.NoError(t, c.Close(), "first Close of the %s side", role)
 		assert.NoError(t, c.Close(), "second Close of the %s side", role)
@@ -62,21 +62,21 @@ func (s *suite) closeIdempotent(t *testing.T) {
 }
 
 // unknownSetting checks that a misspelt setting fails creation by name, as
-// registry.DecodeExtra reports it, instead of being ignored.
+// kv.DecodeExtra reports it, instead of being ignored.
 func (s *suite) unknownSetting(t *testing.T) {
 	extra := maps.Clone(s.extra(t))
 	if extra == nil {
 		extra = map[string]any{}
 	}
 	extra["no_such_setting"] = true
-	for _, role := range s.opts.Roles.List() {
+	for _, role := range s.roles() {
 		c, err := s.reg.Create(t.Context(), s.config(blockSize, extra), role)
 		if err == nil {
 			assert.NoError(t, c.Close())
-			t.Errorf("Create for the %s role accepted kv_connector_extra_config {\"no_such_setting\": true}: a connector must refuse settings it does not know, so that a typo in a deployment does not pass silently; decode the settings with registry.DecodeExtra, which does", role)
+			t.Errorf("Create for the %s role accepted kv_connector_extra_config {\"no_such_setting\": true}: a connector must refuse settings it does not know, so that a typo in a deployment does not pass silently; decode the settings with kv.DecodeExtra, which does", role)
 			continue
 		}
-		assert.ErrorContains(t, err, `unknown key "no_such_setting"`, "Create for the %s role: the error must name the unknown key, as registry.DecodeExtra's does", role)
+		assert.ErrorContains(t, err, `unknown key "no_such_setting"`, "Create for the %s role: the error must name the unknown key, as kv.DecodeExtra's does", role)
 	}
 }
 

@@ -8,20 +8,20 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
-// statsAddUp checks a [registry.StatsReporter]: the counts are zero until
+// statsAddUp checks a [kv.StatsReporter]: the counts are zero until
 // the suite works the connector, and then are what it did, layer by layer.
 func (s *suite) statsAddUp(t *testing.T) {
 	s.needWorker(t)
 	w := s.worker(t, s.config(blockSize, s.extra(t)))
-	r, ok := w.(registry.StatsReporter)
+	r, ok := w.(kv.StatsReporter)
 	if !ok {
-		t.Skip("the worker does not implement registry.StatsReporter")
+		t.Skip("the worker does not implement kv.StatsReporter")
 	}
 	r.KVStats() // starts the counting
-	require.Equal(t, registry.Stats{}, r.KVStats().Total(), "KVStats before any transfer")
+	require.Equal(t, kv.Stats{}, r.KVStats().Total(), "KVStats before any transfer")
 
 	ctx := t.Context()
 	req := s.request(t, "stats", 3*blockSize)
@@ -29,7 +29,7 @@ func (s *suite) statsAddUp(t *testing.T) {
 	require.NoError(t, saveLayers(ctx, w, req, n, base, layerNames))
 	require.NoError(t, checkLayers(ctx, w, req, n, base, layerNames))
 	_, err := w.LoadLayer(ctx, req, layerNames[0], 3*blockSize)
-	require.ErrorIs(t, err, registry.ErrMiss)
+	require.ErrorIs(t, err, kv.ErrMiss)
 
 	var bytes uint64
 	for i := range layerNames {
@@ -42,22 +42,22 @@ func (s *suite) statsAddUp(t *testing.T) {
 	assert.Equal(t, bytes, got.BytesSaved, "BytesSaved")
 	assert.Equal(t, got.Hits+got.Misses, got.LoadLatency.Count(), "LoadLatency times every load")
 	assert.Equal(t, uint64(len(layerNames)), got.SaveLatency.Count(), "SaveLatency times every save")
-	assert.Equal(t, [registry.NumErrorKinds]uint64{}, got.Errors, "Errors")
+	assert.Equal(t, [kv.NumErrorKinds]uint64{}, got.Errors, "Errors")
 }
 
 // eventLog collects what a connector reports.
 type eventLog struct {
 	mu     sync.Mutex
-	events []registry.KVEvent
+	events []kv.KVEvent
 }
 
-func (l *eventLog) add(e registry.KVEvent) {
+func (l *eventLog) add(e kv.KVEvent) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.events = append(l.events, e)
 }
 
-func (l *eventLog) take() []registry.KVEvent {
+func (l *eventLog) take() []kv.KVEvent {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	e := l.events
@@ -65,7 +65,7 @@ func (l *eventLog) take() []registry.KVEvent {
 	return e
 }
 
-// eventsMatchSaves checks a [registry.EventReporter]: a prefix whose every
+// eventsMatchSaves checks a [kv.EventReporter]: a prefix whose every
 // layer is saved is reported stored once, with vLLM's fields; a layer
 // saved again reports nothing; a removal names a prefix reported stored;
 // and after ReportEvents(nil) nothing is reported.
@@ -73,9 +73,9 @@ func (s *suite) eventsMatchSaves(t *testing.T) {
 	s.needWorker(t)
 	cfg := s.config(blockSize, s.extra(t))
 	w := s.worker(t, cfg)
-	r, ok := w.(registry.EventReporter)
+	r, ok := w.(kv.EventReporter)
 	if !ok {
-		t.Skip("the worker does not implement registry.EventReporter")
+		t.Skip("the worker does not implement kv.EventReporter")
 	}
 	prefixes, err := cfg.Prefixes()
 	require.NoError(t, err)
@@ -83,13 +83,13 @@ func (s *suite) eventsMatchSaves(t *testing.T) {
 	r.ReportEvents(log.add)
 	ctx := t.Context()
 	req := s.request(t, "events", 3*blockSize)
-	stored := map[registry.BlockHash]bool{}
+	stored := map[kv.BlockHash]bool{}
 	check := func(n int, what string) {
 		t.Helper()
 		var storedEvents int
 		for _, e := range log.take() {
 			switch e.Kind {
-			case registry.BlockStored:
+			case kv.BlockStored:
 				storedEvents++
 				assert.Equal(t, prefixes.Hashes(req.PromptTokens[:n]), e.BlockHashes, "%s: block_hashes", what)
 				assert.Nil(t, e.ParentBlockHash, "%s: parent_block_hash of a prefix", what)
@@ -99,7 +99,7 @@ func (s *suite) eventsMatchSaves(t *testing.T) {
 				if len(e.BlockHashes) > 0 {
 					stored[e.BlockHashes[len(e.BlockHashes)-1]] = true
 				}
-			case registry.BlockRemoved:
+			case kv.BlockRemoved:
 				for _, h := range e.BlockHashes {
 					assert.True(t, stored[h], "%s: BlockRemoved of %s, never reported stored", what, h)
 				}
@@ -128,7 +128,7 @@ func (s *suite) eventsMatchSaves(t *testing.T) {
 
 // loadErrorsNamed checks the blocks a connector reports as failed: Damage
 // breaks one layer of a stored prefix, and loading it must return a
-// [registry.LoadError] for that layer whose blocks lie within the prefix
+// [kv.LoadError] for that layer whose blocks lie within the prefix
 // and end with it, and that is a miss; the other layers still load.
 func (s *suite) loadErrorsNamed(t *testing.T) {
 	s.needWorker(t)
@@ -151,8 +151,8 @@ func (s *suite) loadErrorsNamed(t *testing.T) {
 
 	_, err = w.LoadLayer(ctx, req, damaged, n)
 	require.Error(t, err, "loading a damaged layer")
-	assert.ErrorIs(t, err, registry.ErrMiss, "a damaged layer is a miss")
-	var le *registry.LoadError
+	assert.ErrorIs(t, err, kv.ErrMiss, "a damaged layer is a miss")
+	var le *kv.LoadError
 	require.True(t, errors.As(err, &le), "the error names the failed blocks: %v", err)
 	assert.Equal(t, damaged, le.Layer)
 	assert.Equal(t, blockSize, le.BlockSize)
@@ -160,9 +160,9 @@ func (s *suite) loadErrorsNamed(t *testing.T) {
 	assert.True(t, le.FirstBlock >= 0 && le.FirstBlock < le.EndBlock, "blocks [%d, %d)", le.FirstBlock, le.EndBlock)
 	assert.NoError(t, checkLayers(ctx, w, req, n, base, []string{layerNames[0]}), "an undamaged layer")
 
-	if r, ok := w.(registry.StatsReporter); ok {
+	if r, ok := w.(kv.StatsReporter); ok {
 		r.KVStats()
 		_, _ = w.LoadLayer(ctx, req, damaged, n)
-		assert.Equal(t, uint64(1), r.KVStats().Total().Errors[registry.ErrorCorrupt], "a damaged layer counts as ErrorCorrupt")
+		assert.Equal(t, uint64(1), r.KVStats().Total().Errors[kv.ErrorCorrupt], "a damaged layer counts as ErrorCorrupt")
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 // roundTrip saves several prefixes of one prompt, from a byte per layer to
@@ -106,7 +106,7 @@ func (s *suite) miss(t *testing.T) {
 // longer than the prompt, and net of the tokens already computed.
 func (s *suite) matchedTokens(t *testing.T) {
 	s.needWorker(t)
-	if !s.serves(registry.RoleScheduler) {
+	if !s.serves(kv.RoleScheduler) {
 		t.Skip("the connector does not serve the scheduler role")
 	}
 	ctx := t.Context()
@@ -117,7 +117,7 @@ func (s *suite) matchedTokens(t *testing.T) {
 	short := prefix(req, "short", 2*blockSize+8)
 	tiny := prefix(req, "tiny", blockSize/2)
 	for _, c := range []struct {
-		req               *registry.Request
+		req               *kv.Request
 		numComputed, want int
 	}{
 		{req, 0, 5 * blockSize},
@@ -142,7 +142,7 @@ func (s *suite) matchedTokens(t *testing.T) {
 	assert.Contains(t, []int{2 * blockSize, 3 * blockSize}, n, "MatchedTokens of a prompt saved whole")
 }
 
-// saveRejectsBadPrefix checks that prefixes registry.CheckPrefix rejects
+// saveRejectsBadPrefix checks that prefixes kv.CheckPrefix rejects
 // are rejected by SaveLayer and LoadLayer, and that nothing is stored.
 func (s *suite) saveRejectsBadPrefix(t *testing.T) {
 	s.needWorker(t)
@@ -150,9 +150,9 @@ func (s *suite) saveRejectsBadPrefix(t *testing.T) {
 	p := s.open(t, blockSize)
 	req := s.request(t, "prompt", 2*blockSize+blockSize/2)
 	layer := layerNames[0]
-	kv := kvBytes(req, 0, layer, 64)
+	data := kvBytes(req, 0, layer, 64)
 	for _, n := range []int{0, -blockSize, blockSize / 2, blockSize + 1, len(req.PromptTokens), 3 * blockSize} {
-		assert.Error(t, p.worker.SaveLayer(ctx, req, layer, n, kv), "SaveLayer of a %d-token prefix of a %d-token prompt", n, len(req.PromptTokens))
+		assert.Error(t, p.worker.SaveLayer(ctx, req, layer, n, data), "SaveLayer of a %d-token prefix of a %d-token prompt", n, len(req.PromptTokens))
 		got, err := p.worker.LoadLayer(ctx, req, layer, n)
 		assert.Error(t, err, "LoadLayer of a %d-token prefix of a %d-token prompt", n, len(req.PromptTokens))
 		assert.Empty(t, got, "LoadLayer of a %d-token prefix returned data", n)
@@ -165,7 +165,7 @@ func (s *suite) saveRejectsBadPrefix(t *testing.T) {
 
 // noSharedSlices checks that the connector neither keeps the slice it was
 // given nor hands out a slice it keeps. A save may finish in the
-// background, but SaveLayer must not read kv after it returns.
+// background, but SaveLayer must not read data after it returns.
 func (s *suite) noSharedSlices(t *testing.T) {
 	s.needWorker(t)
 	ctx := t.Context()
@@ -174,10 +174,10 @@ func (s *suite) noSharedSlices(t *testing.T) {
 	layer := layerNames[1]
 	want := kvBytes(req, 2*blockSize, layer, 4096)
 
-	kv := slices.Clone(want)
-	require.NoError(t, p.worker.SaveLayer(ctx, req, layer, 2*blockSize, kv))
-	for i := range kv {
-		kv[i] ^= 0xff
+	data := slices.Clone(want)
+	require.NoError(t, p.worker.SaveLayer(ctx, req, layer, 2*blockSize, data))
+	for i := range data {
+		data[i] ^= 0xff
 	}
 	require.NoError(t, p.worker.WaitForSave(ctx))
 	got, err := p.worker.LoadLayer(ctx, req, layer, 2*blockSize)
@@ -200,7 +200,7 @@ func (s *suite) concurrent(t *testing.T) {
 	ctx := t.Context()
 	p := s.open(t, blockSize)
 	type job struct {
-		req             *registry.Request
+		req             *kv.Request
 		numTokens, base int
 	}
 	jobs := make([][]job, goroutines)
@@ -249,7 +249,7 @@ func (s *suite) concurrent(t *testing.T) {
 }
 
 // matched calls MatchedTokens and checks what holds for every answer.
-func (s *suite) matched(t *testing.T, p pair, req *registry.Request, numComputed int) int {
+func (s *suite) matched(t *testing.T, p pair, req *kv.Request, numComputed int) int {
 	t.Helper()
 	n, err := p.sched.MatchedTokens(t.Context(), req, numComputed)
 	require.NoError(t, err, "MatchedTokens(%s, %d)", req.ID, numComputed)
@@ -266,7 +266,7 @@ func (s *suite) matched(t *testing.T, p pair, req *registry.Request, numComputed
 
 // requireMatched checks MatchedTokens against the expected answer, if the
 // connector serves the scheduler role.
-func (s *suite) requireMatched(t *testing.T, p pair, req *registry.Request, numComputed, want int) {
+func (s *suite) requireMatched(t *testing.T, p pair, req *kv.Request, numComputed, want int) {
 	t.Helper()
 	if p.sched == nil {
 		return
@@ -276,26 +276,26 @@ func (s *suite) requireMatched(t *testing.T, p pair, req *registry.Request, numC
 }
 
 // assertMiss checks that none of layers is stored for the prefix: the error
-// wraps registry.ErrMiss and no data comes with it.
-func assertMiss(t *testing.T, w registry.Worker, req *registry.Request, numTokens int, layers []string) {
+// wraps kv.ErrMiss and no data comes with it.
+func assertMiss(t *testing.T, w kv.Worker, req *kv.Request, numTokens int, layers []string) {
 	t.Helper()
 	for _, l := range layers {
-		kv, err := w.LoadLayer(t.Context(), req, l, numTokens)
-		assert.ErrorIs(t, err, registry.ErrMiss, "LoadLayer(%s, %q, %d tokens) of KV never saved", req.ID, l, numTokens)
-		assert.Empty(t, kv, "LoadLayer(%s, %q, %d tokens) returned data with a miss", req.ID, l, numTokens)
+		data, err := w.LoadLayer(t.Context(), req, l, numTokens)
+		assert.ErrorIs(t, err, kv.ErrMiss, "LoadLayer(%s, %q, %d tokens) of KV never saved", req.ID, l, numTokens)
+		assert.Empty(t, data, "LoadLayer(%s, %q, %d tokens) returned data with a miss", req.ID, l, numTokens)
 	}
 }
 
 // variant returns a copy of req whose token at index i differs.
-func variant(req *registry.Request, tag string, i int) *registry.Request {
+func variant(req *kv.Request, tag string, i int) *kv.Request {
 	tokens := slices.Clone(req.PromptTokens)
 	tokens[i]++
-	return &registry.Request{ID: req.ID + "/" + tag, PromptTokens: tokens}
+	return &kv.Request{ID: req.ID + "/" + tag, PromptTokens: tokens}
 }
 
 // prefix returns a request whose prompt is the first n tokens of req's.
-func prefix(req *registry.Request, tag string, n int) *registry.Request {
-	return &registry.Request{ID: req.ID + "/" + tag, PromptTokens: slices.Clone(req.PromptTokens[:n])}
+func prefix(req *kv.Request, tag string, n int) *kv.Request {
+	return &kv.Request{ID: req.ID + "/" + tag, PromptTokens: slices.Clone(req.PromptTokens[:n])}
 }
 
 // isolatedByModel checks that KV is only ever served to the model that

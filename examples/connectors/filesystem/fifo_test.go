@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 // A FIFO in place of a layer file is a miss at once, not a load that hangs.
@@ -28,7 +28,7 @@ func TestSpecialFileIsAMiss(t *testing.T) {
 	}()
 	select {
 	case err := <-done:
-		require.ErrorIs(t, err, registry.ErrMiss)
+		require.ErrorIs(t, err, kv.ErrMiss)
 		assert.ErrorContains(t, err, "never followed")
 	case <-time.After(10 * time.Second):
 		// Unblock the load so the test can end.

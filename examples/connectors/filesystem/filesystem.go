@@ -93,7 +93,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 // Options are the connector's settings, decoded from
@@ -141,8 +141,8 @@ const DefaultMaxLayerBytes = 2 << 30
 const DefaultMaxBytesPerToken = 128 << 10
 
 // Connector stores KV in files. It serves both roles: it implements
-// [registry.Scheduler] and [registry.Worker], and
-// [registry.LayerAppender].
+// [kv.Scheduler] and [kv.Worker], and
+// [kv.LayerAppender].
 type Connector struct {
 	// Logger receives a warning for every file that fails its checks. New
 	// sets it to the host's logger, cfg.Logger(); change it only before the
@@ -151,26 +151,26 @@ type Connector struct {
 
 	dir        string
 	root       *os.Root
-	cfg        registry.Config
-	prefixes   registry.Prefixes     // keys of this model's prompts
-	hashes     *registry.PrefixCache // prefixes, remembering a request's
+	cfg        kv.Config
+	prefixes   kv.Prefixes     // keys of this model's prompts
+	hashes     *kv.PrefixCache // prefixes, remembering a request's
 	durability string
 	maxLayer   int64 // max_layer_bytes
 	perToken   int64 // max_bytes_per_token
 	closed     atomic.Bool
 	closeOnce  sync.Once
-	stats      registry.StatsRecorder
-	emit       registry.EventFunc
+	stats      kv.StatsRecorder
+	emit       kv.EventFunc
 	stop       chan struct{} // closed by Close
 	swept      chan struct{} // closed when the sweeper returns; nil without one
 }
 
 var (
-	_ registry.Scheduler     = (*Connector)(nil)
-	_ registry.Worker        = (*Connector)(nil)
-	_ registry.LayerAppender = (*Connector)(nil)
-	_ registry.StatsReporter = (*Connector)(nil)
-	_ registry.EventReporter = (*Connector)(nil)
+	_ kv.Scheduler     = (*Connector)(nil)
+	_ kv.Worker        = (*Connector)(nil)
+	_ kv.LayerAppender = (*Connector)(nil)
+	_ kv.StatsReporter = (*Connector)(nil)
+	_ kv.EventReporter = (*Connector)(nil)
 )
 
 var (
@@ -185,13 +185,13 @@ var (
 // vLLM's ExampleConnector. It creates the directory if it is missing. A
 // worker-side connector sweeps stale temporary files in the background
 // until it is closed.
-func New(ctx context.Context, cfg registry.Config, role registry.Role) (*Connector, error) {
+func New(ctx context.Context, cfg kv.Config, role kv.Role) (*Connector, error) {
 	prefixes, err := cfg.Prefixes()
 	if err != nil {
 		return nil, err
 	}
 	opts := Options{Durability: DurabilityFile, StaleTempSeconds: DefaultStaleTempSeconds, MaxLayerBytes: DefaultMaxLayerBytes, MaxBytesPerToken: DefaultMaxBytesPerToken}
-	if err := registry.DecodeExtra(cfg.Extra, &opts); err != nil {
+	if err := kv.DecodeExtra(cfg.Extra, &opts); err != nil {
 		return nil, err
 	}
 	if opts.SharedStoragePath == "" {
@@ -200,14 +200,14 @@ func New(ctx context.Context, cfg registry.Config, role registry.Role) (*Connect
 	switch opts.Durability {
 	case DurabilityNone, DurabilityFile, DurabilityFull:
 	default:
-		return nil, fmt.Errorf("kv_connector_extra_config: durability %s: want %q, %q or %q", registry.Quote(opts.Durability), DurabilityNone, DurabilityFile, DurabilityFull)
+		return nil, fmt.Errorf("kv_connector_extra_config: durability %s: want %q, %q or %q", kv.Quote(opts.Durability), DurabilityNone, DurabilityFile, DurabilityFull)
 	}
 	root, err := openStorage(opts.SharedStoragePath)
 	if err != nil {
 		return nil, err
 	}
 	c := &Connector{Logger: cfg.Logger(), dir: opts.SharedStoragePath, root: root, cfg: cfg, prefixes: prefixes, hashes: prefixes.Cache(), durability: opts.Durability, maxLayer: opts.MaxLayerBytes, perToken: opts.MaxBytesPerToken, stop: make(chan struct{})}
-	if role == registry.RoleWorker {
+	if role == kv.RoleWorker {
 		c.swept = make(chan struct{})
 		go c.sweepStale(time.Duration(opts.StaleTempSeconds) * time.Second)
 	}
@@ -250,18 +250,18 @@ func (c *Connector) Close() error {
 // MatchedTokens returns the longest block-aligned prefix of the prompt
 // whose layers all have a file, less numComputed. Files are checked when
 // loaded, not here, so that the scheduler does not read every layer.
-func (c *Connector) MatchedTokens(ctx context.Context, req *registry.Request, numComputed int) (int, error) {
+func (c *Connector) MatchedTokens(ctx context.Context, req *kv.Request, numComputed int) (int, error) {
 	if c.closed.Load() {
 		return 0, errClosed
 	}
-	return c.prefixes.Matched(ctx, req, numComputed, func(h registry.BlockHash) (bool, error) {
+	return c.prefixes.Matched(ctx, req, numComputed, func(h kv.BlockHash) (bool, error) {
 		return c.stored(h), nil
 	})
 }
 
 // stored reports whether every configured layer has a file for the prefix,
 // or, with no layers configured, whether any layer has.
-func (c *Connector) stored(prefix registry.BlockHash) bool {
+func (c *Connector) stored(prefix kv.BlockHash) bool {
 	dir, err := c.openPrefix(prefix.String(), false)
 	if err != nil {
 		return false
@@ -283,18 +283,18 @@ func (c *Connector) stored(prefix registry.BlockHash) bool {
 }
 
 // AfterAlloc does nothing: loads need no preparation.
-func (c *Connector) AfterAlloc(ctx context.Context, req *registry.Request, numExternal int) error {
+func (c *Connector) AfterAlloc(ctx context.Context, req *kv.Request, numExternal int) error {
 	return nil
 }
 
 // RequestFinished does nothing: the connector keeps no state per request.
-func (c *Connector) RequestFinished(ctx context.Context, req *registry.Request) error {
+func (c *Connector) RequestFinished(ctx context.Context, req *kv.Request) error {
 	return nil
 }
 
 // saveLayer writes kv to the layer's file for the prefix, replacing it
 // atomically.
-func (c *Connector) saveLayer(ctx context.Context, req *registry.Request, layer string, numTokens int, kv []byte) error {
+func (c *Connector) saveLayer(ctx context.Context, req *kv.Request, layer string, numTokens int, kvData []byte) error {
 	if c.closed.Load() {
 		return errClosed
 	}
@@ -304,39 +304,39 @@ func (c *Connector) saveLayer(ctx context.Context, req *registry.Request, layer 
 	if layer == "" {
 		return errors.New("save: empty layer name")
 	}
-	if int64(len(kv)) > c.maxLayer {
-		return fmt.Errorf("save layer %s: %d bytes of KV, more than max_layer_bytes (%d)", registry.Quote(layer), len(kv), c.maxLayer)
+	if int64(len(kvData)) > c.maxLayer {
+		return fmt.Errorf("save layer %s: %d bytes of KV, more than max_layer_bytes (%d)", kv.Quote(layer), len(kvData), c.maxLayer)
 	}
-	if int64(len(kv)) > c.limit(numTokens) {
-		return fmt.Errorf("save layer %s: %d bytes of KV, more than max_bytes_per_token (%d) for %d tokens", registry.Quote(layer), len(kv), c.perToken, numTokens)
+	if int64(len(kvData)) > c.limit(numTokens) {
+		return fmt.Errorf("save layer %s: %d bytes of KV, more than max_bytes_per_token (%d) for %d tokens", kv.Quote(layer), len(kvData), c.perToken, numTokens)
 	}
 	h, err := c.hashes.Hash(req.PromptTokens, numTokens)
 	if err != nil {
-		return fmt.Errorf("save layer %s: %w", registry.Quote(layer), err)
+		return fmt.Errorf("save layer %s: %w", kv.Quote(layer), err)
 	}
 	dir, err := c.openPrefix(h.String(), true)
 	if err != nil {
-		return fmt.Errorf("save layer %s: %w", registry.Quote(layer), err)
+		return fmt.Errorf("save layer %s: %w", kv.Quote(layer), err)
 	}
 	defer dir.Close()
-	if err := c.writeFile(dir, fileName(layer), h, layer, kv); err != nil {
-		return fmt.Errorf("save layer %s: %w", registry.Quote(layer), err)
+	if err := c.writeFile(dir, fileName(layer), h, layer, kvData); err != nil {
+		return fmt.Errorf("save layer %s: %w", kv.Quote(layer), err)
 	}
 	return nil
 }
 
 // LoadLayer reads the layer's file for the prefix and checks it. A missing
 // file is a miss; a file that fails a check is a miss and a warning.
-func (c *Connector) LoadLayer(ctx context.Context, req *registry.Request, layer string, numTokens int) ([]byte, error) {
-	kv, err := c.AppendLayer(ctx, req, layer, numTokens, nil)
+func (c *Connector) LoadLayer(ctx context.Context, req *kv.Request, layer string, numTokens int) ([]byte, error) {
+	kvData, err := c.AppendLayer(ctx, req, layer, numTokens, nil)
 	if err != nil {
 		return nil, err
 	}
-	return kv, nil
+	return kvData, nil
 }
 
 // appendLayer is AppendLayer without the counting.
-func (c *Connector) appendLayer(ctx context.Context, req *registry.Request, layer string, numTokens int, dst []byte) ([]byte, error) {
+func (c *Connector) appendLayer(ctx context.Context, req *kv.Request, layer string, numTokens int, dst []byte) ([]byte, error) {
 	if c.closed.Load() {
 		return dst, errClosed
 	}
@@ -345,7 +345,7 @@ func (c *Connector) appendLayer(ctx context.Context, req *registry.Request, laye
 	}
 	h, err := c.hashes.Hash(req.PromptTokens, numTokens)
 	if err != nil {
-		return dst, fmt.Errorf("load layer %s: %w", registry.Quote(layer), err)
+		return dst, fmt.Errorf("load layer %s: %w", kv.Quote(layer), err)
 	}
 	name := fileName(layer)
 	out, err := c.readFile(ctx, h, layer, name, numTokens, dst)
@@ -353,16 +353,16 @@ func (c *Connector) appendLayer(ctx context.Context, req *registry.Request, laye
 		return out, nil
 	}
 	if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
-		return dst, fmt.Errorf("load layer %s: %w", registry.Quote(layer), err) // the caller's doing, not the file's
+		return dst, fmt.Errorf("load layer %s: %w", kv.Quote(layer), err) // the caller's doing, not the file's
 	}
 	if errors.Is(err, fs.ErrNotExist) {
-		return dst, fmt.Errorf("layer %s of a %d-token prefix: %w", registry.Quote(layer), numTokens, registry.ErrMiss)
+		return dst, fmt.Errorf("layer %s of a %d-token prefix: %w", kv.Quote(layer), numTokens, kv.ErrMiss)
 	}
 	path := filepath.Join(c.dir, h.String(), name)
 	c.logger().LogAttrs(ctx, slog.LevelWarn, "kv file unusable, treated as a miss",
 		slog.String("file", path), slog.String("layer", layer), slog.String("reason", err.Error()))
 	// Every block of the prefix fails with the layer's one checksum.
-	return dst, &registry.LoadError{Layer: layer, EndBlock: numTokens / c.prefixes.BlockSize(), BlockSize: c.prefixes.BlockSize(),
+	return dst, &kv.LoadError{Layer: layer, EndBlock: numTokens / c.prefixes.BlockSize(), BlockSize: c.prefixes.BlockSize(),
 		Err: fmt.Errorf("%q: %w", path, err)} // whole: a path cut short is no use
 }
 
@@ -382,7 +382,7 @@ func (c *Connector) limit(numTokens int) int64 {
 // a layer of numTokens tokens, to dst. An error wrapping fs.ErrNotExist
 // means there is no such file. It allocates nothing for a file larger than
 // the layer's limit, and reads in chunks, checking ctx before each.
-func (c *Connector) readFile(ctx context.Context, h registry.BlockHash, layer, name string, numTokens int, dst []byte) ([]byte, error) {
+func (c *Connector) readFile(ctx context.Context, h kv.BlockHash, layer, name string, numTokens int, dst []byte) ([]byte, error) {
 	dir, err := c.openPrefix(h.String(), false)
 	if err != nil {
 		return dst, err
@@ -451,9 +451,9 @@ const readChunk = 1 << 20
 // it is not nil (it then holds n bytes), else through a buffer of one
 // chunk, and returns their CRC-32. It checks ctx before every chunk, so
 // that a large layer does not outlive its caller's deadline.
-func readKV(ctx context.Context, r io.Reader, n int64, kv []byte) (uint32, error) {
+func readKV(ctx context.Context, r io.Reader, n int64, kvData []byte) (uint32, error) {
 	var buf []byte
-	if kv == nil {
+	if kvData == nil {
 		buf = make([]byte, min(n, readChunk))
 	}
 	var sum uint32
@@ -463,8 +463,8 @@ func readKV(ctx context.Context, r io.Reader, n int64, kv []byte) (uint32, error
 		}
 		m := min(n-off, readChunk)
 		var p []byte
-		if kv != nil {
-			p = kv[off : off+m]
+		if kvData != nil {
+			p = kvData[off : off+m]
 		} else {
 			p = buf[:m]
 		}
@@ -562,7 +562,7 @@ func isTempFile(name string) bool {
 // through a temporary file in the same directory, so that the rename
 // replacing the file is atomic. A rename replaces a link at name rather
 // than following it.
-func (c *Connector) writeFile(dir *os.Root, name string, h registry.BlockHash, layer string, kv []byte) (err error) {
+func (c *Connector) writeFile(dir *os.Root, name string, h kv.BlockHash, layer string, kvData []byte) (err error) {
 	var f *os.File
 	for range 100 {
 		tmp := tempPrefix + strconv.FormatUint(uint64(rand.Uint32()), 10)
@@ -582,10 +582,10 @@ func (c *Connector) writeFile(dir *os.Root, name string, h registry.BlockHash, l
 			_ = dir.Remove(tmp)
 		}
 	}()
-	if _, err = f.Write(appendHeader(make([]byte, 0, headerLen), h, layer, len(kv), checksum(0, kv))); err != nil {
+	if _, err = f.Write(appendHeader(make([]byte, 0, headerLen), h, layer, len(kvData), checksum(0, kvData))); err != nil {
 		return err
 	}
-	if _, err = f.Write(kv); err != nil {
+	if _, err = f.Write(kvData); err != nil {
 		return err
 	}
 	if c.durability != DurabilityNone {

@@ -16,12 +16,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvgen/kvgen/registry"
 	"github.com/kvgen/kvgen/registry/conformance"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 func TestConformance(t *testing.T) {
-	factory := func(ctx context.Context, cfg registry.Config, role registry.Role) (registry.Connector, error) {
+	factory := func(ctx context.Context, cfg kv.Config, role kv.Role) (kv.Connector, error) {
 		return New(ctx, cfg, role)
 	}
 	conformance.Run(t, factory, conformance.Options{
@@ -30,7 +30,7 @@ func TestConformance(t *testing.T) {
 		},
 		// A bit flipped in the last byte of the layer's file, as a bad
 		// disk would.
-		Damage: func(t testing.TB, extra map[string]any, prefix registry.BlockHash, layer string) {
+		Damage: func(t testing.TB, extra map[string]any, prefix kv.BlockHash, layer string) {
 			path := filepath.Join(extra["shared_storage_path"].(string), prefix.String(), fileName(layer))
 			b, err := os.ReadFile(path)
 			require.NoError(t, err)
@@ -93,11 +93,11 @@ func openWith(t *testing.T, dir string, extra map[string]any) (*Connector, *reco
 	t.Helper()
 	settings := map[string]any{"shared_storage_path": dir}
 	maps.Copy(settings, extra)
-	c, err := New(t.Context(), registry.Config{
+	c, err := New(t.Context(), kv.Config{
 		BlockSize:  bs,
 		LayerNames: layers,
 		Extra:      settings,
-	}, registry.RoleWorker)
+	}, kv.RoleWorker)
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, c.Close()) })
 	rec := &recorder{}
@@ -105,11 +105,11 @@ func openWith(t *testing.T, dir string, extra map[string]any) (*Connector, *reco
 	return c, rec
 }
 
-var req = &registry.Request{ID: "r", PromptTokens: []uint32{10, 11, 12, 13, 14, 15, 16, 17, 18}}
+var req = &kv.Request{ID: "r", PromptTokens: []uint32{10, 11, 12, 13, 14, 15, 16, 17, 18}}
 
 // layerFile is where the layer of the first numTokens tokens of req is kept.
 func layerFile(t *testing.T, dir, layer string, numTokens int) string {
-	p, err := registry.NewPrefixes("", bs)
+	p, err := kv.NewPrefixes("", bs)
 	require.NoError(t, err)
 	h, err := p.Hash(req.PromptTokens, numTokens)
 	require.NoError(t, err)
@@ -132,7 +132,7 @@ func TestLayout(t *testing.T) {
 }
 
 func TestDamagedFileIsAMiss(t *testing.T) {
-	kv := bytes.Repeat([]byte("0123456789abcdef"), 64)
+	kvData := bytes.Repeat([]byte("0123456789abcdef"), 64)
 	other := bytes.Repeat([]byte("fedcba9876543210"), 64)
 	flip := func(i int) func([]byte) []byte {
 		return func(b []byte) []byte { b[i] ^= 0x20; return b }
@@ -150,7 +150,7 @@ func TestDamagedFileIsAMiss(t *testing.T) {
 	for i := range headerLen {
 		damages["header byte "+strconv.Itoa(i)] = flip(i)
 	}
-	for _, i := range []int{0, len(kv) / 2, len(kv) - 1} {
+	for _, i := range []int{0, len(kvData) / 2, len(kvData) - 1} {
 		damages["kv byte "+strconv.Itoa(i)] = flip(headerLen + i)
 	}
 
@@ -160,13 +160,13 @@ func TestDamagedFileIsAMiss(t *testing.T) {
 	path := layerFile(t, dir, layers[0], 2*bs)
 	for name, damage := range damages {
 		t.Run(name, func(t *testing.T) {
-			require.NoError(t, c.SaveLayer(ctx, req, layers[0], 2*bs, kv))
+			require.NoError(t, c.SaveLayer(ctx, req, layers[0], 2*bs, kvData))
 			data, err := os.ReadFile(path)
 			require.NoError(t, err)
 			require.NoError(t, os.WriteFile(path, damage(data), 0o600))
 
 			got, err := c.LoadLayer(ctx, req, layers[0], 2*bs)
-			require.ErrorIs(t, err, registry.ErrMiss)
+			require.ErrorIs(t, err, kv.ErrMiss)
 			assert.ErrorContains(t, err, path)
 			assert.Nil(t, got)
 			assert.Equal(t, []string{path}, rec.warnings(), "one warning naming the file")
@@ -196,17 +196,17 @@ func TestForeignFileIsAMiss(t *testing.T) {
 		require.NoError(t, os.Rename(m[0], m[1]))
 	}
 	_, err := c.LoadLayer(ctx, req, layers[0], bs)
-	require.ErrorIs(t, err, registry.ErrMiss)
+	require.ErrorIs(t, err, kv.ErrMiss)
 	assert.ErrorContains(t, err, "another prefix or layer")
 	_, err = c.LoadLayer(ctx, req, layers[1], 2*bs)
-	require.ErrorIs(t, err, registry.ErrMiss)
+	require.ErrorIs(t, err, kv.ErrMiss)
 	assert.Equal(t, []string{moves[0][1], moves[1][1]}, rec.warnings())
 }
 
 func TestMissingFileIsAQuietMiss(t *testing.T) {
 	c, rec := open(t, t.TempDir())
 	_, err := c.LoadLayer(t.Context(), req, layers[0], bs)
-	require.ErrorIs(t, err, registry.ErrMiss)
+	require.ErrorIs(t, err, kv.ErrMiss)
 	assert.Empty(t, rec.warnings())
 }
 
@@ -235,7 +235,7 @@ func TestInstancesShareDirectory(t *testing.T) {
 func TestMatchedTokensWithoutLayerNames(t *testing.T) {
 	ctx := t.Context()
 	dir := t.TempDir()
-	c, err := New(ctx, registry.Config{BlockSize: bs, Extra: map[string]any{"shared_storage_path": dir}}, registry.RoleScheduler)
+	c, err := New(ctx, kv.Config{BlockSize: bs, Extra: map[string]any{"shared_storage_path": dir}}, kv.RoleScheduler)
 	require.NoError(t, err)
 	w, _ := open(t, dir)
 	n, err := c.MatchedTokens(ctx, req, 0)
@@ -272,7 +272,7 @@ func TestSettings(t *testing.T) {
 		{"zero grace", map[string]any{"shared_storage_path": t.TempDir(), "stale_temp_seconds": 0}, "stale_temp_seconds 0: want from 1 to 31536000"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			conn, err := New(t.Context(), registry.Config{BlockSize: bs, Extra: c.extra}, registry.RoleWorker)
+			conn, err := New(t.Context(), kv.Config{BlockSize: bs, Extra: c.extra}, kv.RoleWorker)
 			assert.Nil(t, conn)
 			assert.ErrorContains(t, err, c.error)
 		})
@@ -281,8 +281,8 @@ func TestSettings(t *testing.T) {
 
 func TestBlockSizeOutOfRange(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "kv")
-	for _, bs := range []int{0, -16, registry.MaxBlockSize + 1, 1 << 40} {
-		conn, err := New(t.Context(), registry.Config{BlockSize: bs, Extra: map[string]any{"shared_storage_path": dir}}, registry.RoleWorker)
+	for _, bs := range []int{0, -16, kv.MaxBlockSize + 1, 1 << 40} {
+		conn, err := New(t.Context(), kv.Config{BlockSize: bs, Extra: map[string]any{"shared_storage_path": dir}}, kv.RoleWorker)
 		assert.Nil(t, conn)
 		assert.EqualError(t, err, fmt.Sprintf("block size %d: want a number of tokens from 1 to 65536", bs))
 	}
@@ -329,9 +329,9 @@ func TestDurabilities(t *testing.T) {
 		t.Run(d, func(t *testing.T) {
 			ctx := t.Context()
 			dir := t.TempDir()
-			c, err := New(ctx, registry.Config{BlockSize: bs, Extra: map[string]any{
+			c, err := New(ctx, kv.Config{BlockSize: bs, Extra: map[string]any{
 				"shared_storage_path": dir, "durability": d,
-			}}, registry.RoleWorker)
+			}}, kv.RoleWorker)
 			require.NoError(t, err)
 			defer c.Close()
 			require.NoError(t, c.SaveLayer(ctx, req, layers[0], bs, []byte("kv "+d)))
@@ -355,9 +355,9 @@ func TestWarningsReachTheHostsLogger(t *testing.T) {
 	t.Cleanup(func() { slog.SetDefault(prev) })
 
 	dir := t.TempDir()
-	reg := registry.MustNew(registry.Entry{Name: "filesystem", Factory: registry.Adapt(New)}).
+	reg := kv.MustNew(kv.Entry{Name: "filesystem", Factory: kv.Adapt(New)}).
 		WithLogger(slog.New(slog.NewTextHandler(&host, nil)))
-	w, err := reg.CreateWorker(t.Context(), registry.Config{
+	w, err := reg.CreateWorker(t.Context(), kv.Config{
 		Connector: "filesystem", BlockSize: bs, LayerNames: layers,
 		Extra: map[string]any{"shared_storage_path": dir},
 	})
@@ -368,7 +368,7 @@ func TestWarningsReachTheHostsLogger(t *testing.T) {
 	path := layerFile(t, dir, layers[0], 2*bs)
 	require.NoError(t, os.WriteFile(path, []byte("not ours"), 0o644))
 	_, err = w.LoadLayer(t.Context(), req, layers[0], 2*bs)
-	require.ErrorIs(t, err, registry.ErrMiss)
+	require.ErrorIs(t, err, kv.ErrMiss)
 
 	assert.Contains(t, host.String(), "level=WARN")
 	assert.Contains(t, host.String(), "connector=filesystem role=worker")

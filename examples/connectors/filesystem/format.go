@@ -10,7 +10,7 @@ import (
 	"hash/crc32"
 	"strings"
 
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 // A layer file is a header followed by the KV bytes. The header, integers
@@ -40,7 +40,7 @@ const (
 
 // appendHeader appends to b the header of the file holding n bytes of KV,
 // whose CRC-32 is sum, for one layer of the prefix h.
-func appendHeader(b []byte, h registry.BlockHash, layer string, n int, sum uint32) []byte {
+func appendHeader(b []byte, h kv.BlockHash, layer string, n int, sum uint32) []byte {
 	b = append(b, magic...)
 	b = binary.LittleEndian.AppendUint32(b, formatVersion)
 	b = binary.LittleEndian.AppendUint64(b, uint64(n))
@@ -51,7 +51,7 @@ func appendHeader(b []byte, h registry.BlockHash, layer string, n int, sum uint3
 
 // keyDigest identifies a layer of a prefix, so that a file copied or renamed
 // to another place is not taken for that place's KV.
-func keyDigest(h registry.BlockHash, layer string) [sha256.Size]byte {
+func keyDigest(h kv.BlockHash, layer string) [sha256.Size]byte {
 	d := sha256.New()
 	d.Write(h[:])
 	d.Write([]byte(layer))
@@ -72,7 +72,7 @@ func checkShort(data []byte) error {
 
 // checkHeader checks the header of a file of size bytes that should hold
 // the layer of prefix h, and returns the CRC-32 its KV bytes must have.
-func checkHeader(hdr []byte, size int64, h registry.BlockHash, layer string) (uint32, error) {
+func checkHeader(hdr []byte, size int64, h kv.BlockHash, layer string) (uint32, error) {
 	if string(hdr[:8]) != magic {
 		return 0, errNotOurs
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 // fuzzPerToken is max_bytes_per_token in FuzzLayerFile: a load of one block
@@ -28,9 +28,9 @@ const fuzzPerToken = 32 << 10
 // apart from the connector's, finds valid. Anything else is a miss.
 func FuzzLayerFile(f *testing.F) {
 	dir := f.TempDir()
-	c, err := New(f.Context(), registry.Config{BlockSize: bs, Extra: map[string]any{
+	c, err := New(f.Context(), kv.Config{BlockSize: bs, Extra: map[string]any{
 		"shared_storage_path": dir, "max_bytes_per_token": fuzzPerToken,
-	}}, registry.RoleWorker)
+	}}, kv.RoleWorker)
 	require.NoError(f, err)
 	f.Cleanup(func() { c.Close() })
 	c.Logger = slog.New(slog.DiscardHandler) // a warning an input
@@ -68,32 +68,32 @@ func FuzzLayerFile(f *testing.F) {
 		require.NoError(t, err)
 
 		before := totalAlloc()
-		kv, err := c.AppendLayer(t.Context(), req, layers[0], bs, nil)
+		kvData, err := c.AppendLayer(t.Context(), req, layers[0], bs, nil)
 		allocated := totalAlloc() - before
 		assert.LessOrEqual(t, allocated, uint64(2*bound+64<<10), "a load of a %d-byte file allocated %d bytes", len(file), allocated)
 		want, ok := validKV(file, h, layers[0], bound)
 		if !ok {
-			require.ErrorIs(t, err, registry.ErrMiss)
-			assert.Empty(t, kv)
+			require.ErrorIs(t, err, kv.ErrMiss)
+			assert.Empty(t, kvData)
 			return
 		}
 		require.NoError(t, err)
-		assert.True(t, bytes.Equal(want, kv), "a load returned other bytes than the file's KV")
+		assert.True(t, bytes.Equal(want, kvData), "a load returned other bytes than the file's KV")
 	})
 }
 
 // validKV decodes a layer file of the layer of prefix h as the format's
 // comment describes it, apart from the connector's code, and returns its
 // KV if every check passes and it holds at most bound bytes.
-func validKV(file []byte, h registry.BlockHash, layer string, bound int64) ([]byte, bool) {
+func validKV(file []byte, h kv.BlockHash, layer string, bound int64) ([]byte, bool) {
 	if len(file) < 56 || string(file[:8]) != "kvgenKV\n" || binary.LittleEndian.Uint32(file[8:]) != 2 {
 		return nil, false
 	}
-	kv := file[56:]
+	kvData := file[56:]
 	key := sha256.Sum256(append(bytes.Clone(h[:]), layer...))
-	ok := binary.LittleEndian.Uint64(file[12:]) == uint64(len(kv)) &&
+	ok := binary.LittleEndian.Uint64(file[12:]) == uint64(len(kvData)) &&
 		bytes.Equal(file[20:52], key[:]) &&
-		binary.LittleEndian.Uint32(file[52:]) == crc32.ChecksumIEEE(kv) &&
-		int64(len(kv)) <= bound
-	return kv, ok
+		binary.LittleEndian.Uint32(file[52:]) == crc32.ChecksumIEEE(kvData) &&
+		int64(len(kvData)) <= bound
+	return kvData, ok
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 // A prefix directory planted as a link to a directory elsewhere neither
@@ -38,7 +38,7 @@ func TestPrefixDirectoryLinkNotFollowed(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, n, "a linked prefix directory never matches")
 	got, err := c.LoadLayer(ctx, req, layers[0], bs)
-	require.ErrorIs(t, err, registry.ErrMiss)
+	require.ErrorIs(t, err, kv.ErrMiss)
 	assert.ErrorContains(t, err, "never followed")
 	assert.Nil(t, got)
 	assert.Len(t, rec.warnings(), 1)
@@ -62,7 +62,7 @@ func TestLayerFileLinkNotFollowed(t *testing.T) {
 	require.NoError(t, os.Symlink(target, path))
 
 	got, err := c.LoadLayer(ctx, req, layers[0], bs)
-	require.ErrorIs(t, err, registry.ErrMiss)
+	require.ErrorIs(t, err, kv.ErrMiss)
 	assert.ErrorContains(t, err, "never followed")
 	assert.Nil(t, got)
 	assert.Equal(t, []string{path}, rec.warnings())
@@ -91,7 +91,7 @@ func TestOldFormatIsAMiss(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, data, 0o600))
 
 	_, err = c.LoadLayer(ctx, req, layers[0], bs)
-	require.ErrorIs(t, err, registry.ErrMiss)
+	require.ErrorIs(t, err, kv.ErrMiss)
 	assert.ErrorContains(t, err, "format version 1, want 2")
 	assert.Equal(t, []string{path}, rec.warnings())
 }
@@ -113,14 +113,14 @@ func TestHugeLayerFileIsAMiss(t *testing.T) {
 	require.NoError(t, f.Close())
 
 	_, err = c.LoadLayer(ctx, req, layers[0], bs)
-	require.ErrorIs(t, err, registry.ErrMiss)
+	require.ErrorIs(t, err, kv.ErrMiss)
 	assert.ErrorContains(t, err, "more than max_layer_bytes")
 	assert.Equal(t, []string{path}, rec.warnings())
 
 	big := make([]byte, 1<<10)
-	small, err := New(ctx, registry.Config{BlockSize: bs, Extra: map[string]any{
+	small, err := New(ctx, kv.Config{BlockSize: bs, Extra: map[string]any{
 		"shared_storage_path": t.TempDir(), "max_layer_bytes": len(big) - 1,
-	}}, registry.RoleWorker)
+	}}, kv.RoleWorker)
 	require.NoError(t, err)
 	defer small.Close()
 	assert.ErrorContains(t, small.SaveLayer(ctx, req, layers[0], bs, big), "more than max_layer_bytes")
@@ -174,7 +174,7 @@ func TestForgedLayerFileIsBoundedByItsTokens(t *testing.T) {
 	before := totalAlloc()
 	got, err := c.LoadLayer(t.Context(), req, layers[0], bs)
 	allocated := totalAlloc() - before
-	require.ErrorIs(t, err, registry.ErrMiss)
+	require.ErrorIs(t, err, kv.ErrMiss)
 	assert.Nil(t, got)
 	assert.ErrorContains(t, err, "max_bytes_per_token")
 	assert.Equal(t, []string{path}, rec.warnings())
@@ -187,9 +187,9 @@ func TestForgedLayerFileIsBoundedByItsTokens(t *testing.T) {
 func TestMaxBytesPerToken(t *testing.T) {
 	ctx := t.Context()
 	dir := t.TempDir()
-	c, err := New(ctx, registry.Config{BlockSize: bs, Extra: map[string]any{
+	c, err := New(ctx, kv.Config{BlockSize: bs, Extra: map[string]any{
 		"shared_storage_path": dir, "max_bytes_per_token": 8,
-	}}, registry.RoleWorker)
+	}}, kv.RoleWorker)
 	require.NoError(t, err)
 	defer c.Close()
 	c.Logger = slog.New(&recorder{})
@@ -206,7 +206,7 @@ func TestMaxBytesPerToken(t *testing.T) {
 	other, _ := open(t, dir)
 	require.NoError(t, other.SaveLayer(ctx, req, layers[1], bs, make([]byte, 8*bs+1)))
 	_, err = c.LoadLayer(ctx, req, layers[1], bs)
-	require.ErrorIs(t, err, registry.ErrMiss)
+	require.ErrorIs(t, err, kv.ErrMiss)
 	assert.ErrorContains(t, err, "33 bytes of KV, more than the 32 a load of 4 tokens may take (max_bytes_per_token 8)")
 }
 
@@ -228,7 +228,7 @@ func TestSparseLayerFileIsAMissWithoutAllocating(t *testing.T) {
 	before := totalAlloc()
 	_, err := c.LoadLayer(t.Context(), req, layers[0], bs)
 	allocated := totalAlloc() - before
-	require.ErrorIs(t, err, registry.ErrMiss)
+	require.ErrorIs(t, err, kv.ErrMiss)
 	assert.ErrorContains(t, err, "checksum mismatch")
 	assert.Equal(t, []string{path}, rec.warnings())
 	assert.Less(t, allocated, uint64(16<<20), "a load allocated %d bytes for a forged 1 GiB file", allocated)
@@ -247,7 +247,7 @@ func TestLoadStopsAtTheDeadline(t *testing.T) {
 	_, err := c.LoadLayer(ctx, req, layers[0], bs)
 	elapsed := time.Since(start)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
-	assert.NotErrorIs(t, err, registry.ErrMiss)
+	assert.NotErrorIs(t, err, kv.ErrMiss)
 	assert.Less(t, elapsed, 500*time.Millisecond, "the load outlived its deadline")
 	assert.Empty(t, rec.warnings(), "the file is not to blame")
 
@@ -267,8 +267,8 @@ func TestLoadStopsAtTheDeadline(t *testing.T) {
 }
 
 // mustHash is the hash of req's first block.
-func mustHash(t testing.TB) registry.BlockHash {
-	p, err := registry.NewPrefixes("", bs)
+func mustHash(t testing.TB) kv.BlockHash {
+	p, err := kv.NewPrefixes("", bs)
 	require.NoError(t, err)
 	h, err := p.Hash(req.PromptTokens, bs)
 	require.NoError(t, err)
@@ -302,9 +302,9 @@ func TestStaleTemporaryFilesSwept(t *testing.T) {
 	require.NoError(t, os.Symlink(kept[4], filepath.Join(prefix, ".tmp-555")))
 	require.NoError(t, os.Symlink(filepath.Dir(kept[4]), filepath.Join(dir, strings.Repeat("ab", 32))))
 
-	w, err := New(ctx, registry.Config{BlockSize: bs, Extra: map[string]any{
+	w, err := New(ctx, kv.Config{BlockSize: bs, Extra: map[string]any{
 		"shared_storage_path": dir, "stale_temp_seconds": 3600,
-	}}, registry.RoleWorker)
+	}}, kv.RoleWorker)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		_, err := os.Lstat(stale)
@@ -336,9 +336,9 @@ func TestKilledWriterTemporaryFilesSwept(t *testing.T) {
 	require.NotEmpty(t, temps, "the killed writer left no temporary file behind")
 
 	time.Sleep(1100 * time.Millisecond) // the files age past a 1 s grace period
-	w, err := New(t.Context(), registry.Config{BlockSize: bs, Extra: map[string]any{
+	w, err := New(t.Context(), kv.Config{BlockSize: bs, Extra: map[string]any{
 		"shared_storage_path": dir, "stale_temp_seconds": 1, "max_bytes_per_token": 1 << 30,
-	}}, registry.RoleWorker)
+	}}, kv.RoleWorker)
 	require.NoError(t, err)
 	defer w.Close()
 	require.Eventually(t, func() bool {
@@ -370,13 +370,13 @@ func killWriter(t *testing.T, dir string) []string {
 
 // writeForever saves a large layer again and again, until killed.
 func writeForever(t *testing.T, dir string) {
-	c, err := New(context.Background(), registry.Config{BlockSize: bs, Extra: map[string]any{
+	c, err := New(context.Background(), kv.Config{BlockSize: bs, Extra: map[string]any{
 		"shared_storage_path": dir, "max_bytes_per_token": 1 << 30,
-	}}, registry.RoleWorker)
+	}}, kv.RoleWorker)
 	require.NoError(t, err)
-	kv := bytes.Repeat([]byte{7}, 16<<20)
+	kvData := bytes.Repeat([]byte{7}, 16<<20)
 	for {
-		require.NoError(t, c.SaveLayer(context.Background(), req, layers[0], bs, kv))
+		require.NoError(t, c.SaveLayer(context.Background(), req, layers[0], bs, kvData))
 	}
 }
 
@@ -419,15 +419,15 @@ func TestUserStringsAreQuotedInErrors(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "file")
 	require.NoError(t, os.WriteFile(file, nil, 0o600))
 	newWith := func(extra map[string]any) error {
-		c, err := New(t.Context(), registry.Config{BlockSize: bs, Extra: extra}, registry.RoleWorker)
+		c, err := New(t.Context(), kv.Config{BlockSize: bs, Extra: extra}, kv.RoleWorker)
 		if err == nil {
 			c.Close()
 		}
 		return err
 	}
-	small, err := New(t.Context(), registry.Config{BlockSize: bs, Extra: map[string]any{
+	small, err := New(t.Context(), kv.Config{BlockSize: bs, Extra: map[string]any{
 		"shared_storage_path": t.TempDir(), "max_layer_bytes": 1,
-	}}, registry.RoleWorker)
+	}}, kv.RoleWorker)
 	require.NoError(t, err)
 	defer small.Close()
 	for name, err := range map[string]error{

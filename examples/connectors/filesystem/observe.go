@@ -3,26 +3,26 @@ package filesystem
 import (
 	"context"
 
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 // KVStats returns what the connector counted since KVStats was first
 // called: layers loaded, missed and saved, their bytes and latencies, and
 // files that failed their checks (as ErrorCorrupt).
-func (c *Connector) KVStats() registry.Stats { return c.stats.Stats() }
+func (c *Connector) KVStats() kv.Stats { return c.stats.Stats() }
 
 // ReportEvents reports a BlockStored event, on medium DISK, for each prefix
 // whose last missing layer file a save of this connector wrote. Nothing is
 // reported as removed: the connector deletes no layer file, and files that
 // others delete are not watched.
-func (c *Connector) ReportEvents(emit func(registry.KVEvent)) { c.emit.Set(emit) }
+func (c *Connector) ReportEvents(emit func(kv.KVEvent)) { c.emit.Set(emit) }
 
 // SaveLayer writes kv to the layer's file for the prefix, replacing it
 // atomically.
-func (c *Connector) SaveLayer(ctx context.Context, req *registry.Request, layer string, numTokens int, kv []byte) error {
+func (c *Connector) SaveLayer(ctx context.Context, req *kv.Request, layer string, numTokens int, kvData []byte) error {
 	start := c.stats.Start()
 	emit := c.emit.Get()
-	var h registry.BlockHash
+	var h kv.BlockHash
 	var had bool // the layer had a file before: a save over it completes nothing
 	if emit != nil {
 		var err error
@@ -30,19 +30,19 @@ func (c *Connector) SaveLayer(ctx context.Context, req *registry.Request, layer 
 			had = c.hasLayer(h, layer)
 		}
 	}
-	if err := c.saveLayer(ctx, req, layer, numTokens, kv); err != nil {
-		c.stats.Failed(registry.ErrorSave)
+	if err := c.saveLayer(ctx, req, layer, numTokens, kvData); err != nil {
+		c.stats.Failed(kv.ErrorSave)
 		return err
 	}
-	c.stats.Saved(start, len(kv))
+	c.stats.Saved(start, len(kvData))
 	if emit != nil && !had && c.stored(h) {
-		emit(c.prefixes.StoredEvent(req, numTokens, registry.MediumDisk))
+		emit(c.prefixes.StoredEvent(req, numTokens, kv.MediumDisk))
 	}
 	return nil
 }
 
 // hasLayer reports whether layer has a file for the prefix.
-func (c *Connector) hasLayer(h registry.BlockHash, layer string) bool {
+func (c *Connector) hasLayer(h kv.BlockHash, layer string) bool {
 	dir, err := c.openPrefix(h.String(), false)
 	if err != nil {
 		return false
@@ -53,9 +53,9 @@ func (c *Connector) hasLayer(h registry.BlockHash, layer string) bool {
 }
 
 // AppendLayer is LoadLayer reading into dst's spare capacity, growing it if
-// it is short. A file that fails its checks is a [registry.LoadError]
-// naming every block of the prefix, which wraps [registry.ErrMiss].
-func (c *Connector) AppendLayer(ctx context.Context, req *registry.Request, layer string, numTokens int, dst []byte) ([]byte, error) {
+// it is short. A file that fails its checks is a [kv.LoadError]
+// naming every block of the prefix, which wraps [kv.ErrMiss].
+func (c *Connector) AppendLayer(ctx context.Context, req *kv.Request, layer string, numTokens int, dst []byte) ([]byte, error) {
 	start := c.stats.Start()
 	out, err := c.appendLayer(ctx, req, layer, numTokens, dst)
 	c.stats.LoadDone(start, len(out)-len(dst), err)

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/kvgen/kvgen/examples/connectors/internal/kvbench"
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 // BenchmarkSaveLoad saves a request's 32 layers and loads them back,
@@ -55,8 +55,8 @@ func BenchmarkSaveLoad(b *testing.B) {
 				conn := benchConnector(b, dir, names, durability)
 				dirs := prefixDirs(b, dir, c.Requests, false)
 				sides := kvbench.WorkerSides(c,
-					func() registry.Worker { return conn },
-					func(registry.Worker) { removeLayers(b, dirs, names) })
+					func() kv.Worker { return conn },
+					func(kv.Worker) { removeLayers(b, dirs, names) })
 				kvbench.Pair(b, c, append([]kvbench.Side{floor}, sides...)...)
 			})
 		}
@@ -64,11 +64,11 @@ func BenchmarkSaveLoad(b *testing.B) {
 }
 
 func benchConnector(b *testing.B, dir string, names []string, durability string) *Connector {
-	c, err := New(context.Background(), registry.Config{
+	c, err := New(context.Background(), kv.Config{
 		BlockSize:  kvbench.BlockSize,
 		LayerNames: names,
 		Extra:      map[string]any{"shared_storage_path": dir, "durability": durability},
-	}, registry.RoleWorker)
+	}, kv.RoleWorker)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -78,8 +78,8 @@ func benchConnector(b *testing.B, dir string, names []string, durability string)
 
 // prefixDirs returns the prefix directories of reqs under dir, made if
 // mkdir is set.
-func prefixDirs(b *testing.B, dir string, reqs []*registry.Request, mkdir bool) []string {
-	prefixes, err := registry.NewPrefixes("", kvbench.BlockSize)
+func prefixDirs(b *testing.B, dir string, reqs []*kv.Request, mkdir bool) []string {
+	prefixes, err := kv.NewPrefixes("", kvbench.BlockSize)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -112,13 +112,13 @@ func removeLayers(b *testing.B, dirs, names []string) {
 
 // floorWrite writes kv to dir/name through a temporary file and a rename,
 // syncing the file first if synced: what any atomic file write costs.
-func floorWrite(dir, name string, kv []byte, synced bool) error {
+func floorWrite(dir, name string, kvData []byte, synced bool) error {
 	f, err := os.CreateTemp(dir, ".floor-*")
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	if _, err := f.Write(kv); err != nil {
+	if _, err := f.Write(kvData); err != nil {
 		return err
 	}
 	if synced {
@@ -146,12 +146,12 @@ func BenchmarkChecksum(b *testing.B) {
 		{"crc32", crc32.ChecksumIEEE},
 	}
 	for _, size := range kvbench.Sizes {
-		kv := kvbench.Payload(size.Bytes)
+		kvData := kvbench.Payload(size.Bytes)
 		for _, sum := range sums {
 			b.Run("size="+size.Name+"/sum="+sum.name, func(b *testing.B) {
-				b.SetBytes(int64(len(kv)))
+				b.SetBytes(int64(len(kvData)))
 				for b.Loop() {
-					crcSink = sum.sum(kv)
+					crcSink = sum.sum(kvData)
 				}
 			})
 		}

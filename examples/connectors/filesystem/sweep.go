@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 // sweepStale removes temporary files older than grace, at once and then
@@ -86,5 +86,5 @@ func (c *Connector) sweepPrefix(name string, cutoff time.Time) {
 // isPrefixName reports whether name is a prefix directory's: a block hash
 // in lower-case hex.
 func isPrefixName(name string) bool {
-	return len(name) == hex.EncodedLen(len(registry.BlockHash{})) && strings.Trim(name, "0123456789abcdef") == ""
+	return len(name) == hex.EncodedLen(len(kv.BlockHash{})) && strings.Trim(name, "0123456789abcdef") == ""
 }

@@ -28,7 +28,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 // DefaultCapacity is the capacity of a store whose settings give none.
@@ -56,13 +56,13 @@ var errClosed = errors.New("memory connector is closed")
 // it, and must agree on its capacity.
 //
 //kvgen:constructor
-func New(ctx context.Context, cfg registry.Config, role registry.Role) (registry.Connector, error) {
+func New(ctx context.Context, cfg kv.Config, role kv.Role) (kv.Connector, error) {
 	prefixes, err := cfg.Prefixes()
 	if err != nil {
 		return nil, err
 	}
 	opts := Options{CapacityBytes: DefaultCapacity, Store: DefaultStore}
-	if err := registry.DecodeExtra(cfg.Extra, &opts); err != nil {
+	if err := kv.DecodeExtra(cfg.Extra, &opts); err != nil {
 		return nil, err
 	}
 	s, err := acquire(opts.Store, opts.CapacityBytes)
@@ -73,33 +73,33 @@ func New(ctx context.Context, cfg registry.Config, role registry.Role) (registry
 }
 
 var (
-	_ registry.LayerAppender = (*connector)(nil)
-	_ registry.StatsReporter = (*connector)(nil)
-	_ registry.EventReporter = (*connector)(nil)
+	_ kv.LayerAppender = (*connector)(nil)
+	_ kv.StatsReporter = (*connector)(nil)
+	_ kv.EventReporter = (*connector)(nil)
 )
 
 // connector is one side of a shared store.
 type connector struct {
-	cfg       registry.Config
-	prefixes  registry.Prefixes // keys of this model's prompts
+	cfg       kv.Config
+	prefixes  kv.Prefixes // keys of this model's prompts
 	store     *store
-	hashes    *registry.PrefixCache // prefixes, remembering a request's
+	hashes    *kv.PrefixCache // prefixes, remembering a request's
 	closed    atomic.Bool
 	closeOnce sync.Once
-	stats     registry.StatsRecorder
-	emit      registry.EventFunc
+	stats     kv.StatsRecorder
+	emit      kv.EventFunc
 }
 
 // KVStats returns what the connector counted since KVStats was first
 // called: layers loaded, missed and saved, their bytes and latencies.
-func (c *connector) KVStats() registry.Stats { return c.stats.Stats() }
+func (c *connector) KVStats() kv.Stats { return c.stats.Stats() }
 
 // ReportEvents reports, on medium CPU, a BlockStored event for each prefix
 // a save of this connector completed (every configured layer stored), and
 // a BlockRemoved event for each complete prefix its saves evicted a layer
 // of. Evictions are the saving connector's to report: connectors sharing
 // a store each report what their own saves did.
-func (c *connector) ReportEvents(emit func(registry.KVEvent)) { c.emit.Set(emit) }
+func (c *connector) ReportEvents(emit func(kv.KVEvent)) { c.emit.Set(emit) }
 
 // Close releases the connector's reference to its store.
 func (c *connector) Close() error {
@@ -112,28 +112,28 @@ func (c *connector) Close() error {
 
 // MatchedTokens returns the longest block-aligned prefix of the prompt
 // whose layers are all stored, less numComputed.
-func (c *connector) MatchedTokens(ctx context.Context, req *registry.Request, numComputed int) (int, error) {
+func (c *connector) MatchedTokens(ctx context.Context, req *kv.Request, numComputed int) (int, error) {
 	if c.closed.Load() {
 		return 0, errClosed
 	}
-	return c.prefixes.Matched(ctx, req, numComputed, func(h registry.BlockHash) (bool, error) {
+	return c.prefixes.Matched(ctx, req, numComputed, func(h kv.BlockHash) (bool, error) {
 		return c.store.has(h, c.cfg.LayerNames), nil
 	})
 }
 
 // AfterAlloc does nothing: loads need no preparation.
-func (c *connector) AfterAlloc(ctx context.Context, req *registry.Request, numExternal int) error {
+func (c *connector) AfterAlloc(ctx context.Context, req *kv.Request, numExternal int) error {
 	return nil
 }
 
 // RequestFinished does nothing: the connector keeps no state per request.
-func (c *connector) RequestFinished(ctx context.Context, req *registry.Request) error {
+func (c *connector) RequestFinished(ctx context.Context, req *kv.Request) error {
 	return nil
 }
 
 // SaveLayer stores a copy of kv, evicting the least recently used layers
 // to make room.
-func (c *connector) SaveLayer(ctx context.Context, req *registry.Request, layer string, numTokens int, kv []byte) error {
+func (c *connector) SaveLayer(ctx context.Context, req *kv.Request, layer string, numTokens int, kvData []byte) error {
 	if c.closed.Load() {
 		return errClosed
 	}
@@ -143,57 +143,57 @@ func (c *connector) SaveLayer(ctx context.Context, req *registry.Request, layer 
 	start := c.stats.Start()
 	h, err := c.hashes.Hash(req.PromptTokens, numTokens)
 	if err != nil {
-		c.stats.Failed(registry.ErrorSave)
-		return fmt.Errorf("save layer %s: %w", registry.Quote(layer), err)
+		c.stats.Failed(kv.ErrorSave)
+		return fmt.Errorf("save layer %s: %w", kv.Quote(layer), err)
 	}
 	emit := c.emit.Get()
-	stored, removed, err := c.store.put(itemKey{h, layer}, slices.Clone(kv), emit != nil, max(len(c.cfg.LayerNames), 1))
+	stored, removed, err := c.store.put(itemKey{h, layer}, slices.Clone(kvData), emit != nil, max(len(c.cfg.LayerNames), 1))
 	if err != nil {
-		c.stats.Failed(registry.ErrorSave)
+		c.stats.Failed(kv.ErrorSave)
 		return err
 	}
-	c.stats.Saved(start, len(kv))
+	c.stats.Saved(start, len(kvData))
 	if emit != nil {
 		// Removals first: a router that applies events in order then never
 		// drops what this save stored.
 		for _, r := range removed {
-			emit(registry.RemovedEvent(r, registry.MediumCPU))
+			emit(kv.RemovedEvent(r, kv.MediumCPU))
 		}
 		if stored {
-			emit(c.prefixes.StoredEvent(req, numTokens, registry.MediumCPU))
+			emit(c.prefixes.StoredEvent(req, numTokens, kv.MediumCPU))
 		}
 	}
 	return nil
 }
 
 // LoadLayer returns a copy of a stored layer and marks it recently used.
-func (c *connector) LoadLayer(ctx context.Context, req *registry.Request, layer string, numTokens int) ([]byte, error) {
-	kv, err := c.AppendLayer(ctx, req, layer, numTokens, nil)
-	if err == nil && kv == nil {
-		kv = []byte{} // a layer of no bytes, stored
+func (c *connector) LoadLayer(ctx context.Context, req *kv.Request, layer string, numTokens int) ([]byte, error) {
+	kvData, err := c.AppendLayer(ctx, req, layer, numTokens, nil)
+	if err == nil && kvData == nil {
+		kvData = []byte{} // a layer of no bytes, stored
 	}
-	return kv, err
+	return kvData, err
 }
 
 // AppendLayer is LoadLayer copying into dst's spare capacity, growing it
 // if it is short.
-func (c *connector) AppendLayer(ctx context.Context, req *registry.Request, layer string, numTokens int, dst []byte) ([]byte, error) {
+func (c *connector) AppendLayer(ctx context.Context, req *kv.Request, layer string, numTokens int, dst []byte) ([]byte, error) {
 	if c.closed.Load() {
 		return dst, errClosed
 	}
 	start := c.stats.Start()
 	h, err := c.hashes.Hash(req.PromptTokens, numTokens)
 	if err != nil {
-		c.stats.Failed(registry.ErrorLoad)
-		return dst, fmt.Errorf("load layer %s: %w", registry.Quote(layer), err)
+		c.stats.Failed(kv.ErrorLoad)
+		return dst, fmt.Errorf("load layer %s: %w", kv.Quote(layer), err)
 	}
-	kv, ok := c.store.appendTo(dst, itemKey{h, layer})
+	kvData, ok := c.store.appendTo(dst, itemKey{h, layer})
 	if !ok {
 		c.stats.Missed(start)
-		return dst, fmt.Errorf("layer %s of a %d-token prefix: %w", registry.Quote(layer), numTokens, registry.ErrMiss)
+		return dst, fmt.Errorf("layer %s of a %d-token prefix: %w", kv.Quote(layer), numTokens, kv.ErrMiss)
 	}
-	c.stats.Loaded(start, len(kv)-len(dst))
-	return kv, nil
+	c.stats.Loaded(start, len(kvData)-len(dst))
+	return kvData, nil
 }
 
 // WaitForSave returns at once: saves complete before SaveLayer returns.

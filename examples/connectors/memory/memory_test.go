@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvgen/kvgen/registry"
 	"github.com/kvgen/kvgen/registry/conformance"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 func TestConformance(t *testing.T) {
@@ -36,23 +36,23 @@ func open(t testing.TB, name string, capacity int64, layers ...string) *connecto
 	if capacity > 0 {
 		extra["capacity_bytes"] = capacity
 	}
-	c, err := New(t.Context(), registry.Config{BlockSize: bs, LayerNames: layers, Extra: extra}, registry.RoleWorker)
+	c, err := New(t.Context(), kv.Config{BlockSize: bs, LayerNames: layers, Extra: extra}, kv.RoleWorker)
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, c.Close()) })
 	return c.(*connector)
 }
 
 // prompt returns a request of one block whose tokens start with first.
-func prompt(first uint32) *registry.Request {
-	return &registry.Request{ID: "r", PromptTokens: []uint32{first, 1, 2, 3}}
+func prompt(first uint32) *kv.Request {
+	return &kv.Request{ID: "r", PromptTokens: []uint32{first, 1, 2, 3}}
 }
 
 func bytesOf(n int, b byte) []byte {
-	kv := make([]byte, n)
-	for i := range kv {
-		kv[i] = b
+	kvData := make([]byte, n)
+	for i := range kvData {
+		kvData[i] = b
 	}
-	return kv
+	return kvData
 }
 
 // stored reports whether layer "l" of the one-block prompt is held.
@@ -60,7 +60,7 @@ func stored(t *testing.T, c *connector, first uint32) bool {
 	t.Helper()
 	_, err := c.LoadLayer(t.Context(), prompt(first), "l", bs)
 	if err != nil {
-		require.ErrorIs(t, err, registry.ErrMiss)
+		require.ErrorIs(t, err, kv.ErrMiss)
 		return false
 	}
 	return true
@@ -73,9 +73,9 @@ func TestEvictsLeastRecentlyUsed(t *testing.T) {
 		require.NoError(t, c.SaveLayer(ctx, prompt(first), "l", bs, bytesOf(48, byte(first))))
 	}
 	// Loading the oldest makes the second the least recently used.
-	kv, err := c.LoadLayer(ctx, prompt(0), "l", bs)
+	kvData, err := c.LoadLayer(ctx, prompt(0), "l", bs)
 	require.NoError(t, err)
-	assert.Equal(t, bytesOf(48, 0), kv)
+	assert.Equal(t, bytesOf(48, 0), kvData)
 	require.NoError(t, c.SaveLayer(ctx, prompt(3), "l", bs, bytesOf(48, 3)))
 
 	assert.False(t, stored(t, c, 1), "the least recently used layer is evicted")
@@ -146,7 +146,7 @@ func TestEntryCostCoversHeap(t *testing.T) {
 				before := heapInUse()
 				s := newStore(t.Name(), 1<<62)
 				for i := range n {
-					var h registry.BlockHash
+					var h kv.BlockHash
 					if !shared {
 						binary.LittleEndian.PutUint32(h[:], uint32(i))
 					}
@@ -172,17 +172,17 @@ func heapInUse() int64 {
 
 func TestRolesShareAStore(t *testing.T) {
 	ctx := t.Context()
-	cfg := registry.Config{BlockSize: bs, LayerNames: []string{"l"}, Extra: map[string]any{"store": t.Name()}}
-	w, err := New(ctx, cfg, registry.RoleWorker)
+	cfg := kv.Config{BlockSize: bs, LayerNames: []string{"l"}, Extra: map[string]any{"store": t.Name()}}
+	w, err := New(ctx, cfg, kv.RoleWorker)
 	require.NoError(t, err)
 	defer w.Close()
-	s, err := New(ctx, cfg, registry.RoleScheduler)
+	s, err := New(ctx, cfg, kv.RoleScheduler)
 	require.NoError(t, err)
 	defer s.Close()
 	other := open(t, t.Name()+"-other", 0, "l")
 
-	require.NoError(t, w.(registry.Worker).SaveLayer(ctx, prompt(7), "l", bs, []byte("kv")))
-	n, err := s.(registry.Scheduler).MatchedTokens(ctx, prompt(7), 0)
+	require.NoError(t, w.(kv.Worker).SaveLayer(ctx, prompt(7), "l", bs, []byte("kv")))
+	n, err := s.(kv.Scheduler).MatchedTokens(ctx, prompt(7), 0)
 	require.NoError(t, err)
 	assert.Equal(t, bs, n, "the scheduler side sees the worker side's save")
 	n, err = other.MatchedTokens(ctx, prompt(7), 0)
@@ -192,23 +192,23 @@ func TestRolesShareAStore(t *testing.T) {
 
 func TestStoreReleasedAfterLastClose(t *testing.T) {
 	ctx := t.Context()
-	cfg := registry.Config{BlockSize: bs, Extra: map[string]any{"store": t.Name()}}
+	cfg := kv.Config{BlockSize: bs, Extra: map[string]any{"store": t.Name()}}
 	held := func() bool {
 		stores.Lock()
 		defer stores.Unlock()
 		_, ok := stores.byName[t.Name()]
 		return ok
 	}
-	a, err := New(ctx, cfg, registry.RoleWorker)
+	a, err := New(ctx, cfg, kv.RoleWorker)
 	require.NoError(t, err)
-	b, err := New(ctx, cfg, registry.RoleScheduler)
+	b, err := New(ctx, cfg, kv.RoleScheduler)
 	require.NoError(t, err)
-	require.NoError(t, a.(registry.Worker).SaveLayer(ctx, prompt(0), "l", bs, []byte("kv")))
+	require.NoError(t, a.(kv.Worker).SaveLayer(ctx, prompt(0), "l", bs, []byte("kv")))
 
 	require.NoError(t, a.Close())
 	require.NoError(t, a.Close(), "a second Close must not release the store again")
 	assert.True(t, held(), "the store outlives its first connector")
-	n, err := b.(registry.Scheduler).MatchedTokens(ctx, prompt(0), 0)
+	n, err := b.(kv.Scheduler).MatchedTokens(ctx, prompt(0), 0)
 	require.NoError(t, err)
 	assert.Equal(t, bs, n, "layers with no LayerNames configured: one stored layer matches")
 
@@ -217,26 +217,26 @@ func TestStoreReleasedAfterLastClose(t *testing.T) {
 	c := open(t, t.Name(), 0)
 	assert.False(t, stored(t, c, 0), "a store reopened after release is empty")
 
-	_, err = a.(registry.Worker).LoadLayer(ctx, prompt(0), "l", bs)
+	_, err = a.(kv.Worker).LoadLayer(ctx, prompt(0), "l", bs)
 	assert.ErrorIs(t, err, errClosed)
 }
 
 func TestSettings(t *testing.T) {
 	for _, c := range []struct {
 		name  string
-		cfg   registry.Config
+		cfg   kv.Config
 		error string
 	}{
-		{"zero capacity", registry.Config{BlockSize: bs, Extra: map[string]any{"capacity_bytes": 0}}, "capacity_bytes 0"},
-		{"capacity as text", registry.Config{BlockSize: bs, Extra: map[string]any{"capacity_bytes": "1GB"}}, "capacity_bytes"},
-		{"empty store", registry.Config{BlockSize: bs, Extra: map[string]any{"store": ""}}, "store"},
-		{"misspelt", registry.Config{BlockSize: bs, Extra: map[string]any{"capacity": 1}}, `did you mean "capacity_bytes"`},
-		{"no block size", registry.Config{}, "block size 0: want a number of tokens from 1 to 65536"},
+		{"zero capacity", kv.Config{BlockSize: bs, Extra: map[string]any{"capacity_bytes": 0}}, "capacity_bytes 0"},
+		{"capacity as text", kv.Config{BlockSize: bs, Extra: map[string]any{"capacity_bytes": "1GB"}}, "capacity_bytes"},
+		{"empty store", kv.Config{BlockSize: bs, Extra: map[string]any{"store": ""}}, "store"},
+		{"misspelt", kv.Config{BlockSize: bs, Extra: map[string]any{"capacity": 1}}, `did you mean "capacity_bytes"`},
+		{"no block size", kv.Config{}, "block size 0: want a number of tokens from 1 to 65536"},
 		// Rejected before anything is allocated for it.
-		{"huge block size", registry.Config{BlockSize: 1 << 40}, "block size 1099511627776: want a number of tokens from 1 to 65536"},
+		{"huge block size", kv.Config{BlockSize: 1 << 40}, "block size 1099511627776: want a number of tokens from 1 to 65536"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			conn, err := New(context.Background(), c.cfg, registry.RoleWorker)
+			conn, err := New(context.Background(), c.cfg, kv.RoleWorker)
 			assert.Nil(t, conn)
 			assert.ErrorContains(t, err, c.error)
 		})
@@ -245,7 +245,7 @@ func TestSettings(t *testing.T) {
 
 func TestSharersAgreeOnCapacity(t *testing.T) {
 	open(t, t.Name(), 1000)
-	_, err := New(t.Context(), registry.Config{BlockSize: bs, Extra: map[string]any{"store": t.Name(), "capacity_bytes": 2000}}, registry.RoleWorker)
+	_, err := New(t.Context(), kv.Config{BlockSize: bs, Extra: map[string]any{"store": t.Name(), "capacity_bytes": 2000}}, kv.RoleWorker)
 	assert.ErrorContains(t, err, "capacity_bytes 1000, not 2000")
 }
 
@@ -255,10 +255,10 @@ func TestSharersAgreeOnCapacity(t *testing.T) {
 func TestUserStringsAreQuotedInErrors(t *testing.T) {
 	const evil = "\x1b[2J\nkvserver: forged error"
 	open(t, evil, 1000)
-	_, mismatch := New(t.Context(), registry.Config{BlockSize: bs, Extra: map[string]any{"store": evil, "capacity_bytes": 2000}}, registry.RoleWorker)
+	_, mismatch := New(t.Context(), kv.Config{BlockSize: bs, Extra: map[string]any{"store": evil, "capacity_bytes": 2000}}, kv.RoleWorker)
 	w := open(t, t.Name(), 1000)
 	huge := evil + strings.Repeat("x", 1<<20)
-	tooLarge := w.SaveLayer(t.Context(), &registry.Request{ID: "r", PromptTokens: make([]uint32, bs)}, huge, bs, nil)
+	tooLarge := w.SaveLayer(t.Context(), &kv.Request{ID: "r", PromptTokens: make([]uint32, bs)}, huge, bs, nil)
 	for _, err := range []error{mismatch, tooLarge} {
 		require.Error(t, err)
 		assert.NotContains(t, err.Error(), "\n")

@@ -7,7 +7,7 @@ import (
 
 	"github.com/kvgen/kvgen/examples/connectors/internal/kvbench"
 	"github.com/kvgen/kvgen/examples/connectors/memory"
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 // BenchmarkSaveLoad saves a request's 32 layers and loads them back,
@@ -34,8 +34,8 @@ func BenchmarkSaveLoad(b *testing.B) {
 					return nil
 				}, func() {}
 			}}
-			open := func() registry.Worker { return open(b, c.Bytes, n) }
-			closeStore := func(w registry.Worker) { w.Close() }
+			open := func() kv.Worker { return open(b, c.Bytes, n) }
+			closeStore := func(w kv.Worker) { w.Close() }
 			kvbench.Pair(b, c, append([]kvbench.Side{floor}, kvbench.WorkerSides(c, open, closeStore)...)...)
 		})
 	}
@@ -43,17 +43,17 @@ func BenchmarkSaveLoad(b *testing.B) {
 
 // open returns a worker whose store holds n requests of layers of size
 // bytes.
-func open(b *testing.B, size, n int) registry.Worker {
-	c, err := memory.New(context.Background(), registry.Config{
+func open(b *testing.B, size, n int) kv.Worker {
+	c, err := memory.New(context.Background(), kv.Config{
 		BlockSize:  kvbench.BlockSize,
 		LayerNames: kvbench.LayerNames(),
 		Extra: map[string]any{
 			"store":          b.Name(),
 			"capacity_bytes": n * kvbench.Layers * (size + 1024),
 		},
-	}, registry.RoleWorker)
+	}, kv.RoleWorker)
 	if err != nil {
 		b.Fatal(err)
 	}
-	return c.(registry.Worker)
+	return c.(kv.Worker)
 }

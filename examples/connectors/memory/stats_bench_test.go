@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 // BenchmarkStatsCost saves and loads a 64 KiB layer through two memory
@@ -19,11 +19,11 @@ func BenchmarkStatsCost(b *testing.B) {
 	off := &side{c: open(b, b.Name()+"/off", 0, "l0")}
 	on := &side{c: open(b, b.Name()+"/on", 0, "l0")}
 	on.c.KVStats() // read once: from here on it counts
-	req := &registry.Request{ID: "r", PromptTokens: make([]uint32, 512)}
-	kv := make([]byte, 64<<10)
-	buf := make([]byte, 0, len(kv))
+	req := &kv.Request{ID: "r", PromptTokens: make([]uint32, 512)}
+	kvData := make([]byte, 64<<10)
+	buf := make([]byte, 0, len(kvData))
 	ctx := b.Context()
-	b.SetBytes(int64(2 * len(kv)))
+	b.SetBytes(int64(2 * len(kvData)))
 	b.ReportAllocs()
 	// The two sides alternate every iteration, each going first in turn,
 	// so that both see the same machine.
@@ -32,7 +32,7 @@ func BenchmarkStatsCost(b *testing.B) {
 		for j := range sides {
 			s := sides[(i+j)%2]
 			start := time.Now()
-			if err := s.c.SaveLayer(ctx, req, "l0", 512, kv); err != nil {
+			if err := s.c.SaveLayer(ctx, req, "l0", 512, kvData); err != nil {
 				b.Fatal(err)
 			}
 			var err error
@@ -42,8 +42,8 @@ func BenchmarkStatsCost(b *testing.B) {
 			s.total += time.Since(start)
 		}
 	}
-	if len(buf) != len(kv) {
-		b.Fatalf("loaded %d bytes, saved %d", len(buf), len(kv))
+	if len(buf) != len(kvData) {
+		b.Fatalf("loaded %d bytes, saved %d", len(buf), len(kvData))
 	}
 	ns := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(b.N) }
 	b.ReportMetric(ns(off.total), "off-ns/op")

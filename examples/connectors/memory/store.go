@@ -5,7 +5,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 // stores holds this process's stores by name. vLLM builds the scheduler side
@@ -28,7 +28,7 @@ func acquire(name string, capacity int64) (*store, error) {
 		stores.byName[name] = s
 	} else if s.capacity != capacity {
 		return nil, fmt.Errorf("store %s is open with capacity_bytes %d, not %d: connectors sharing a store must agree on its capacity",
-			registry.Quote(name), s.capacity, capacity)
+			kv.Quote(name), s.capacity, capacity)
 	}
 	s.refs++
 	return s, nil
@@ -45,7 +45,7 @@ func release(s *store) {
 
 // itemKey identifies one layer of one prefix: the unit of eviction.
 type itemKey struct {
-	prefix registry.BlockHash
+	prefix kv.BlockHash
 	layer  string
 }
 
@@ -53,7 +53,7 @@ type itemKey struct {
 // recency of use.
 type item struct {
 	key        itemKey
-	kv         []byte // never written once stored, so read without the lock
+	kvData     []byte // never written once stored, so read without the lock
 	cost       int64
 	prev, next *item
 }
@@ -66,8 +66,8 @@ type item struct {
 const entryOverhead = 384
 
 // cost is what an item of kv for layer takes from the capacity.
-func cost(layer string, kv []byte) int64 {
-	return int64(cap(kv)) + int64(len(layer)) + entryOverhead
+func cost(layer string, kvData []byte) int64 {
+	return int64(cap(kvData)) + int64(len(layer)) + entryOverhead
 }
 
 // store is a byte-bounded LRU cache of layers. Its bound counts every
@@ -78,10 +78,10 @@ type store struct {
 	refs     int // guarded by stores' mutex
 
 	mu     sync.Mutex
-	used   int64                      // cost of the items held
-	head   item                       // sentinel: head.next is the most recently used
-	items  map[itemKey]*item          // the items in the list
-	layers map[registry.BlockHash]int // layers held per prefix
+	used   int64                // cost of the items held
+	head   item                 // sentinel: head.next is the most recently used
+	items  map[itemKey]*item    // the items in the list
+	layers map[kv.BlockHash]int // layers held per prefix
 }
 
 func newStore(name string, capacity int64) *store {
@@ -89,7 +89,7 @@ func newStore(name string, capacity int64) *store {
 		name:     name,
 		capacity: capacity,
 		items:    map[itemKey]*item{},
-		layers:   map[registry.BlockHash]int{},
+		layers:   map[kv.BlockHash]int{},
 	}
 	s.head.prev, s.head.next = &s.head, &s.head
 	return s
@@ -103,11 +103,11 @@ func newStore(name string, capacity int64) *store {
 // became loadable by this put and which prefixes stopped being loadable
 // by its evictions; without, it reports nothing and allocates nothing for
 // it.
-func (s *store) put(k itemKey, kv []byte, events bool, complete int) (stored bool, removed []registry.BlockHash, err error) {
-	c := cost(k.layer, kv)
+func (s *store) put(k itemKey, kvData []byte, events bool, complete int) (stored bool, removed []kv.BlockHash, err error) {
+	c := cost(k.layer, kvData)
 	if c > s.capacity {
 		return false, nil, fmt.Errorf("layer %s of %d bytes (%d with its name and bookkeeping) does not fit in store %s of %d bytes (capacity_bytes)",
-			registry.Quote(k.layer), len(kv), c, registry.Quote(s.name), s.capacity)
+			kv.Quote(k.layer), len(kvData), c, kv.Quote(s.name), s.capacity)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -126,7 +126,7 @@ func (s *store) put(k itemKey, kv []byte, events bool, complete int) (stored boo
 			removed = append(removed, victim)
 		}
 	}
-	it := &item{key: k, kv: kv, cost: c}
+	it := &item{key: k, kvData: kvData, cost: c}
 	s.pushFront(it)
 	s.items[k] = it
 	s.layers[k.prefix]++
@@ -172,12 +172,12 @@ func (s *store) appendTo(dst []byte, k itemKey) ([]byte, bool) {
 	if !ok {
 		return dst, false
 	}
-	return append(dst, it.kv...), true
+	return append(dst, it.kvData...), true
 }
 
 // has reports whether every one of layers is held for prefix, or, with no
 // layers named, any layer at all. It does not count as a use.
-func (s *store) has(prefix registry.BlockHash, layers []string) bool {
+func (s *store) has(prefix kv.BlockHash, layers []string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(layers) == 0 {

@@ -11,7 +11,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 // benchLayers is the number of layers a request saves and loads.
@@ -59,20 +59,20 @@ func benchSaveLoad(b *testing.B, addr string, size, par int) {
 	floor := goredis.NewClient(&goredis.Options{Addr: addr, ReadTimeout: time.Minute, WriteTimeout: time.Minute})
 	b.Cleanup(func() { _ = floor.Close() })
 	ctx := b.Context()
-	reqs := make([]*registry.Request, par)
+	reqs := make([]*kv.Request, par)
 	for i := range reqs {
 		reqs[i] = request(fmt.Sprint("r", i), uint32(i+1), 2*blockSize)
 	}
 
 	// Both check what they load the same cheap way, so the work is not
 	// dropped and a broken variant fails rather than looks fast.
-	check := func(i int, kv []byte) error {
-		if len(kv) != size || kv[size-1] != kvs[i][size-1] {
-			return fmt.Errorf("layer %d: loaded %d bytes, not what was saved", i, len(kv))
+	check := func(i int, kvData []byte) error {
+		if len(kvData) != size || kvData[size-1] != kvs[i][size-1] {
+			return fmt.Errorf("layer %d: loaded %d bytes, not what was saved", i, len(kvData))
 		}
 		return nil
 	}
-	conn := func(req *registry.Request) error {
+	conn := func(req *kv.Request) error {
 		for i, l := range layers {
 			if err := w.SaveLayer(ctx, req, l, 2*blockSize, kvs[i]); err != nil {
 				return err
@@ -82,18 +82,18 @@ func benchSaveLoad(b *testing.B, addr string, size, par int) {
 			return err
 		}
 		for i, l := range layers {
-			kv, err := w.LoadLayer(ctx, req, l, 2*blockSize)
+			kvData, err := w.LoadLayer(ctx, req, l, 2*blockSize)
 			if err != nil {
 				return err
 			}
-			if err := check(i, kv); err != nil {
+			if err := check(i, kvData); err != nil {
 				return err
 			}
 		}
 		_, _, err := w.Finished(ctx, []string{req.ID})
 		return err
 	}
-	flr := func(req *registry.Request) error {
+	flr := func(req *kv.Request) error {
 		if _, err := floor.Pipelined(ctx, func(p goredis.Pipeliner) error {
 			for i, l := range layers {
 				p.Set(ctx, "floor:"+req.ID+":"+l, kvs[i], 0)
@@ -112,11 +112,11 @@ func benchSaveLoad(b *testing.B, addr string, size, par int) {
 			return err
 		}
 		for i, g := range gets {
-			kv, err := g.Bytes()
+			kvData, err := g.Bytes()
 			if err != nil {
 				return err
 			}
-			if err := check(i, kv); err != nil {
+			if err := check(i, kvData); err != nil {
 				return err
 			}
 		}
@@ -124,7 +124,7 @@ func benchSaveLoad(b *testing.B, addr string, size, par int) {
 	}
 	// run times one pass of f over every request at once, then empties the
 	// server untimed so that memory stays bounded at 16 MiB layers.
-	run := func(f func(*registry.Request) error) time.Duration {
+	run := func(f func(*kv.Request) error) time.Duration {
 		errs := make([]error, len(reqs))
 		start := time.Now()
 		var wg sync.WaitGroup

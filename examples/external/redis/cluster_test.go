@@ -17,7 +17,7 @@ import (
 
 	"github.com/kvgen/kvgen/examples/external/redis"
 	"github.com/kvgen/kvgen/internal/redistest"
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 	"github.com/kvgen/kvgen/registry/conformance"
 )
 
@@ -50,16 +50,16 @@ func TestClusterConformance(t *testing.T) {
 func TestClusterNeedsTheSetting(t *testing.T) {
 	t.Parallel()
 	c := redistest.StartCluster(t)
-	_, err := redis.New(t.Context(), config("e", map[string]any{"addrs": []string{c.Nodes[0].Addr()}}), registry.RoleWorker)
+	_, err := redis.New(t.Context(), config("e", map[string]any{"addrs": []string{c.Nodes[0].Addr()}}), kv.RoleWorker)
 	require.ErrorContains(t, err, `the server is a Redis Cluster node: set "cluster": true`)
 
 	// Every node as a seed works without the setting too.
 	w := openWorker(t, config("e", map[string]any{"addrs": c.Addrs()}, "a"))
 	req := request("r", 1, blockSize)
 	save(t, w, req, blockSize, "a")
-	kv, err := w.LoadLayer(t.Context(), req, "a", blockSize)
+	kvData, err := w.LoadLayer(t.Context(), req, "a", blockSize)
 	require.NoError(t, err)
-	assert.Equal(t, kvOf(req, "a", blockSize), kv)
+	assert.Equal(t, kvOf(req, "a", blockSize), kvData)
 }
 
 // tally counts the outcomes of loads that run while the cluster changes.
@@ -69,17 +69,17 @@ type tally struct {
 
 // load loads every layer of req's prefix of n tokens and counts what
 // happened; it reports whether all of them loaded.
-func (tl *tally) load(ctx context.Context, w registry.Worker, req *registry.Request, n int, layers ...string) bool {
+func (tl *tally) load(ctx context.Context, w kv.Worker, req *kv.Request, n int, layers ...string) bool {
 	all := true
 	for _, l := range layers {
-		kv, err := w.LoadLayer(ctx, req, l, n)
+		kvData, err := w.LoadLayer(ctx, req, l, n)
 		switch {
-		case err == nil && bytes.Equal(kv, kvOf(req, l, n)):
+		case err == nil && bytes.Equal(kvData, kvOf(req, l, n)):
 			tl.ok.Add(1)
-		case err == nil || kv != nil:
+		case err == nil || kvData != nil:
 			tl.wrong.Add(1)
 			all = false
-		case errors.Is(err, registry.ErrMiss):
+		case errors.Is(err, kv.ErrMiss):
 			tl.miss.Add(1)
 			all = false
 		default:
@@ -99,11 +99,11 @@ var clusterLayers = []string{"a", "b"}
 
 // startLoaded starts a cluster, opens a worker on it with keyPrefix, saves
 // n prefixes spread over the slots and waits until the replicas have them.
-func startLoaded(t *testing.T, keyPrefix string, n int) (*redistest.Cluster, registry.Worker, []*registry.Request) {
+func startLoaded(t *testing.T, keyPrefix string, n int) (*redistest.Cluster, kv.Worker, []*kv.Request) {
 	c := redistest.StartCluster(t)
 	layers := clusterLayers
 	w := openWorker(t, config("e", clusterExtra(c, keyPrefix), layers...))
-	reqs := make([]*registry.Request, n)
+	reqs := make([]*kv.Request, n)
 	for i := range reqs {
 		reqs[i] = request("r"+strconv.Itoa(i), uint32(i+1), blockSize)
 		for _, l := range layers {
@@ -201,7 +201,7 @@ func TestClusterResharding(t *testing.T) {
 		stop   = make(chan struct{})
 		bg     sync.WaitGroup
 		mu     sync.Mutex
-		saved  []*registry.Request // saved during the move, WaitForSave returned nil
+		saved  []*kv.Request // saved during the move, WaitForSave returned nil
 		failed atomic.Int64        // saves during the move that reported an error
 	)
 	bg.Go(func() {

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvgen/kvgen/examples/external/redis"
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 	"github.com/kvgen/kvgen/registry/conformance"
 )
 
@@ -25,7 +25,7 @@ func TestConformance(t *testing.T) {
 		},
 		// A byte appended to the layer's value, as a torn or foreign
 		// write would leave it.
-		Damage: func(t testing.TB, extra map[string]any, prefix registry.BlockHash, layer string) {
+		Damage: func(t testing.TB, extra map[string]any, prefix kv.BlockHash, layer string) {
 			key := extra["key_prefix"].(string) + "{" + prefix.String() + "}:" + url.PathEscape(layer)
 			n, err := rawClient(t, srv.Addr()).Append(t.Context(), key, "x").Result()
 			require.NoError(t, err)

@@ -13,7 +13,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 // New connects to Redis with the settings in cfg.Extra (see [Options]) and
@@ -23,8 +23,8 @@ import (
 // rather than at the first request.
 //
 //kvgen:constructor
-func New(ctx context.Context, cfg registry.Config, role registry.Role) (registry.Connector, error) {
-	if role != registry.RoleScheduler && role != registry.RoleWorker {
+func New(ctx context.Context, cfg kv.Config, role kv.Role) (kv.Connector, error) {
+	if role != kv.RoleScheduler && role != kv.RoleWorker {
 		return nil, fmt.Errorf("invalid role %v", role)
 	}
 	prefixes, err := cfg.Prefixes()
@@ -107,17 +107,17 @@ func where(opts Options) string {
 		s += " (cluster)"
 	}
 	if opts.MasterName != "" {
-		s += fmt.Sprintf(" (sentinel master %s)", registry.Quote(opts.MasterName))
+		s += fmt.Sprintf(" (sentinel master %s)", kv.Quote(opts.MasterName))
 	}
 	return s
 }
 
-// connector implements both [registry.Scheduler] and [registry.Worker]. It
+// connector implements both [kv.Scheduler] and [kv.Worker]. It
 // keeps no state besides the client, whose pool redials by itself when the
 // server comes back, so nothing has to be reset after an outage.
 type connector struct {
 	opts     Options
-	prefixes registry.Prefixes // keys of this model's prompts
+	prefixes kv.Prefixes // keys of this model's prompts
 	layers   []string
 	where    string
 	client   goredis.UniversalClient
@@ -129,28 +129,28 @@ type connector struct {
 	closeOnce sync.Once
 	closed    atomic.Bool // SaveLayer buffers, so it checks this itself
 
-	stats registry.StatsRecorder
-	emit  registry.EventFunc
+	stats kv.StatsRecorder
+	emit  kv.EventFunc
 }
 
 var (
-	_ registry.Scheduler     = (*connector)(nil)
-	_ registry.Worker        = (*connector)(nil)
-	_ registry.StatsReporter = (*connector)(nil)
-	_ registry.EventReporter = (*connector)(nil)
+	_ kv.Scheduler     = (*connector)(nil)
+	_ kv.Worker        = (*connector)(nil)
+	_ kv.StatsReporter = (*connector)(nil)
+	_ kv.EventReporter = (*connector)(nil)
 )
 
 // KVStats returns what the connector counted since KVStats was first
 // called. A save is timed from SaveLayer until its batch is written, and
 // counts as failed when the batch fails; a stored value that fails its
 // check counts as a miss and as ErrorCorrupt.
-func (c *connector) KVStats() registry.Stats { return c.stats.Stats() }
+func (c *connector) KVStats() kv.Stats { return c.stats.Stats() }
 
 // ReportEvents reports a BlockStored event, on medium REDIS, for each
 // prefix whose last missing layer a write of this connector stored.
 // Nothing is reported as removed: Redis expires (ttl) and evicts
 // (maxmemory) keys without telling its clients.
-func (c *connector) ReportEvents(emit func(registry.KVEvent)) { c.emit.Set(emit) }
+func (c *connector) ReportEvents(emit func(kv.KVEvent)) { c.emit.Set(emit) }
 
 // Close writes the saves still buffered, then closes the client's
 // connections. Later calls return nil, as the contract asks, and later
@@ -176,9 +176,9 @@ func (c *connector) Close() error {
 // complete stored prefix adds. A prefix is complete when every layer of
 // cfg.LayerNames is stored for it, or, without layer names, when any layer
 // is. All candidate prefixes are checked in one pipelined round trip.
-func (c *connector) MatchedTokens(ctx context.Context, req *registry.Request, numComputed int) (int, error) {
+func (c *connector) MatchedTokens(ctx context.Context, req *kv.Request, numComputed int) (int, error) {
 	if numComputed < 0 {
-		return 0, fmt.Errorf("request %s: %d computed tokens: want 0 or more", registry.Quote(req.ID), numComputed)
+		return 0, fmt.Errorf("request %s: %d computed tokens: want 0 or more", kv.Quote(req.ID), numComputed)
 	}
 	hashes := c.prefixes.Hashes(req.PromptTokens)
 	first := numComputed / c.prefixes.BlockSize() // the first block not wholly computed
@@ -196,7 +196,7 @@ func (c *connector) MatchedTokens(ctx context.Context, req *registry.Request, nu
 	})
 	if err != nil {
 		c.failed(err)
-		return 0, fmt.Errorf("%s: look up %d prefixes of request %s: %w", c.where, len(candidates), registry.Quote(req.ID), err)
+		return 0, fmt.Errorf("%s: look up %d prefixes of request %s: %w", c.where, len(candidates), kv.Quote(req.ID), err)
 	}
 	for i := len(cmds) - 1; i >= 0; i-- {
 		if cmds[i].Val() == want {
@@ -208,7 +208,7 @@ func (c *connector) MatchedTokens(ctx context.Context, req *registry.Request, nu
 
 // keysOf returns the keys whose existence makes the prefix with hash h
 // complete.
-func (c *connector) keysOf(h registry.BlockHash) []string {
+func (c *connector) keysOf(h kv.BlockHash) []string {
 	if len(c.layers) == 0 {
 		return []string{c.prefixKey(h)}
 	}
@@ -221,19 +221,19 @@ func (c *connector) keysOf(h registry.BlockHash) []string {
 
 // AfterAlloc does nothing: loads are driven by the worker, and the
 // scheduler side keeps no per-request state.
-func (c *connector) AfterAlloc(context.Context, *registry.Request, int) error { return nil }
+func (c *connector) AfterAlloc(context.Context, *kv.Request, int) error { return nil }
 
 // RequestFinished does nothing, for the reason AfterAlloc does nothing.
-func (c *connector) RequestFinished(context.Context, *registry.Request) error { return nil }
+func (c *connector) RequestFinished(context.Context, *kv.Request) error { return nil }
 
 // prefix checks a save or load and returns the hash of its prefix.
-func (c *connector) prefix(req *registry.Request, layer string, numTokens int) (registry.BlockHash, error) {
+func (c *connector) prefix(req *kv.Request, layer string, numTokens int) (kv.BlockHash, error) {
 	if layer == "" {
-		return registry.BlockHash{}, fmt.Errorf("request %s: empty layer name", registry.Quote(req.ID))
+		return kv.BlockHash{}, fmt.Errorf("request %s: empty layer name", kv.Quote(req.ID))
 	}
 	h, err := c.prefixes.Hash(req.PromptTokens, numTokens)
 	if err != nil {
-		return registry.BlockHash{}, fmt.Errorf("request %s, layer %s: %w", registry.Quote(req.ID), registry.Quote(layer), err)
+		return kv.BlockHash{}, fmt.Errorf("request %s, layer %s: %w", kv.Quote(req.ID), kv.Quote(layer), err)
 	}
 	return h, nil
 }

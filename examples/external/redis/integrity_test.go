@@ -11,16 +11,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvgen/kvgen/examples/external/redis"
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 // openLoggedWorker creates the worker side as a host does, through a
 // registry given the host's logger, and returns what is logged there: the
 // connector's warnings reach it, not slog.Default.
-func openLoggedWorker(t *testing.T, cfg registry.Config) (registry.Worker, *bytes.Buffer) {
+func openLoggedWorker(t *testing.T, cfg kv.Config) (kv.Worker, *bytes.Buffer) {
 	t.Helper()
 	logs := new(bytes.Buffer)
-	reg := registry.MustNew(registry.Entry{Name: "redis", Factory: redis.New}).
+	reg := kv.MustNew(kv.Entry{Name: "redis", Factory: redis.New}).
 		WithLogger(slog.New(slog.NewTextHandler(logs, nil)))
 	w, err := reg.CreateWorker(t.Context(), cfg)
 	require.NoError(t, err)
@@ -74,10 +74,10 @@ func TestTamperedValuesAreMisses(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			logs.Reset()
 			require.NoError(t, raw.Set(ctx, key(2*blockSize, "a"), tc.value, 0).Err())
-			kv, err := w.LoadLayer(ctx, req, "a", 2*blockSize)
-			require.ErrorIs(t, err, registry.ErrMiss)
+			kvData, err := w.LoadLayer(ctx, req, "a", 2*blockSize)
+			require.ErrorIs(t, err, kv.ErrMiss)
 			assert.ErrorContains(t, err, tc.reason)
-			assert.Nil(t, kv)
+			assert.Nil(t, kvData)
 			assert.Contains(t, logs.String(), "level=WARN")
 			assert.Contains(t, logs.String(), key(2*blockSize, "a"), "the warning names the key")
 			assert.Contains(t, logs.String(), "connector=redis role=worker", "the warning names the connector")
@@ -88,22 +88,22 @@ func TestTamperedValuesAreMisses(t *testing.T) {
 		logs.Reset()
 		require.NoError(t, raw.Set(ctx, key(blockSize, "a"), stored(blockSize, "b"), 0).Err())
 		_, err := w.LoadLayer(ctx, req, "a", blockSize)
-		require.ErrorIs(t, err, registry.ErrMiss)
+		require.ErrorIs(t, err, kv.ErrMiss)
 		assert.ErrorContains(t, err, "another layer")
 		assert.Contains(t, logs.String(), "level=WARN")
 	})
 
 	t.Run("saving again repairs the key", func(t *testing.T) {
 		save(t, w, req, 2*blockSize, "a")
-		kv, err := w.LoadLayer(ctx, req, "a", 2*blockSize)
+		kvData, err := w.LoadLayer(ctx, req, "a", 2*blockSize)
 		require.NoError(t, err)
-		assert.Equal(t, kvOf(req, "a", 2*blockSize), kv)
+		assert.Equal(t, kvOf(req, "a", 2*blockSize), kvData)
 	})
 
 	t.Run("a plain miss is not a warning", func(t *testing.T) {
 		logs.Reset()
 		_, err := w.LoadLayer(ctx, req, "c", 2*blockSize)
-		require.ErrorIs(t, err, registry.ErrMiss)
+		require.ErrorIs(t, err, kv.ErrMiss)
 		assert.Empty(t, logs.String())
 	})
 }
@@ -127,21 +127,21 @@ func TestWrongTypeIsAMiss(t *testing.T) {
 			require.NoError(t, raw.RPush(ctx, key+"a", "x").Err())
 			require.NoError(t, raw.HSet(ctx, key+"c", "f", "v").Err())
 			for _, l := range []string{"a", "c"} {
-				kv, err := w.LoadLayer(ctx, req, l, blockSize)
-				require.ErrorIs(t, err, registry.ErrMiss, l)
+				kvData, err := w.LoadLayer(ctx, req, l, blockSize)
+				require.ErrorIs(t, err, kv.ErrMiss, l)
 				assert.ErrorContains(t, err, "the key holds another type")
-				assert.Nil(t, kv)
+				assert.Nil(t, kvData)
 			}
 			assert.Contains(t, logs.String(), "level=WARN")
 			assert.Contains(t, logs.String(), key+"a")
-			kv, err := w.LoadLayer(ctx, req, "b", blockSize)
+			kvData, err := w.LoadLayer(ctx, req, "b", blockSize)
 			require.NoError(t, err)
-			assert.Equal(t, kvOf(req, "b", blockSize), kv)
+			assert.Equal(t, kvOf(req, "b", blockSize), kvData)
 			// Saving over a key of another type replaces it.
 			save(t, w, req, blockSize, "a")
-			kv, err = w.LoadLayer(ctx, req, "a", blockSize)
+			kvData, err = w.LoadLayer(ctx, req, "a", blockSize)
 			require.NoError(t, err)
-			assert.Equal(t, kvOf(req, "a", blockSize), kv)
+			assert.Equal(t, kvOf(req, "a", blockSize), kvData)
 		})
 	}
 }

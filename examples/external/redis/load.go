@@ -11,7 +11,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 // readAheadTTL is how long layers read ahead for a request are kept when
@@ -21,7 +21,7 @@ const readAheadTTL = 30 * time.Second
 // aheadKey names the layers read ahead for one request's prefix.
 type aheadKey struct {
 	request string
-	prefix  registry.BlockHash
+	prefix  kv.BlockHash
 }
 
 // readAhead is what one round trip fetched: every configured layer of a
@@ -56,15 +56,15 @@ type reader struct {
 // one round trip and keeps the others until they are loaded, the request is
 // reported by Finished, or readAheadTTL passes. Each value is checked when
 // it is handed out, as a value fetched alone is.
-func (c *connector) LoadLayer(ctx context.Context, req *registry.Request, layer string, numTokens int) ([]byte, error) {
+func (c *connector) LoadLayer(ctx context.Context, req *kv.Request, layer string, numTokens int) ([]byte, error) {
 	start := c.stats.Start()
-	kv, err := c.loadLayer(ctx, req, layer, numTokens)
-	c.stats.LoadDone(start, len(kv), err)
-	return kv, err
+	kvData, err := c.loadLayer(ctx, req, layer, numTokens)
+	c.stats.LoadDone(start, len(kvData), err)
+	return kvData, err
 }
 
 // loadLayer is LoadLayer without the counting.
-func (c *connector) loadLayer(ctx context.Context, req *registry.Request, layer string, numTokens int) ([]byte, error) {
+func (c *connector) loadLayer(ctx context.Context, req *kv.Request, layer string, numTokens int) ([]byte, error) {
 	h, err := c.prefix(req, layer, numTokens)
 	if err != nil {
 		return nil, err
@@ -159,7 +159,7 @@ func (c *connector) fetch(ctx context.Context, k aheadKey, ra *readAhead) {
 
 // saved drops what was read ahead for layers that have just been saved
 // again, so a load after a save never returns the older value.
-func (rd *reader) saved(h registry.BlockHash, saves []pendingSave) {
+func (rd *reader) saved(h kv.BlockHash, saves []pendingSave) {
 	rd.mu.Lock()
 	defer rd.mu.Unlock()
 	for k, ra := range rd.ahead {
@@ -192,30 +192,30 @@ func (rd *reader) forget(requests []string) {
 
 // decodeReply turns Redis' answer for a layer's key into its KV, a miss or
 // an error.
-func (c *connector) decodeReply(ctx context.Context, req *registry.Request, h registry.BlockHash, layer string, numTokens int, r reply) ([]byte, error) {
+func (c *connector) decodeReply(ctx context.Context, req *kv.Request, h kv.BlockHash, layer string, numTokens int, r reply) ([]byte, error) {
 	key := c.layerKey(h, layer)
 	if errors.Is(r.err, goredis.Nil) {
-		return nil, fmt.Errorf("%w: layer %s of %d tokens of request %s", registry.ErrMiss, registry.Quote(layer), numTokens, registry.Quote(req.ID))
+		return nil, fmt.Errorf("%w: layer %s of %d tokens of request %s", kv.ErrMiss, kv.Quote(layer), numTokens, kv.Quote(req.ID))
 	}
-	var kv []byte
+	var kvData []byte
 	err := r.err
 	if isWrongType(err) {
 		err = fmt.Errorf("%w: the key holds another type", errForeign)
 	} else if err != nil {
 		c.failed(err)
-		return nil, fmt.Errorf("%s: load layer %s of %d tokens of request %s: %w", c.where, registry.Quote(layer), numTokens, registry.Quote(req.ID), err)
+		return nil, fmt.Errorf("%s: load layer %s of %d tokens of request %s: %w", c.where, kv.Quote(layer), numTokens, kv.Quote(req.ID), err)
 	} else {
-		kv, err = decodeValue(r.value, h, layer)
+		kvData, err = decodeValue(r.value, h, layer)
 	}
 	if err != nil {
 		c.logger.WarnContext(ctx, "redis kv connector: ignoring a stored value that fails its check",
 			slog.String("key", key), slog.String("request", req.ID), slog.String("reason", err.Error()))
 		// The value holds the whole layer: every block of the prefix fails.
 		bs := c.prefixes.BlockSize()
-		return nil, &registry.LoadError{Layer: layer, EndBlock: numTokens / bs, BlockSize: bs,
-			Err: fmt.Errorf("request %s: stored value rejected: %w", registry.Quote(req.ID), err)}
+		return nil, &kv.LoadError{Layer: layer, EndBlock: numTokens / bs, BlockSize: bs,
+			Err: fmt.Errorf("request %s: stored value rejected: %w", kv.Quote(req.ID), err)}
 	}
-	return kv, nil
+	return kvData, nil
 }
 
 // isWrongType reports whether err is Redis' answer to GET on a key that

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 // Options are the connector's settings, read from kv_connector_extra_config.
@@ -38,17 +38,17 @@ type Options struct {
 	// several models may share one prefix.
 	KeyPrefix string `json:"key_prefix" max:"1024"`
 	// TTL is how long a stored layer lives; 0 keeps it until Redis evicts it.
-	TTL registry.Duration `json:"ttl"`
+	TTL kv.Duration `json:"ttl"`
 	// PoolSize is the number of connections per server; 0 is go-redis'
 	// default of ten per CPU. go-redis allocates for the whole pool at
 	// once, hence the bound.
 	PoolSize int `json:"pool_size" min:"0" max:"10000"`
 	// DialTimeout bounds connecting, and the reachability check in New.
-	DialTimeout registry.Duration `json:"dial_timeout" min:"1ms" max:"1h"`
+	DialTimeout kv.Duration `json:"dial_timeout" min:"1ms" max:"1h"`
 	// ReadTimeout and WriteTimeout bound each socket read and write; the
 	// deadline of a call's context applies too.
-	ReadTimeout  registry.Duration `json:"read_timeout" min:"1ms" max:"1h"`
-	WriteTimeout registry.Duration `json:"write_timeout" min:"1ms" max:"1h"`
+	ReadTimeout  kv.Duration `json:"read_timeout" min:"1ms" max:"1h"`
+	WriteTimeout kv.Duration `json:"write_timeout" min:"1ms" max:"1h"`
 }
 
 // TLSOptions are the TLS settings (the "tls" object).
@@ -71,30 +71,30 @@ func DefaultOptions() Options {
 	return Options{
 		Addrs:        []string{"127.0.0.1:6379"},
 		KeyPrefix:    "kvgen:",
-		DialTimeout:  registry.Duration(5 * time.Second),
-		ReadTimeout:  registry.Duration(3 * time.Second),
-		WriteTimeout: registry.Duration(3 * time.Second),
+		DialTimeout:  kv.Duration(5 * time.Second),
+		ReadTimeout:  kv.Duration(3 * time.Second),
+		WriteTimeout: kv.Duration(3 * time.Second),
 	}
 }
 
 // decodeOptions reads the settings from extra over the defaults and checks
-// them, reporting every problem at once (up to registry.MaxProblems).
+// them, reporting every problem at once (up to kv.MaxProblems).
 func decodeOptions(extra map[string]any) (Options, error) {
 	opts := DefaultOptions()
-	if err := registry.DecodeExtra(extra, &opts); err != nil {
+	if err := kv.DecodeExtra(extra, &opts); err != nil {
 		return Options{}, err
 	}
 	if t, ok := extra["tls"].(map[string]any); ok {
 		// DecodeExtra checks the top level's keys only; the tls object's
 		// keys are checked the same way, and named by their path.
 		var tlsOpts TLSOptions
-		if err := registry.DecodeExtra(t, &tlsOpts); err != nil {
+		if err := kv.DecodeExtra(t, &tlsOpts); err != nil {
 			return Options{}, errors.New(strings.ReplaceAll(err.Error(),
 				"kv_connector_extra_config: ", "kv_connector_extra_config: tls: "))
 		}
 		opts.TLS = &tlsOpts
 	}
-	var problems registry.Problems
+	var problems kv.Problems
 	bad := func(format string, args ...any) {
 		problems.Add(fmt.Errorf("kv_connector_extra_config: "+format, args...))
 	}
@@ -109,7 +109,7 @@ func decodeOptions(extra map[string]any) (Options, error) {
 		}
 		addr, scheme, err := parseAddr(a)
 		if err != nil {
-			bad("addrs[%d] %s: %v", i, registry.Quote(a), err)
+			bad("addrs[%d] %s: %v", i, kv.Quote(a), err)
 			continue
 		}
 		opts.Addrs[i] = addr
@@ -162,7 +162,7 @@ func parseAddr(a string) (addr, scheme string, err error) {
 			return "", "", errors.New("not a URL")
 		}
 		if u.Scheme != "redis" && u.Scheme != "rediss" {
-			return "", "", fmt.Errorf("scheme %s: want redis:// or rediss://", registry.Quote(u.Scheme))
+			return "", "", fmt.Errorf("scheme %s: want redis:// or rediss://", kv.Quote(u.Scheme))
 		}
 		if u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
 			return "", "", errors.New("want only scheme, host and port; credentials, database and options go in username, password, db and the other settings")
@@ -176,7 +176,7 @@ func parseAddr(a string) (addr, scheme string, err error) {
 		return "", "", errors.New("want host:port")
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-		return "", "", fmt.Errorf("port %s: want 1 to 65535", registry.Quote(port))
+		return "", "", fmt.Errorf("port %s: want 1 to 65535", kv.Quote(port))
 	}
 	return addr, scheme, nil
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 // TestRedisRestart kills redis-server while the connector is in use and
@@ -57,12 +57,12 @@ func TestRedisRestart(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			_ = bg.SaveLayer(ctx, req, "a", blockSize, want)
 			_ = bg.WaitForSave(ctx)
-			kv, err := bg.LoadLayer(ctx, req, "a", blockSize)
+			kvData, err := bg.LoadLayer(ctx, req, "a", blockSize)
 			cancel()
 			switch {
-			case err == nil && bytes.Equal(kv, want):
+			case err == nil && bytes.Equal(kvData, want):
 				loaded.Add(1)
-			case err == nil, kv != nil:
+			case err == nil, kvData != nil:
 				wrongData.Add(1)
 			}
 		})
@@ -75,9 +75,9 @@ func TestRedisRestart(t *testing.T) {
 	// A save is buffered until WaitForSave, which reports the failure.
 	require.NoError(t, w.SaveLayer(ctx, request("down", 3, blockSize), "a", blockSize, []byte("kv")))
 	requireOutage(t, w.WaitForSave(ctx), addr)
-	kv, err := w.LoadLayer(ctx, before, "a", 2*blockSize)
+	kvData, err := w.LoadLayer(ctx, before, "a", 2*blockSize)
 	requireOutage(t, err, addr)
-	assert.Nil(t, kv)
+	assert.Nil(t, kvData)
 	n, err = s.MatchedTokens(ctx, before, 0)
 	requireOutage(t, err, addr)
 	assert.Zero(t, n)
@@ -106,9 +106,9 @@ func TestRedisRestart(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 2*blockSize, n)
 	for _, l := range []string{"a", "b"} {
-		kv, err := w.LoadLayer(t.Context(), after, l, 2*blockSize)
+		kvData, err := w.LoadLayer(t.Context(), after, l, 2*blockSize)
 		require.NoError(t, err)
-		assert.Equal(t, kvOf(after, l, 2*blockSize), kv)
+		assert.Equal(t, kvOf(after, l, 2*blockSize), kvData)
 	}
 
 	// The server restarted without persistence: what was saved before is
@@ -117,7 +117,7 @@ func TestRedisRestart(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, n)
 	_, err = w.LoadLayer(t.Context(), before, "a", 2*blockSize)
-	require.ErrorIs(t, err, registry.ErrMiss)
+	require.ErrorIs(t, err, kv.ErrMiss)
 
 	close(stop)
 	done.Wait()
@@ -131,7 +131,7 @@ func TestRedisRestart(t *testing.T) {
 func requireOutage(t *testing.T, err error, addr string) {
 	t.Helper()
 	require.Error(t, err)
-	assert.NotErrorIs(t, err, registry.ErrMiss)
+	assert.NotErrorIs(t, err, kv.ErrMiss)
 	assert.Contains(t, err.Error(), "redis at "+addr)
 }
 

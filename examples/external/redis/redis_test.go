@@ -17,35 +17,35 @@ import (
 
 	"github.com/kvgen/kvgen/examples/external/redis"
 	"github.com/kvgen/kvgen/internal/redistest"
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 const blockSize = 4
 
-func config(engineID string, extra map[string]any, layers ...string) registry.Config {
-	return registry.Config{
+func config(engineID string, extra map[string]any, layers ...string) kv.Config {
+	return kv.Config{
 		Connector:         "redis",
 		EngineID:          engineID,
-		KVRole:            registry.KVBoth,
+		KVRole:            kv.KVBoth,
 		BlockSize:         blockSize,
 		LayerNames:        layers,
-		LoadFailurePolicy: registry.PolicyRecompute,
+		LoadFailurePolicy: kv.PolicyRecompute,
 		Extra:             extra,
 	}
 }
 
 // prefixHash is the hash a connector of model keys the first numTokens
 // tokens of req by.
-func prefixHash(t testing.TB, model string, req *registry.Request, numTokens int) registry.BlockHash {
+func prefixHash(t testing.TB, model string, req *kv.Request, numTokens int) kv.BlockHash {
 	t.Helper()
-	p, err := registry.NewPrefixes(model, blockSize)
+	p, err := kv.NewPrefixes(model, blockSize)
 	require.NoError(t, err)
 	h, err := p.Hash(req.PromptTokens, numTokens)
 	require.NoError(t, err)
 	return h
 }
 
-func open(t testing.TB, cfg registry.Config, role registry.Role) registry.Connector {
+func open(t testing.TB, cfg kv.Config, role kv.Role) kv.Connector {
 	t.Helper()
 	c, err := redis.New(t.Context(), cfg, role)
 	require.NoError(t, err)
@@ -53,17 +53,17 @@ func open(t testing.TB, cfg registry.Config, role registry.Role) registry.Connec
 	return c
 }
 
-func openWorker(t testing.TB, cfg registry.Config) registry.Worker {
+func openWorker(t testing.TB, cfg kv.Config) kv.Worker {
 	t.Helper()
-	w, ok := open(t, cfg, registry.RoleWorker).(registry.Worker)
-	require.True(t, ok, "a worker-role connector implements registry.Worker")
+	w, ok := open(t, cfg, kv.RoleWorker).(kv.Worker)
+	require.True(t, ok, "a worker-role connector implements kv.Worker")
 	return w
 }
 
-func openScheduler(t testing.TB, cfg registry.Config) registry.Scheduler {
+func openScheduler(t testing.TB, cfg kv.Config) kv.Scheduler {
 	t.Helper()
-	s, ok := open(t, cfg, registry.RoleScheduler).(registry.Scheduler)
-	require.True(t, ok, "a scheduler-role connector implements registry.Scheduler")
+	s, ok := open(t, cfg, kv.RoleScheduler).(kv.Scheduler)
+	require.True(t, ok, "a scheduler-role connector implements kv.Scheduler")
 	return s
 }
 
@@ -76,17 +76,17 @@ func rawClient(t testing.TB, addr string) *goredis.Client {
 }
 
 // request returns a request whose prompt has n tokens that depend on seed.
-func request(id string, seed uint32, n int) *registry.Request {
+func request(id string, seed uint32, n int) *kv.Request {
 	tokens := make([]uint32, n)
 	for i := range tokens {
 		tokens[i] = seed*1000 + uint32(i)
 	}
-	return &registry.Request{ID: id, PromptTokens: tokens}
+	return &kv.Request{ID: id, PromptTokens: tokens}
 }
 
 // kvOf returns made-up KV bytes that differ for every prompt, layer and
 // prefix length, so that a load returning another key's value shows.
-func kvOf(req *registry.Request, layer string, numTokens int) []byte {
+func kvOf(req *kv.Request, layer string, numTokens int) []byte {
 	h := sha256.New()
 	for _, tok := range req.PromptTokens[:numTokens] {
 		_ = binary.Write(h, binary.LittleEndian, tok)
@@ -100,7 +100,7 @@ func kvOf(req *registry.Request, layer string, numTokens int) []byte {
 	return out
 }
 
-func save(t testing.TB, w registry.Worker, req *registry.Request, numTokens int, layers ...string) {
+func save(t testing.TB, w kv.Worker, req *kv.Request, numTokens int, layers ...string) {
 	t.Helper()
 	for _, l := range layers {
 		require.NoError(t, w.SaveLayer(t.Context(), req, l, numTokens, kvOf(req, l, numTokens)))
@@ -123,9 +123,9 @@ func TestSharedAcrossEngines(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, n, "nothing is stored yet")
 
-	kv := kvOf(req, "layers.0", 2*blockSize)
-	require.NoError(t, prefill.SaveLayer(ctx, req, "layers.0", 2*blockSize, kv))
-	clear(kv) // the connector must not keep the caller's slice
+	kvData := kvOf(req, "layers.0", 2*blockSize)
+	require.NoError(t, prefill.SaveLayer(ctx, req, "layers.0", 2*blockSize, kvData))
+	clear(kvData) // the connector must not keep the caller's slice
 	save(t, prefill, req, 2*blockSize, "layers.1", "layers.2")
 	require.NoError(t, prefill.WaitForSave(ctx))
 
@@ -142,9 +142,9 @@ func TestSharedAcrossEngines(t *testing.T) {
 	}
 
 	_, err = decode.LoadLayer(ctx, again, "layers.0", blockSize)
-	require.ErrorIs(t, err, registry.ErrMiss, "a shorter prefix is another key")
+	require.ErrorIs(t, err, kv.ErrMiss, "a shorter prefix is another key")
 	_, err = decode.LoadLayer(ctx, request("r2", 2, 3*blockSize), "layers.0", 2*blockSize)
-	require.ErrorIs(t, err, registry.ErrMiss, "another prompt is another key")
+	require.ErrorIs(t, err, kv.ErrMiss, "another prompt is another key")
 }
 
 func TestMatchedTokensWantsEveryLayer(t *testing.T) {
@@ -278,7 +278,7 @@ func TestContextIsHonoured(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 	_, err = w.LoadLayer(ctx, req, "l", blockSize)
 	require.ErrorIs(t, err, context.Canceled)
-	assert.NotErrorIs(t, err, registry.ErrMiss, "a cancelled load is not a miss")
+	assert.NotErrorIs(t, err, kv.ErrMiss, "a cancelled load is not a miss")
 	_, err = s.MatchedTokens(ctx, req, 0)
 	require.ErrorIs(t, err, context.Canceled)
 }
@@ -286,11 +286,11 @@ func TestContextIsHonoured(t *testing.T) {
 func TestClose(t *testing.T) {
 	t.Parallel()
 	srv := startRedis(t)
-	c, err := redis.New(t.Context(), config("e", map[string]any{"addrs": []string{srv.Addr()}}), registry.RoleWorker)
+	c, err := redis.New(t.Context(), config("e", map[string]any{"addrs": []string{srv.Addr()}}), kv.RoleWorker)
 	require.NoError(t, err)
 	require.NoError(t, c.Close())
 	require.NoError(t, c.Close(), "Close is idempotent")
-	err = c.(registry.Worker).SaveLayer(t.Context(), request("r", 1, blockSize), "l", blockSize, []byte("kv"))
+	err = c.(kv.Worker).SaveLayer(t.Context(), request("r", 1, blockSize), "l", blockSize, []byte("kv"))
 	require.ErrorIs(t, err, goredis.ErrClosed)
 }
 
@@ -306,14 +306,14 @@ func TestUserStringsAreQuotedInErrors(t *testing.T) {
 		"CA file":     {"tls": map[string]any{"ca_file": evil}},
 		"master name": {"master_name": evil, "addrs": []string{"127.0.0.1:1"}, "dial_timeout": "1ms"},
 	} {
-		_, err := redis.New(t.Context(), config("e", extra), registry.RoleWorker)
+		_, err := redis.New(t.Context(), config("e", extra), kv.RoleWorker)
 		require.Error(t, err, name)
 		assert.NotContains(t, err.Error(), "\n", name)
 		assert.NotContains(t, err.Error(), "\x1b", name)
 	}
 }
 
-// A thousand bad addresses are reported as the first registry.MaxProblems
+// A thousand bad addresses are reported as the first kv.MaxProblems
 // and a count of the rest, not a thousand lines.
 func TestInvalidSettingsAreBounded(t *testing.T) {
 	t.Parallel()
@@ -321,12 +321,12 @@ func TestInvalidSettingsAreBounded(t *testing.T) {
 	for i := range addrs {
 		addrs[i] = "no-port"
 	}
-	_, err := redis.New(t.Context(), config("e", map[string]any{"addrs": addrs, "cluster": true}), registry.RoleWorker)
+	_, err := redis.New(t.Context(), config("e", map[string]any{"addrs": addrs, "cluster": true}), kv.RoleWorker)
 	require.Error(t, err)
 	lines := strings.Split(err.Error(), "\n")
-	require.Len(t, lines, registry.MaxProblems+1)
+	require.Len(t, lines, kv.MaxProblems+1)
 	assert.Equal(t, `kv_connector_extra_config: addrs[0] "no-port": want host:port`, lines[0])
-	assert.Equal(t, "... and 990 more problems", lines[registry.MaxProblems])
+	assert.Equal(t, "... and 990 more problems", lines[kv.MaxProblems])
 }
 
 func TestInvalidSettings(t *testing.T) {
@@ -371,7 +371,7 @@ func TestInvalidSettings(t *testing.T) {
 		{"missing CA file", map[string]any{"tls": map[string]any{"ca_file": "/nonexistent/ca.pem"}}, []string{`tls: ca_file: open "/nonexistent/ca.pem": no such file`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := redis.New(t.Context(), config("e", tc.extra), registry.RoleWorker)
+			_, err := redis.New(t.Context(), config("e", tc.extra), kv.RoleWorker)
 			require.Error(t, err)
 			for _, w := range tc.want {
 				assert.Contains(t, err.Error(), w)
@@ -380,15 +380,15 @@ func TestInvalidSettings(t *testing.T) {
 	}
 
 	t.Run("block size", func(t *testing.T) {
-		for _, bs := range []int{0, registry.MaxBlockSize + 1, 1 << 40} {
+		for _, bs := range []int{0, kv.MaxBlockSize + 1, 1 << 40} {
 			cfg := config("e", nil)
 			cfg.BlockSize = bs
-			_, err := redis.New(t.Context(), cfg, registry.RoleWorker)
+			_, err := redis.New(t.Context(), cfg, kv.RoleWorker)
 			require.EqualError(t, err, fmt.Sprintf("block size %d: want a number of tokens from 1 to 65536", bs))
 		}
 	})
 	t.Run("role", func(t *testing.T) {
-		_, err := redis.New(t.Context(), config("e", nil), registry.Role(0))
+		_, err := redis.New(t.Context(), config("e", nil), kv.Role(0))
 		require.ErrorContains(t, err, "invalid role")
 	})
 }
@@ -396,7 +396,7 @@ func TestInvalidSettings(t *testing.T) {
 func TestUnreachableServer(t *testing.T) {
 	t.Parallel()
 	addr := fmt.Sprintf("127.0.0.1:%d", redistest.FreePort(t)) // nothing listens there
-	_, err := redis.New(t.Context(), config("e", map[string]any{"addrs": []string{addr}, "dial_timeout": "2s"}), registry.RoleScheduler)
+	_, err := redis.New(t.Context(), config("e", map[string]any{"addrs": []string{addr}, "dial_timeout": "2s"}), kv.RoleScheduler)
 	require.Error(t, err)
 	assert.True(t, strings.HasPrefix(err.Error(), "redis at "+addr+": "), "error names the server: %v", err)
 	assert.Contains(t, err.Error(), "connection refused")
@@ -417,29 +417,29 @@ func TestReadAhead(t *testing.T) {
 	save(t, w, req, blockSize, "a", "b", "c")
 
 	load := func(layer string) ([]byte, error) { return w.LoadLayer(ctx, req, layer, blockSize) }
-	kv, err := load("a") // reads b, c and d ahead
+	kvData, err := load("a") // reads b, c and d ahead
 	require.NoError(t, err)
-	assert.Equal(t, kvOf(req, "a", blockSize), kv)
+	assert.Equal(t, kvOf(req, "a", blockSize), kvData)
 
 	newer := []byte("saved again")
 	require.NoError(t, w.SaveLayer(ctx, req, "b", blockSize, newer))
 	require.NoError(t, w.WaitForSave(ctx))
-	kv, err = load("b")
+	kvData, err = load("b")
 	require.NoError(t, err)
-	assert.Equal(t, newer, kv, "a layer saved after the read ahead is loaded anew")
+	assert.Equal(t, newer, kvData, "a layer saved after the read ahead is loaded anew")
 
 	// Deleted behind the connector's back after the read ahead: the
 	// value read ahead is still the one saved under that key.
 	require.NoError(t, raw.FlushAll(ctx).Err())
-	kv, err = load("c")
+	kvData, err = load("c")
 	require.NoError(t, err)
-	assert.Equal(t, kvOf(req, "c", blockSize), kv)
+	assert.Equal(t, kvOf(req, "c", blockSize), kvData)
 	_, err = load("d")
-	require.ErrorIs(t, err, registry.ErrMiss, "d was never saved")
+	require.ErrorIs(t, err, kv.ErrMiss, "d was never saved")
 
 	// Every layer was handed out once: loading again asks Redis.
 	_, err = load("a")
-	require.ErrorIs(t, err, registry.ErrMiss, "a is gone from the server")
+	require.ErrorIs(t, err, kv.ErrMiss, "a is gone from the server")
 
 	save(t, w, req, blockSize, "a", "b")
 	_, err = load("a") // reads b ahead
@@ -448,7 +448,7 @@ func TestReadAhead(t *testing.T) {
 	_, _, err = w.Finished(ctx, []string{req.ID})
 	require.NoError(t, err)
 	_, err = load("b")
-	require.ErrorIs(t, err, registry.ErrMiss, "a finished request's read ahead is dropped")
+	require.ErrorIs(t, err, kv.ErrMiss, "a finished request's read ahead is dropped")
 }
 
 // TestLargeLayers saves layers big enough to be written in the
@@ -464,20 +464,20 @@ func TestLargeLayers(t *testing.T) {
 	ctx := t.Context()
 	req := request("big", 8, blockSize)
 	big := func(l string) []byte {
-		kv := bytes.Repeat(kvOf(req, l, blockSize), (9<<20)/2048+1)
-		require.Greater(t, len(kv), 9<<20)
-		return kv
+		kvData := bytes.Repeat(kvOf(req, l, blockSize), (9<<20)/2048+1)
+		require.Greater(t, len(kvData), 9<<20)
+		return kvData
 	}
 	for _, l := range layers {
-		kv := big(l)
-		require.NoError(t, w.SaveLayer(ctx, req, l, blockSize, kv))
-		clear(kv) // the connector must have copied it
+		kvData := big(l)
+		require.NoError(t, w.SaveLayer(ctx, req, l, blockSize, kvData))
+		clear(kvData) // the connector must have copied it
 	}
 	require.NoError(t, w.WaitForSave(ctx))
 	for _, l := range layers {
-		kv, err := w.LoadLayer(ctx, req, l, blockSize)
+		kvData, err := w.LoadLayer(ctx, req, l, blockSize)
 		require.NoError(t, err)
-		assert.True(t, bytes.Equal(big(l), kv), "layer %s loads as saved", l)
+		assert.True(t, bytes.Equal(big(l), kvData), "layer %s loads as saved", l)
 	}
 
 	srv.Kill()

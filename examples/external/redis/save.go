@@ -10,7 +10,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 // flushBytes is how many encoded bytes SaveLayer buffers before it queues
@@ -30,7 +30,7 @@ const maxFailures = 16
 
 // pendingSave is one layer's value waiting to be written.
 type pendingSave struct {
-	prefix registry.BlockHash
+	prefix kv.BlockHash
 	layer  string
 	value  []byte // encodeValue's output, owned by the connector
 	// For stats and events, and only while someone reads them: when
@@ -146,11 +146,11 @@ func (l *lane) queueLocked() {
 // is written once it holds flushBytes, or at WaitForSave, each prefix's
 // layers and marker in one MULTI so that the marker never outlives a failed
 // save of its layers. A failed write is reported by WaitForSave.
-func (c *connector) SaveLayer(ctx context.Context, req *registry.Request, layer string, numTokens int, kv []byte) error {
+func (c *connector) SaveLayer(ctx context.Context, req *kv.Request, layer string, numTokens int, kvData []byte) error {
 	start := c.stats.Start()
 	h, err := c.prefix(req, layer, numTokens)
 	if err != nil {
-		c.stats.Failed(registry.ErrorSave)
+		c.stats.Failed(kv.ErrorSave)
 		return err
 	}
 	err = ctx.Err()
@@ -158,11 +158,11 @@ func (c *connector) SaveLayer(ctx context.Context, req *registry.Request, layer 
 		err = goredis.ErrClosed
 	}
 	if err != nil {
-		c.stats.Failed(registry.ErrorSave)
-		return fmt.Errorf("%s: save layer %s of %d tokens of request %s: %w", c.where, registry.Quote(layer), numTokens, registry.Quote(req.ID), err)
+		c.stats.Failed(kv.ErrorSave)
+		return fmt.Errorf("%s: save layer %s of %d tokens of request %s: %w", c.where, kv.Quote(layer), numTokens, kv.Quote(req.ID), err)
 	}
-	value := encodeValue(c.saver.getBuffer(), h, layer, kv)
-	sv := pendingSave{prefix: h, layer: layer, value: value, start: start, size: len(kv)}
+	value := encodeValue(c.saver.getBuffer(), h, layer, kvData)
+	sv := pendingSave{prefix: h, layer: layer, value: value, start: start, size: len(kvData)}
 	if c.emit.Get() != nil {
 		sv.tokens = slices.Clone(req.PromptTokens[:numTokens])
 	}
@@ -189,9 +189,9 @@ func (c *connector) SaveLayer(ctx context.Context, req *registry.Request, layer 
 		select {
 		case <-oldest.done:
 		case <-ctx.Done():
-			return fmt.Errorf("%s: save layer %s of %d tokens of request %s: waiting for earlier writes: %w", c.where, registry.Quote(layer), numTokens, registry.Quote(req.ID), ctx.Err())
+			return fmt.Errorf("%s: save layer %s of %d tokens of request %s: waiting for earlier writes: %w", c.where, kv.Quote(layer), numTokens, kv.Quote(req.ID), ctx.Err())
 		case <-s.exited: // the save raced with Close: no writer is left to wait for
-			return fmt.Errorf("%s: save layer %s of %d tokens of request %s: %w", c.where, registry.Quote(layer), numTokens, registry.Quote(req.ID), goredis.ErrClosed)
+			return fmt.Errorf("%s: save layer %s of %d tokens of request %s: %w", c.where, kv.Quote(layer), numTokens, kv.Quote(req.ID), goredis.ErrClosed)
 		}
 	}
 	return nil
@@ -242,8 +242,8 @@ func (c *connector) WaitForSave(ctx context.Context) error {
 // sent to their nodes at once.
 func (c *connector) write(ctx context.Context, l *lane, b *saveBatch) {
 	ttl := time.Duration(c.opts.TTL)
-	groups := map[registry.BlockHash][]pendingSave{}
-	var order []registry.BlockHash
+	groups := map[kv.BlockHash][]pendingSave{}
+	var order []kv.BlockHash
 	for _, sv := range b.saves {
 		if _, ok := groups[sv.prefix]; !ok {
 			order = append(order, sv.prefix)
@@ -251,7 +251,7 @@ func (c *connector) write(ctx context.Context, l *lane, b *saveBatch) {
 		groups[sv.prefix] = append(groups[sv.prefix], sv)
 	}
 	emit := c.emit.Get()
-	tx := func(prefixes []registry.BlockHash) error {
+	tx := func(prefixes []kv.BlockHash) error {
 		// With events asked for, the transaction counts each prefix's
 		// keys before and after its writes: a prefix whose writes
 		// completed it became loadable.
@@ -275,7 +275,7 @@ func (c *connector) write(ctx context.Context, l *lane, b *saveBatch) {
 			c.failed(err)
 			for _, h := range prefixes {
 				for range groups[h] {
-					c.stats.Failed(registry.ErrorSave)
+					c.stats.Failed(kv.ErrorSave)
 				}
 			}
 			return fmt.Errorf("%s: write %d layers of %d prefixes: %w", c.where, len(b.saves), len(prefixes), err)
@@ -288,7 +288,7 @@ func (c *connector) write(ctx context.Context, l *lane, b *saveBatch) {
 			}
 			if emit != nil && before[i].Val() < want && after[i].Val() == want {
 				if sv := groups[h][0]; sv.tokens != nil {
-					emit(c.prefixes.StoredEvent(&registry.Request{PromptTokens: sv.tokens}, len(sv.tokens), registry.MediumRedis))
+					emit(c.prefixes.StoredEvent(&kv.Request{PromptTokens: sv.tokens}, len(sv.tokens), kv.MediumRedis))
 				}
 			}
 		}
@@ -301,7 +301,7 @@ func (c *connector) write(ctx context.Context, l *lane, b *saveBatch) {
 		errs := make([]error, len(order))
 		var wg sync.WaitGroup
 		for i, h := range order {
-			wg.Go(func() { errs[i] = tx([]registry.BlockHash{h}) })
+			wg.Go(func() { errs[i] = tx([]kv.BlockHash{h}) })
 		}
 		wg.Wait()
 		err = errors.Join(errs...)

@@ -10,7 +10,7 @@ import (
 	"os"
 	"syscall"
 
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 // config returns the crypto/tls configuration o describes; nil o means no
@@ -21,7 +21,7 @@ func (o *TLSOptions) config() (*tls.Config, error) {
 		return nil, nil
 	}
 	conf := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: o.ServerName}
-	var problems registry.Problems
+	var problems kv.Problems
 	bad := func(format string, args ...any) {
 		problems.Add(fmt.Errorf("kv_connector_extra_config: tls: "+format, args...))
 	}
@@ -72,7 +72,7 @@ func readPEM(path string) ([]byte, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	var pe *fs.PathError
 	if errors.As(err, &pe) { // the path quoted, as everywhere in messages
-		return nil, fmt.Errorf("%s %s: %w", pe.Op, registry.Quote(path), pe.Err)
+		return nil, fmt.Errorf("%s %s: %w", pe.Op, kv.Quote(path), pe.Err)
 	}
 	if err != nil {
 		return nil, err
@@ -83,14 +83,14 @@ func readPEM(path string) ([]byte, error) {
 		return nil, err
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file", registry.Quote(path))
+		return nil, fmt.Errorf("%s: not a regular file", kv.Quote(path))
 	}
 	data, err := io.ReadAll(io.LimitReader(f, maxPEM+1))
 	if err != nil {
 		return nil, err
 	}
 	if len(data) > maxPEM {
-		return nil, fmt.Errorf("%s: more than %d bytes: want a PEM file", registry.Quote(path), maxPEM)
+		return nil, fmt.Errorf("%s: more than %d bytes: want a PEM file", kv.Quote(path), maxPEM)
 	}
 	return data, nil
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/kvgen/kvgen/examples/external/redis"
 	"github.com/kvgen/kvgen/internal/redistest"
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 // TestTLS runs the connector against a redis-server that speaks only TLS
@@ -53,9 +53,9 @@ func TestTLS(t *testing.T) {
 			req := request("r", 7, 2*blockSize)
 			save(t, w, req, 2*blockSize, "a", "b")
 			for _, l := range []string{"a", "b"} {
-				kv, err := w.LoadLayer(t.Context(), req, l, 2*blockSize)
+				kvData, err := w.LoadLayer(t.Context(), req, l, 2*blockSize)
 				require.NoError(t, err)
-				assert.Equal(t, kvOf(req, l, 2*blockSize), kv)
+				assert.Equal(t, kvOf(req, l, 2*blockSize), kvData)
 			}
 		})
 	}
@@ -73,7 +73,7 @@ func TestTLS(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.extra["dial_timeout"] = "2s"
 			tc.extra["read_timeout"] = "2s"
-			_, err := redis.New(t.Context(), config("e", tc.extra), registry.RoleWorker)
+			_, err := redis.New(t.Context(), config("e", tc.extra), kv.RoleWorker)
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), "redis at "+srv.Addr())
 			assert.Contains(t, err.Error(), tc.want)

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvgen/kvgen/examples/external/redis"
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 // Certificate files come from settings, which are not trusted: a device,
@@ -39,7 +39,7 @@ func TestTLSFilesAreBounded(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			start := time.Now()
-			_, err := redis.New(t.Context(), config("e", map[string]any{"tls": tc.tls}), registry.RoleWorker)
+			_, err := redis.New(t.Context(), config("e", map[string]any{"tls": tc.tls}), kv.RoleWorker)
 			assert.ErrorContains(t, err, tc.want)
 			assert.Less(t, time.Since(start), 5*time.Second)
 		})

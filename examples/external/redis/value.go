@@ -8,7 +8,7 @@ import (
 	"hash/crc32"
 	"slices"
 
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 // A stored value is a header followed by the KV bytes:
@@ -26,22 +26,22 @@ import (
 // access to the server, and it keeps up with multi-megabyte layers.
 const valueMagic = "KVG\x01"
 
-const fixedHeaderLen = len(valueMagic) + 4 + len(registry.BlockHash{}) + 4 + 8
+const fixedHeaderLen = len(valueMagic) + 4 + len(kv.BlockHash{}) + 4 + 8
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // encodeValue appends the stored form of kv, saved for layer of the prefix
 // with hash h, to v, which is usually empty with room to spare.
-func encodeValue(v []byte, h registry.BlockHash, layer string, kv []byte) []byte {
+func encodeValue(v []byte, h kv.BlockHash, layer string, kvData []byte) []byte {
 	base := len(v)
-	v = slices.Grow(v, fixedHeaderLen+len(layer)+len(kv))
+	v = slices.Grow(v, fixedHeaderLen+len(layer)+len(kvData))
 	v = append(v, valueMagic...)
 	v = append(v, 0, 0, 0, 0) // checksum, filled in below
 	v = append(v, h[:]...)
 	v = binary.BigEndian.AppendUint32(v, uint32(len(layer)))
 	v = append(v, layer...)
-	v = binary.BigEndian.AppendUint64(v, uint64(len(kv)))
-	v = append(v, kv...)
+	v = binary.BigEndian.AppendUint64(v, uint64(len(kvData)))
+	v = append(v, kvData...)
 	binary.BigEndian.PutUint32(v[base+4:base+8], crc32.Checksum(v[base+8:], castagnoli))
 	return v
 }
@@ -55,7 +55,7 @@ var (
 
 // decodeValue checks v, read from the key of layer of the prefix with hash
 // h, and returns its KV bytes, which share v's memory.
-func decodeValue(v []byte, h registry.BlockHash, layer string) ([]byte, error) {
+func decodeValue(v []byte, h kv.BlockHash, layer string) ([]byte, error) {
 	if len(v) < fixedHeaderLen || !bytes.HasPrefix(v, []byte(valueMagic)) {
 		return nil, errForeign
 	}

@@ -13,6 +13,13 @@ import (
 
 // Factory makes the plugin an instance of the configuration names, from
 // its parameters.
+//
+// A plugin serves the role filter, scorer or both, as its manifest entry's
+// roles: says (both without one); kvgen checks that a constructor
+// returning a concrete type implements the interface of each role its
+// entry serves:
+//
+//kvgen:roles filter=Filter scorer=Scorer
 type Factory func(name string, params json.RawMessage) (Plugin, error)
 
 // Plugin is one configured plugin instance.

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 // Layers is the number of layers of a request.
@@ -52,15 +52,15 @@ func LayerNames() []string {
 }
 
 // Requests returns n requests with distinct prompts.
-func Requests(n int) []*registry.Request {
+func Requests(n int) []*kv.Request {
 	rng := rand.New(rand.NewPCG(1, 2))
-	reqs := make([]*registry.Request, n)
+	reqs := make([]*kv.Request, n)
 	for i := range reqs {
 		tokens := make([]uint32, PromptTokens)
 		for j := range tokens {
 			tokens[j] = rng.Uint32N(1 << 17)
 		}
-		reqs[i] = &registry.Request{ID: fmt.Sprintf("req-%d", i), PromptTokens: tokens}
+		reqs[i] = &kv.Request{ID: fmt.Sprintf("req-%d", i), PromptTokens: tokens}
 	}
 	return reqs
 }
@@ -81,11 +81,11 @@ var Sink struct {
 }
 
 // Use records kv in Sink.
-func Use(kv []byte) {
+func Use(kvData []byte) {
 	Sink.Lock()
-	Sink.Bytes += len(kv)
-	if len(kv) > 0 {
-		Sink.Bytes += int(kv[len(kv)-1])
+	Sink.Bytes += len(kvData)
+	if len(kvData) > 0 {
+		Sink.Bytes += int(kvData[len(kvData)-1])
 	}
 	Sink.Unlock()
 }
@@ -98,7 +98,7 @@ type Case struct {
 	Bytes int
 	KV    []byte
 	// Requests are the requests in flight at once.
-	Requests []*registry.Request
+	Requests []*kv.Request
 }
 
 // Cases returns every size at every concurrency.
@@ -183,10 +183,10 @@ func Pair(b *testing.B, c Case, sides ...Side) {
 }
 
 // WorkerSides are the sides of a connector: "connector" loads with
-// LoadLayer, "append" with registry.AppendLayer into a buffer per request
+// LoadLayer, "append" with kv.AppendLayer into a buffer per request
 // that it reuses from round to round. start opens the worker for a round,
 // stop ends the round.
-func WorkerSides(c Case, start func() registry.Worker, stop func(registry.Worker)) []Side {
+func WorkerSides(c Case, start func() kv.Worker, stop func(kv.Worker)) []Side {
 	var sides []Side
 	for _, name := range []string{"connector", "append"} {
 		bufs := make([][]byte, len(c.Requests))
@@ -199,7 +199,7 @@ func WorkerSides(c Case, start func() registry.Worker, stop func(registry.Worker
 }
 
 // saveLoad saves every layer of request i through w and loads it back.
-func saveLoad(c Case, w registry.Worker, i int, appending bool, bufs [][]byte) error {
+func saveLoad(c Case, w kv.Worker, i int, appending bool, bufs [][]byte) error {
 	ctx := context.Background()
 	req := c.Requests[i]
 	names := LayerNames()
@@ -212,7 +212,7 @@ func saveLoad(c Case, w registry.Worker, i int, appending bool, bufs [][]byte) e
 		var got []byte
 		var err error
 		if appending {
-			got, err = registry.AppendLayer(ctx, w, req, l, PromptTokens, bufs[i][:0])
+			got, err = kv.AppendLayer(ctx, w, req, l, PromptTokens, bufs[i][:0])
 			bufs[i] = got
 		} else {
 			got, err = w.LoadLayer(ctx, req, l, PromptTokens)

@@ -11,7 +11,10 @@ import (
 type Scorer struct{ name string }
 
 // NewScorer makes a KV-cache utilization scorer; it takes no parameters.
-func NewScorer(name string, params json.RawMessage) (plugin.Plugin, error) {
+// It returns its concrete type, which the generated registry adapts to
+// plugin.Factory, and which kvgen checks is a plugin.Scorer, the interface
+// of the role its manifest entry serves.
+func NewScorer(name string, params json.RawMessage) (*Scorer, error) {
 	if err := plugin.Params(name, params, &struct{}{}); err != nil {
 		return nil, err
 	}

@@ -6,23 +6,23 @@ import (
 	"context"
 
 	"example.com/kvcase/fake"
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 // NewConnector fits the contract; "NewConector" is a near miss of it.
-func NewConnector(ctx context.Context, cfg registry.Config, role registry.Role) (registry.Connector, error) {
+func NewConnector(ctx context.Context, cfg kv.Config, role kv.Role) (kv.Connector, error) {
 	return fake.New(ctx, cfg, role)
 }
 
 // newHidden is unexported.
-func newHidden(ctx context.Context, cfg registry.Config, role registry.Role) (registry.Connector, error) {
+func newHidden(ctx context.Context, cfg kv.Config, role kv.Role) (kv.Connector, error) {
 	return fake.New(ctx, cfg, role)
 }
 
 var _ = newHidden
 
 // Var is a variable of the right function type, not a function.
-var Var registry.Factory = NewConnector
+var Var kv.Factory = NewConnector
 
 // Type is a type.
 type Type struct{}
@@ -30,46 +30,46 @@ type Type struct{}
 // Const is a constant.
 const Const = 1
 
-// StringConfig takes a string where registry.Config belongs.
-func StringConfig(ctx context.Context, cfg string, role registry.Role) (registry.Connector, error) {
+// StringConfig takes a string where kv.Config belongs.
+func StringConfig(ctx context.Context, cfg string, role kv.Role) (kv.Connector, error) {
 	return nil, nil
 }
 
 // StringError returns a string where error belongs.
-func StringError(ctx context.Context, cfg registry.Config, role registry.Role) (registry.Connector, string) {
+func StringError(ctx context.Context, cfg kv.Config, role kv.Role) (kv.Connector, string) {
 	return nil, ""
 }
 
 // TwoParams leaves out the role.
-func TwoParams(ctx context.Context, cfg registry.Config) (registry.Connector, error) {
+func TwoParams(ctx context.Context, cfg kv.Config) (kv.Connector, error) {
 	return nil, nil
 }
 
 // OneResult returns no error.
-func OneResult(ctx context.Context, cfg registry.Config, role registry.Role) registry.Connector {
+func OneResult(ctx context.Context, cfg kv.Config, role kv.Role) kv.Connector {
 	return nil
 }
 
 // Variadic takes its roles variadically.
-func Variadic(ctx context.Context, cfg registry.Config, role ...registry.Role) (registry.Connector, error) {
+func Variadic(ctx context.Context, cfg kv.Config, role ...kv.Role) (kv.Connector, error) {
 	return nil, nil
 }
 
 // Generic is generic.
-func Generic[T any](ctx context.Context, cfg registry.Config, role registry.Role) (registry.Connector, error) {
+func Generic[T any](ctx context.Context, cfg kv.Config, role kv.Role) (kv.Connector, error) {
 	return nil, nil
 }
 
 // Int returns something that is not a connector.
-func Int(ctx context.Context, cfg registry.Config, role registry.Role) (int, error) {
+func Int(ctx context.Context, cfg kv.Config, role kv.Role) (int, error) {
 	return 0, nil
 }
 
 // WorkerOnly is a connector that serves only the worker role.
-type WorkerOnly struct{ registry.Worker }
+type WorkerOnly struct{ kv.Worker }
 
 // NewWorkerOnly returns a type without the scheduler's methods.
-func NewWorkerOnly(ctx context.Context, cfg registry.Config, role registry.Role) (*WorkerOnly, error) {
+func NewWorkerOnly(ctx context.Context, cfg kv.Config, role kv.Role) (*WorkerOnly, error) {
 	return &WorkerOnly{}, nil
 }
 
@@ -80,6 +80,6 @@ type BadClose struct{}
 func (BadClose) Close() {}
 
 // NewBadClose returns a type whose Close does not return an error.
-func NewBadClose(ctx context.Context, cfg registry.Config, role registry.Role) (BadClose, error) {
+func NewBadClose(ctx context.Context, cfg kv.Config, role kv.Role) (BadClose, error) {
 	return BadClose{}, nil
 }

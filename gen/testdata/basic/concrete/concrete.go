@@ -7,7 +7,7 @@ import (
 	"errors"
 
 	"example.com/kvcase/fake"
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 // Conn is a worker-side connector.
@@ -20,7 +20,7 @@ func Open() {}
 // adapter must turn into a nil Connector.
 //
 //kvgen:constructor
-func New(ctx context.Context, cfg registry.Config, role registry.Role) (*Conn, error) {
+func New(ctx context.Context, cfg kv.Config, role kv.Role) (*Conn, error) {
 	switch cfg.Extra["mode"] {
 	case "nil":
 		return nil, nil

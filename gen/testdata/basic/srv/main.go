@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 func main() {
@@ -14,9 +15,15 @@ func main() {
 	reg := Registry.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	fmt.Println("names:", reg.Names())
 	for _, e := range reg.Entries() {
-		fmt.Printf("%s aliases=%v roles=%s import=%s.%s module=%s\n", e.Name, e.Aliases, e.Roles, e.ImportPath, e.Constructor, e.Module)
+		var roles []string
+		for _, r := range kv.Roles() {
+			if e.Serves(r.String()) {
+				roles = append(roles, r.String())
+			}
+		}
+		fmt.Printf("%s aliases=%v roles=%s import=%s.%s module=%s\n", e.Name, e.Aliases, strings.Join(roles, ","), e.ImportPath, e.Constructor, e.Module)
 	}
-	try := func(cfg registry.Config, role registry.Role) {
+	try := func(cfg kv.Config, role kv.Role) {
 		c, err := reg.Create(ctx, cfg, role)
 		if err != nil {
 			fmt.Printf("create %s %s: error: %v\n", cfg.Connector, role, err)
@@ -25,17 +32,17 @@ func main() {
 		fmt.Printf("create %s %s: %T\n", cfg.Connector, role, c)
 	}
 	for _, name := range []string{"fake", "vllm.FakeConnector", "concrete", "value"} {
-		for _, role := range registry.Roles() {
-			try(registry.Config{Connector: name}, role)
+		for _, role := range kv.Roles() {
+			try(kv.Config{Connector: name}, role)
 		}
 	}
-	try(registry.Config{Connector: "concrete", Extra: map[string]any{"mode": "nil"}}, registry.RoleWorker)
-	try(registry.Config{Connector: "concrete", Extra: map[string]any{"mode": "fail"}}, registry.RoleWorker)
-	try(registry.Config{Connector: "fak"}, registry.RoleWorker)
-	try(registry.Config{Connector: "MultiConnector", Extra: map[string]any{
+	try(kv.Config{Connector: "concrete", Extra: map[string]any{"mode": "nil"}}, kv.RoleWorker)
+	try(kv.Config{Connector: "concrete", Extra: map[string]any{"mode": "fail"}}, kv.RoleWorker)
+	try(kv.Config{Connector: "fak"}, kv.RoleWorker)
+	try(kv.Config{Connector: "MultiConnector", Extra: map[string]any{
 		"connectors": []any{
 			map[string]any{"kv_connector": "concrete"},
 			map[string]any{"kv_connector": "Fake"},
 		},
-	}}, registry.RoleWorker)
+	}}, kv.RoleWorker)
 }

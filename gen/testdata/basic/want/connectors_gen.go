@@ -9,24 +9,24 @@ import (
 	"example.com/kvcase/fake"
 	"example.com/kvcase/value"
 	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
-// Registry holds the connectors that ../connectors.yaml lists, in its order.
-// Create a connector with Registry.Create(ctx, cfg, role).
-var Registry = registry.MustNewDescribed(manifestDescription, entries...)
+// Registry holds the plugins that ../connectors.yaml lists, in its order,
+// as the registry kv.NewRegistry makes of their table.
+var Registry = kv.NewRegistry(registry.MustNewTable(manifestDescription, entries...))
 
-// manifestDescription describes ../connectors.yaml and its connectors, for kvgen inspect to read from a binary.
-const manifestDescription = "\x00kvgen registry v1\x00000002f7{\"manifest\":\"connectors.yaml\",\"manifest_sha256\":\"397d4ff7b8c57b7dcda94e466e1ed7a5dc0206542e4b3f65bd09e8222c99a9bc\",\"package\":\"example.com/kvcase/srv\",\"connectors\":[{\"name\":\"fake\",\"aliases\":[\"Fake\",\"vllm.FakeConnector\"],\"roles\":[\"scheduler\",\"worker\"],\"import\":\"example.com/kvcase/fake\",\"constructor\":\"New\",\"module\":\"example.com/kvcase\"},{\"name\":\"concrete\",\"roles\":[\"worker\"],\"import\":\"example.com/kvcase/concrete\",\"constructor\":\"New\",\"module\":\"example.com/kvcase\"},{\"name\":\"value\",\"roles\":[\"scheduler\"],\"import\":\"example.com/kvcase/value\",\"constructor\":\"Open\",\"module\":\"example.com/kvcase\"},{\"name\":\"MultiConnector\",\"roles\":[\"scheduler\",\"worker\"],\"import\":\"github.com/kvgen/kvgen/registry\",\"constructor\":\"NewMultiConnector\",\"module\":\"github.com/kvgen/kvgen\"}]}"
+// manifestDescription describes ../connectors.yaml and its plugins, for kvgen inspect to read from a binary.
+const manifestDescription = "\x00kvgen registry v1\x00000002fa{\"manifest\":\"connectors.yaml\",\"manifest_sha256\":\"a5b157d47917762b7cf7aeb8725a1d01183426b533e0b08f5fb7b1d53d9526db\",\"package\":\"example.com/kvcase/srv\",\"connectors\":[{\"name\":\"fake\",\"aliases\":[\"Fake\",\"vllm.FakeConnector\"],\"roles\":[\"scheduler\",\"worker\"],\"import\":\"example.com/kvcase/fake\",\"constructor\":\"New\",\"module\":\"example.com/kvcase\"},{\"name\":\"concrete\",\"roles\":[\"worker\"],\"import\":\"example.com/kvcase/concrete\",\"constructor\":\"New\",\"module\":\"example.com/kvcase\"},{\"name\":\"value\",\"roles\":[\"scheduler\"],\"import\":\"example.com/kvcase/value\",\"constructor\":\"Open\",\"module\":\"example.com/kvcase\"},{\"name\":\"MultiConnector\",\"roles\":[\"scheduler\",\"worker\"],\"import\":\"github.com/kvgen/kvgen/registry/kv\",\"constructor\":\"NewMultiConnector\",\"module\":\"github.com/kvgen/kvgen\"}]}"
 
 // entries is static data: constants and functions only.
-var entries = []registry.Entry{
+var entries = []registry.Plugin[kv.Factory]{
 	{
 		Name:        "fake",
 		Aliases:     []string{"Fake", "vllm.FakeConnector"},
 		ImportPath:  "example.com/kvcase/fake",
 		Constructor: "New",
 		Module:      "example.com/kvcase",
-		Roles:       registry.RoleSet(registry.RoleScheduler | registry.RoleWorker),
 		Factory:     fake.New,
 	},
 	{
@@ -34,7 +34,7 @@ var entries = []registry.Entry{
 		ImportPath:  "example.com/kvcase/concrete",
 		Constructor: "New",
 		Module:      "example.com/kvcase",
-		Roles:       registry.RoleSet(registry.RoleWorker),
+		Roles:       []string{"worker"},
 		Factory:     adaptConcrete,
 	},
 	{
@@ -42,25 +42,24 @@ var entries = []registry.Entry{
 		ImportPath:  "example.com/kvcase/value",
 		Constructor: "Open",
 		Module:      "example.com/kvcase",
-		Roles:       registry.RoleSet(registry.RoleScheduler),
+		Roles:       []string{"scheduler"},
 		Factory:     adaptValue,
 	},
 	{
 		Name:        "MultiConnector",
-		ImportPath:  "github.com/kvgen/kvgen/registry",
+		ImportPath:  "github.com/kvgen/kvgen/registry/kv",
 		Constructor: "NewMultiConnector",
 		Module:      "github.com/kvgen/kvgen",
-		Roles:       registry.RoleSet(registry.RoleScheduler | registry.RoleWorker),
-		Factory:     registry.NewMultiConnector,
+		Factory:     kv.NewMultiConnector,
 	},
 }
 
-// adaptConcrete adapts concrete.New, which returns a concrete type, to registry.Factory.
-func adaptConcrete(ctx context.Context, cfg registry.Config, role registry.Role) (registry.Connector, error) {
+// adaptConcrete adapts concrete.New, which returns a concrete type, to kv.Factory.
+func adaptConcrete(ctx context.Context, cfg kv.Config, role kv.Role) (kv.Connector, error) {
 	return concrete.New(ctx, cfg, role)
 }
 
-// adaptValue adapts value.Open, which returns a concrete type, to registry.Factory.
-func adaptValue(ctx context.Context, cfg registry.Config, role registry.Role) (registry.Connector, error) {
+// adaptValue adapts value.Open, which returns a concrete type, to kv.Factory.
+func adaptValue(ctx context.Context, cfg kv.Config, role kv.Role) (kv.Connector, error) {
 	return value.Open(ctx, cfg, role)
 }

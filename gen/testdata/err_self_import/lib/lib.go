@@ -5,10 +5,10 @@ import (
 	"context"
 
 	"example.com/kvcase/fake"
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 // New creates the fake connector.
-func New(ctx context.Context, cfg registry.Config, role registry.Role) (registry.Connector, error) {
+func New(ctx context.Context, cfg kv.Config, role kv.Role) (kv.Connector, error) {
 	return fake.New(ctx, cfg, role)
 }

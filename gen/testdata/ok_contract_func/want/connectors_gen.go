@@ -9,8 +9,8 @@ import (
 	"github.com/kvgen/kvgen/registry"
 )
 
-// Registry holds the plugins that ../connectors.yaml lists, in its order.
-// Registry.Lookup(name) returns one's constructor, a contract.Middleware.
+// Registry holds the plugins that ../connectors.yaml lists, in its order,
+// by name: Registry.Lookup(name) returns one's constructor, a contract.Middleware.
 var Registry = registry.MustNewTable(manifestDescription, entries...)
 
 // manifestDescription describes ../connectors.yaml and its plugins, for kvgen inspect to read from a binary.

@@ -5,23 +5,23 @@ package main
 import (
 	fake2 "example.com/kvcase/fake"
 	kvregistry "github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
-// Registry holds the connectors that ../connectors.yaml lists, in its order.
-// Create a connector with Registry.Create(ctx, cfg, role).
-var Registry = kvregistry.MustNewDescribed(manifestDescription, entries...)
+// Registry holds the plugins that ../connectors.yaml lists, in its order,
+// as the registry kv.NewRegistry makes of their table.
+var Registry = kv.NewRegistry(kvregistry.MustNewTable(manifestDescription, entries...))
 
-// manifestDescription describes ../connectors.yaml and its connectors, for kvgen inspect to read from a binary.
+// manifestDescription describes ../connectors.yaml and its plugins, for kvgen inspect to read from a binary.
 const manifestDescription = "\x00kvgen registry v1\x0000000129{\"manifest\":\"connectors.yaml\",\"manifest_sha256\":\"e1877bf0609e5778f9d367981f3e4d994199c67b5adf85f2d3af2f637935aa5e\",\"package\":\"example.com/kvcase/srv\",\"connectors\":[{\"name\":\"fake\",\"roles\":[\"scheduler\",\"worker\"],\"import\":\"example.com/kvcase/fake\",\"constructor\":\"New\",\"module\":\"example.com/kvcase\"}]}"
 
 // entries is static data: constants and functions only.
-var entries = []kvregistry.Entry{
+var entries = []kvregistry.Plugin[kv.Factory]{
 	{
 		Name:        "fake",
 		ImportPath:  "example.com/kvcase/fake",
 		Constructor: "New",
 		Module:      "example.com/kvcase",
-		Roles:       kvregistry.RoleSet(kvregistry.RoleScheduler | kvregistry.RoleWorker),
 		Factory:     fake2.New,
 	},
 }

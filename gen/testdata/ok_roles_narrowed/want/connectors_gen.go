@@ -7,28 +7,29 @@ import (
 
 	"example.com/kvcase/ctors"
 	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
-// Registry holds the connectors that ../connectors.yaml lists, in its order.
-// Create a connector with Registry.Create(ctx, cfg, role).
-var Registry = registry.MustNewDescribed(manifestDescription, entries...)
+// Registry holds the plugins that ../connectors.yaml lists, in its order,
+// as the registry kv.NewRegistry makes of their table.
+var Registry = kv.NewRegistry(registry.MustNewTable(manifestDescription, entries...))
 
-// manifestDescription describes ../connectors.yaml and its connectors, for kvgen inspect to read from a binary.
+// manifestDescription describes ../connectors.yaml and its plugins, for kvgen inspect to read from a binary.
 const manifestDescription = "\x00kvgen registry v1\x0000000126{\"manifest\":\"connectors.yaml\",\"manifest_sha256\":\"20003f37c2ea386d457f758de9ea55b740c1d2012f18614976530e41706398f5\",\"package\":\"example.com/kvcase/srv\",\"connectors\":[{\"name\":\"wo\",\"roles\":[\"worker\"],\"import\":\"example.com/kvcase/ctors\",\"constructor\":\"NewWorkerOnly\",\"module\":\"example.com/kvcase\"}]}"
 
 // entries is static data: constants and functions only.
-var entries = []registry.Entry{
+var entries = []registry.Plugin[kv.Factory]{
 	{
 		Name:        "wo",
 		ImportPath:  "example.com/kvcase/ctors",
 		Constructor: "NewWorkerOnly",
 		Module:      "example.com/kvcase",
-		Roles:       registry.RoleSet(registry.RoleWorker),
+		Roles:       []string{"worker"},
 		Factory:     adaptWo,
 	},
 }
 
-// adaptWo adapts ctors.NewWorkerOnly, which returns a concrete type, to registry.Factory.
-func adaptWo(ctx context.Context, cfg registry.Config, role registry.Role) (registry.Connector, error) {
+// adaptWo adapts ctors.NewWorkerOnly, which returns a concrete type, to kv.Factory.
+func adaptWo(ctx context.Context, cfg kv.Config, role kv.Role) (kv.Connector, error) {
 	return ctors.NewWorkerOnly(ctx, cfg, role)
 }

@@ -6,14 +6,14 @@ import (
 	"io"
 	"log/slog"
 
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 func main() {
 	reg := Registry.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	for _, name := range reg.Names() {
 		e, _ := reg.Lookup(name)
-		_, err := reg.Create(context.Background(), registry.Config{Connector: name}, registry.RoleWorker)
+		_, err := reg.Create(context.Background(), kv.Config{Connector: name}, kv.RoleWorker)
 		fmt.Println(name, e.ImportPath, err)
 	}
 }

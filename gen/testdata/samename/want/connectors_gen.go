@@ -13,23 +13,23 @@ import (
 	ctx2 "example.com/kvcase/f/ctx"
 	err1 "example.com/kvcase/g/err"
 	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
-// Registry holds the connectors that ../connectors.yaml lists, in its order.
-// Create a connector with Registry.Create(ctx, cfg, role).
-var Registry = registry.MustNewDescribed(manifestDescription, entries...)
+// Registry holds the plugins that ../connectors.yaml lists, in its order,
+// as the registry kv.NewRegistry makes of their table.
+var Registry = kv.NewRegistry(registry.MustNewTable(manifestDescription, entries...))
 
-// manifestDescription describes ../connectors.yaml and its connectors, for kvgen inspect to read from a binary.
+// manifestDescription describes ../connectors.yaml and its plugins, for kvgen inspect to read from a binary.
 const manifestDescription = "\x00kvgen registry v1\x00000004df{\"manifest\":\"connectors.yaml\",\"manifest_sha256\":\"a243498041751ead7c92a316fcb81a233b3d0c7f90da524f8b6004ff8c44ae09\",\"package\":\"example.com/kvcase/srv\",\"connectors\":[{\"name\":\"a\",\"roles\":[\"scheduler\",\"worker\"],\"import\":\"example.com/kvcase/a/connector\",\"constructor\":\"New\",\"module\":\"example.com/kvcase\"},{\"name\":\"d\",\"roles\":[\"scheduler\",\"worker\"],\"import\":\"example.com/kvcase/d/connector2\",\"constructor\":\"New\",\"module\":\"example.com/kvcase\"},{\"name\":\"b\",\"roles\":[\"scheduler\",\"worker\"],\"import\":\"example.com/kvcase/b/connector\",\"constructor\":\"New\",\"module\":\"example.com/kvcase\"},{\"name\":\"c\",\"roles\":[\"scheduler\",\"worker\"],\"import\":\"example.com/kvcase/c/connector\",\"constructor\":\"New\",\"module\":\"example.com/kvcase\"},{\"name\":\"e\",\"roles\":[\"scheduler\",\"worker\"],\"import\":\"example.com/kvcase/e/registry\",\"constructor\":\"New\",\"module\":\"example.com/kvcase\"},{\"name\":\"f\",\"roles\":[\"scheduler\",\"worker\"],\"import\":\"example.com/kvcase/f/ctx\",\"constructor\":\"New\",\"module\":\"example.com/kvcase\"},{\"name\":\"g\",\"roles\":[\"scheduler\",\"worker\"],\"import\":\"example.com/kvcase/g/err\",\"constructor\":\"New\",\"module\":\"example.com/kvcase\"},{\"name\":\"a-again\",\"roles\":[\"scheduler\",\"worker\"],\"import\":\"example.com/kvcase/a/connector\",\"constructor\":\"New\",\"module\":\"example.com/kvcase\"}]}"
 
 // entries is static data: constants and functions only.
-var entries = []registry.Entry{
+var entries = []registry.Plugin[kv.Factory]{
 	{
 		Name:        "a",
 		ImportPath:  "example.com/kvcase/a/connector",
 		Constructor: "New",
 		Module:      "example.com/kvcase",
-		Roles:       registry.RoleSet(registry.RoleScheduler | registry.RoleWorker),
 		Factory:     connector.New,
 	},
 	{
@@ -37,7 +37,6 @@ var entries = []registry.Entry{
 		ImportPath:  "example.com/kvcase/d/connector2",
 		Constructor: "New",
 		Module:      "example.com/kvcase",
-		Roles:       registry.RoleSet(registry.RoleScheduler | registry.RoleWorker),
 		Factory:     connector2.New,
 	},
 	{
@@ -45,7 +44,6 @@ var entries = []registry.Entry{
 		ImportPath:  "example.com/kvcase/b/connector",
 		Constructor: "New",
 		Module:      "example.com/kvcase",
-		Roles:       registry.RoleSet(registry.RoleScheduler | registry.RoleWorker),
 		Factory:     connector3.New,
 	},
 	{
@@ -53,7 +51,6 @@ var entries = []registry.Entry{
 		ImportPath:  "example.com/kvcase/c/connector",
 		Constructor: "New",
 		Module:      "example.com/kvcase",
-		Roles:       registry.RoleSet(registry.RoleScheduler | registry.RoleWorker),
 		Factory:     connector4.New,
 	},
 	{
@@ -61,7 +58,6 @@ var entries = []registry.Entry{
 		ImportPath:  "example.com/kvcase/e/registry",
 		Constructor: "New",
 		Module:      "example.com/kvcase",
-		Roles:       registry.RoleSet(registry.RoleScheduler | registry.RoleWorker),
 		Factory:     registry2.New,
 	},
 	{
@@ -69,7 +65,6 @@ var entries = []registry.Entry{
 		ImportPath:  "example.com/kvcase/f/ctx",
 		Constructor: "New",
 		Module:      "example.com/kvcase",
-		Roles:       registry.RoleSet(registry.RoleScheduler | registry.RoleWorker),
 		Factory:     adaptF,
 	},
 	{
@@ -77,7 +72,6 @@ var entries = []registry.Entry{
 		ImportPath:  "example.com/kvcase/g/err",
 		Constructor: "New",
 		Module:      "example.com/kvcase",
-		Roles:       registry.RoleSet(registry.RoleScheduler | registry.RoleWorker),
 		Factory:     adaptG,
 	},
 	{
@@ -85,17 +79,16 @@ var entries = []registry.Entry{
 		ImportPath:  "example.com/kvcase/a/connector",
 		Constructor: "New",
 		Module:      "example.com/kvcase",
-		Roles:       registry.RoleSet(registry.RoleScheduler | registry.RoleWorker),
 		Factory:     connector.New,
 	},
 }
 
-// adaptF adapts ctx.New, which returns a concrete type, to registry.Factory.
-func adaptF(ctx context.Context, cfg registry.Config, role registry.Role) (registry.Connector, error) {
+// adaptF adapts ctx.New, which returns a concrete type, to kv.Factory.
+func adaptF(ctx context.Context, cfg kv.Config, role kv.Role) (kv.Connector, error) {
 	return ctx2.New(ctx, cfg, role)
 }
 
-// adaptG adapts err.New, which returns a concrete type, to registry.Factory.
-func adaptG(ctx context.Context, cfg registry.Config, role registry.Role) (registry.Connector, error) {
+// adaptG adapts err.New, which returns a concrete type, to kv.Factory.
+func adaptG(ctx context.Context, cfg kv.Config, role kv.Role) (kv.Connector, error) {
 	return err1.New(ctx, cfg, role)
 }

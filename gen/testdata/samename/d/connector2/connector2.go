@@ -5,7 +5,7 @@ import (
 	"context"
 
 	"example.com/kvcase/fake"
-	kv "github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 // New creates the fake connector.

@@ -6,10 +6,10 @@ import (
 	"context"
 
 	"example.com/kvcase/fake"
-	"github.com/kvgen/kvgen/registry"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 // New creates the fake connector.
-func New(ctx context.Context, cfg registry.Config, role registry.Role) (*fake.Conn, error) {
+func New(ctx context.Context, cfg kv.Config, role kv.Role) (*fake.Conn, error) {
 	return &fake.Conn{Role: role}, nil
 }
