@@ -55,7 +55,7 @@ func (c *testConn) WaitForSave(context.Context) error { return nil }
 func (c *testConn) Finished(_ context.Context, f []string) ([]string, []string, error) {
 	return f, f, nil
 }
-func (c *testConn) Close() error                             { return nil }
+func (c *testConn) Close() error                       { return nil }
 func (c *testConn) ReportEvents(emit func(kv.KVEvent)) { c.emit.Set(emit) }
 
 // testRegistry links c alone, as "test".

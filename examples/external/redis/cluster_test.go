@@ -17,8 +17,8 @@ import (
 
 	"github.com/kvgen/kvgen/examples/external/redis"
 	"github.com/kvgen/kvgen/internal/redistest"
-	"github.com/kvgen/kvgen/registry/kv"
 	"github.com/kvgen/kvgen/registry/conformance"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 // clusterExtra points the connector at a cluster by one seed node, as a
@@ -202,7 +202,7 @@ func TestClusterResharding(t *testing.T) {
 		bg     sync.WaitGroup
 		mu     sync.Mutex
 		saved  []*kv.Request // saved during the move, WaitForSave returned nil
-		failed atomic.Int64        // saves during the move that reported an error
+		failed atomic.Int64  // saves during the move that reported an error
 	)
 	bg.Go(func() {
 		repeat(stop, func(i int) { during.load(t.Context(), w, reqs[i%len(reqs)], blockSize, layers...) })

@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvgen/kvgen/examples/external/redis"
-	"github.com/kvgen/kvgen/registry/kv"
 	"github.com/kvgen/kvgen/registry/conformance"
+	"github.com/kvgen/kvgen/registry/kv"
 )
 
 func TestConformance(t *testing.T) {
