@@ -150,13 +150,17 @@ func fromLayer(ctx context.Context, src content.Fetcher, l ocispec.Descriptor, n
 	}
 	defer rc.Close()
 	var r io.Reader = rc
+	// Non-distributable layers are deprecated for new images, but base
+	// images made before may still have them: inspect reads them.
 	switch l.MediaType {
+	//lint:ignore SA1019 reading an older image's layer, not writing one
 	case ocispec.MediaTypeImageLayerGzip, ocispec.MediaTypeImageLayerNonDistributableGzip, "application/vnd.docker.image.rootfs.diff.tar.gzip":
 		zr, err := gzip.NewReader(rc)
 		if err != nil {
 			return 0, err
 		}
 		r = zr
+	//lint:ignore SA1019 reading an older image's layer, not writing one
 	case ocispec.MediaTypeImageLayer, ocispec.MediaTypeImageLayerNonDistributable, "application/vnd.docker.image.rootfs.diff.tar":
 	default:
 		return 0, fmt.Errorf("a layer of media type %s, which inspect does not read", suggest.Quote(l.MediaType))
