@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"iter"
 	"os"
 	"os/exec"
 	"path"
@@ -431,24 +432,33 @@ var (
 	codeSpanRE   = regexp.MustCompile("`[^`]*`")
 )
 
+// proseLines yields a document's lines outside fenced code blocks, with
+// their index from 0.
+func proseLines(data string) iter.Seq2[int, string] {
+	return func(yield func(int, string) bool) {
+		inFence := ""
+		for i, l := range strings.Split(data, "\n") {
+			if m := fenceRE.FindStringSubmatch(l); m != nil {
+				switch {
+				case inFence == "":
+					inFence = m[2]
+				case strings.TrimSpace(l) == inFence:
+					inFence = ""
+				}
+				continue
+			}
+			if inFence == "" && !yield(i, l) {
+				return
+			}
+		}
+	}
+}
+
 // markdownLinks returns the targets of a document's links, outside code
 // blocks and code spans.
 func markdownLinks(data string) []mdLink {
 	var links []mdLink
-	inFence := ""
-	for i, l := range strings.Split(data, "\n") {
-		if m := fenceRE.FindStringSubmatch(l); m != nil {
-			switch {
-			case inFence == "":
-				inFence = m[2]
-			case strings.TrimSpace(l) == inFence:
-				inFence = ""
-			}
-			continue
-		}
-		if inFence != "" {
-			continue
-		}
+	for i, l := range proseLines(data) {
 		l = codeSpanRE.ReplaceAllString(l, "")
 		for _, m := range inlineLinkRE.FindAllStringSubmatch(l, -1) {
 			links = append(links, mdLink{i + 1, m[1]})
@@ -466,20 +476,7 @@ func markdownLinks(data string) []mdLink {
 func headingAnchors(data string) []string {
 	var anchors []string
 	seen := map[string]int{}
-	inFence := ""
-	for _, l := range strings.Split(data, "\n") {
-		if m := fenceRE.FindStringSubmatch(l); m != nil {
-			switch {
-			case inFence == "":
-				inFence = m[2]
-			case strings.TrimSpace(l) == inFence:
-				inFence = ""
-			}
-			continue
-		}
-		if inFence != "" {
-			continue
-		}
+	for _, l := range proseLines(data) {
 		text, ok := strings.CutPrefix(strings.TrimLeft(l, "#"), " ")
 		if !ok || !strings.HasPrefix(l, "#") || len(l)-len(strings.TrimLeft(l, "#")) > 6 {
 			continue

@@ -3,8 +3,10 @@
 package atomicfile
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -19,7 +21,13 @@ import (
 // a symbolic link keeps pointing at the file, which is replaced. The
 // temporary files that an earlier Write of path, killed before its
 // rename, left behind are removed first.
-func Write(path string, data []byte) (err error) {
+func Write(path string, data []byte) error {
+	return WriteFrom(path, bytes.NewReader(data))
+}
+
+// WriteFrom is Write of what r holds, copied as it is read: a blob need
+// not be in memory whole.
+func WriteFrom(path string, r io.Reader) (err error) {
 	// Write through a symbolic link, not over it; a link that leads
 	// nowhere is not replaced by a file either.
 	if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
@@ -52,7 +60,7 @@ func Write(path string, data []byte) (err error) {
 			os.Remove(tmp.Name())
 		}
 	}()
-	if _, err = tmp.Write(data); err != nil {
+	if _, err = io.Copy(tmp, r); err != nil {
 		return err
 	}
 	if err = tmp.Chmod(perm); err != nil {

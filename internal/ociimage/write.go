@@ -24,6 +24,7 @@ import (
 	"oras.land/oras-go/v2/registry/remote"
 	"oras.land/oras-go/v2/registry/remote/errcode"
 
+	"github.com/kvgen/kvgen/internal/atomicfile"
 	"github.com/kvgen/kvgen/internal/readfile"
 	"github.com/kvgen/kvgen/internal/suggest"
 )
@@ -185,7 +186,7 @@ func (img *Image) writeLayout(ref Ref) (err error) {
 	layoutFile := filepath.Join(dir, ocispec.ImageLayoutFile)
 	if _, err := os.Stat(layoutFile); errors.Is(err, os.ErrNotExist) {
 		data, _ := json.Marshal(ocispec.ImageLayout{Version: ocispec.ImageLayoutVersion})
-		if err := writeFileAtomic(layoutFile, data); err != nil {
+		if err := atomicfile.Write(layoutFile, data); err != nil {
 			return err
 		}
 	}
@@ -232,7 +233,7 @@ func (img *Image) writeLayout(ref Ref) (err error) {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(indexFile, data)
+	return atomicfile.Write(indexFile, data)
 }
 
 // prune drops from a layout's index.json entries the SBOMs whose subject
@@ -291,45 +292,23 @@ func (img *Image) copyBlobTo(ctx context.Context, d ocispec.Descriptor, name str
 		return err
 	}
 	defer r.Close()
-	tmp, err := os.CreateTemp(filepath.Dir(name), ".tmp-")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := io.Copy(tmp, content.NewVerifyReader(r, d)); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), name)
+	// The blob is checked as it is copied: a wrong one never replaces
+	// the file.
+	return atomicfile.WriteFrom(name, verified{content.NewVerifyReader(r, d)})
 }
 
-// writeFileAtomic writes a file through a temporary one renamed into
-// place, so that a reader sees the old file or the new one, whole.
-func writeFileAtomic(name string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(name), ".tmp-")
-	if err != nil {
-		return err
+// verified reads a blob and, at its end, checks what it read against its
+// descriptor's size and digest: VerifyReader's Read alone checks neither.
+type verified struct{ vr *content.VerifyReader }
+
+func (v verified) Read(p []byte) (int, error) {
+	n, err := v.vr.Read(p)
+	if err == io.EOF {
+		if verr := v.vr.Verify(); verr != nil {
+			return n, verr
+		}
 	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), name)
+	return n, err
 }
 
 // dockerManifestEntry is an image of a docker archive's manifest.json.
@@ -436,7 +415,7 @@ func (img *Image) writeArchive(ref Ref) error {
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(ref.Path+".sbom.cdx.json", pi.SBOMData); err != nil {
+	if err := atomicfile.Write(ref.Path+".sbom.cdx.json", pi.SBOMData); err != nil {
 		return err
 	}
 	return os.Rename(tmp.Name(), ref.Path)
