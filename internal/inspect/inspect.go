@@ -275,7 +275,7 @@ type Binary struct {
 	// link as far as inspect can tell: outside the data it loads, or at
 	// odds with its build information. Someone may have put them there.
 	Suspect []Suspect `json:"suspect,omitempty"`
-	// Passed counts the descriptions past the first 64, which inspect
+	// Passed counts the descriptions past the first maxFound (8), which inspect
 	// does not report.
 	Passed int `json:"passed,omitempty"`
 	// Info is the binary's build information, every module it links.
