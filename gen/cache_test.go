@@ -151,9 +151,9 @@ func TestCacheUpToDateFile(t *testing.T) {
 
 	again, err := generateCached(opts, cache, "test")
 	require.NoError(t, err)
-	stale, _, err := again.Stale()
+	diff, err := again.Stale()
 	require.NoError(t, err)
-	assert.False(t, stale)
+	assert.Nil(t, diff)
 	assert.Equal(t, string(res.Content), string(again.Content))
 
 	edited := append([]byte(nil), res.Content...)
@@ -162,10 +162,20 @@ func TestCacheUpToDateFile(t *testing.T) {
 	third, err := generateCached(opts, cache, "test")
 	require.NoError(t, err)
 	assert.Equal(t, string(res.Content), string(third.Content), "the rendered file, not the edited one")
-	stale, diff, err := third.Stale()
+	diff, err = third.Stale()
 	require.NoError(t, err)
-	assert.True(t, stale)
-	assert.Contains(t, string(diff), "a hand edit")
+	require.NotNil(t, diff)
+	assert.False(t, diff.Missing)
+	assert.Equal(t, strings.Count(string(res.Content), "\n")+1, diff.Line, "the first line that differs: the edit's")
+	assert.Contains(t, string(diff.Diff), "a hand edit")
+
+	require.NoError(t, os.Remove(res.Path))
+	diff, err = third.Stale()
+	require.NoError(t, err)
+	require.NotNil(t, diff, "a missing file is stale")
+	assert.True(t, diff.Missing)
+	assert.Equal(t, 1, diff.Line)
+	assert.Contains(t, string(diff.Diff), res.Path+" (missing)")
 }
 
 // TestCacheFollowsTheContract changes the contract a factory: names, and

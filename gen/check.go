@@ -41,16 +41,12 @@ type Entry struct {
 	// and "v0.1.0 => ../dir" for one replaced by a directory.
 	Module        string
 	ModuleVersion string
-	// Adapt is set when the constructor returns another type than
-	// kv.Connector: the generated code wraps it in an adapter
-	// function, as kv.Adapt would.
+	// Adapt is set when the constructor returns another type than the
+	// contract's own, one that implements it: the generated code wraps
+	// the constructor in an adapter function of the contract's type.
 	Adapt bool
 	// Decl is where the constructor is declared.
 	Decl token.Position
-	// Doc is the first sentence of the constructor's doc comment, or of
-	// the package's documentation where the constructor has none: a
-	// package may hold more than one connector, or much else besides.
-	Doc string
 
 	manifest manifest.Connector // the entry as written
 }
@@ -157,7 +153,7 @@ func checkTypes(errs *diag.List, e *Entry, index int, namePos token.Position, lp
 
 // checkSignature returns what is wrong with a constructor's signature in Go
 // terms, or "" if it fits the contract; it sets e.Adapt.
-func checkSignature(sig *types.Signature, c *contract, e *Entry) string {
+func checkSignature(sig *types.Signature, c *typedContract, e *Entry) string {
 	return c.check(sig, e)
 }
 
@@ -167,7 +163,7 @@ const maxFitting = 10
 // fitting lists the exported functions of pkg that would pass the check
 // as the constructor of an entry serving roles, the first maxFitting of
 // them and then how many more there are.
-func fitting(pkg *types.Package, c *contract, roles []string) []string {
+func fitting(pkg *types.Package, c *typedContract, roles []string) []string {
 	var fit []string
 	for _, n := range exported[*types.Func](pkg) {
 		sig := pkg.Scope().Lookup(n).Type().(*types.Signature)
@@ -348,4 +344,102 @@ func sameFile(a, b string) bool {
 		return errors.Is(errA, fs.ErrNotExist) && errors.Is(errB, fs.ErrNotExist)
 	}
 	return os.SameFile(fa, fb)
+}
+
+// checkEntries checks every entry of m against its package as ld loaded
+// it, and returns those that pass. An entry whose check the cache
+// remembers needs no types, and the packages of the others are decoded
+// together, in parallel, if they are not yet. Without contractOK, the
+// contract could not be read, and only what does not need it is checked.
+func checkEntries(errs *diag.List, m *manifest.Manifest, ld *linked, contract *Contract, contractOK bool, rel func(string) string, cache *checkCache) ([]*Entry, error) {
+	type miss struct {
+		index   int
+		e       *Entry
+		namePos token.Position
+		lp      *loadedPackage
+		key     string
+	}
+	var misses []miss
+	var decode []*loadedPackage
+	// The contract's export data is part of every key: a changed contract
+	// is checked afresh.
+	var regExport, contractKey string
+	if ld.registry != nil {
+		regExport = ld.registry.ExportFile
+	}
+	if ld.contractPkg != nil {
+		regExport += "\x00" + ld.contractPkg.ExportFile
+		contractKey = contract.key()
+	}
+	outPath := ld.importPath
+	entries := make([]*Entry, len(m.Connectors))
+	for i, c := range m.Connectors {
+		rolesOK := !contractOK || checkRoles(errs, c, i, contract)
+		if c.Invalid || !rolesOK {
+			continue // its problems are reported already
+		}
+		if outPath != "" && c.Import.V == outPath {
+			errs.Add(c.Import.Pos, "%s: %s is the package the registry is generated into, and a package cannot import itself; move the connector to its own package, or generate the registry elsewhere with output:", c.Label(i), c.Import.V)
+			continue
+		}
+		lp := ld.pkgs[c.Import.V]
+		e, namePos := prepareEntry(errs, c, i, lp)
+		if e == nil {
+			continue
+		}
+		if !contractOK {
+			continue
+		}
+		key := cache.key(regExport, lp.pkg.ExportFile, e.ImportPath, e.Constructor, e.Roles, contractKey)
+		if r, ok := cache.get(key); ok {
+			e.Adapt = r.Adapt
+			e.Decl = position(token.Position{Filename: r.DeclFile, Line: r.DeclLine}, e.ImportPath, lp.pkg.GoFiles, rel)
+			entries[i] = e
+			continue
+		}
+		if lp.types == nil && !slices.Contains(decode, lp) {
+			decode = append(decode, lp)
+		}
+		misses = append(misses, miss{i, e, namePos, lp, key})
+	}
+	if len(decode) > 0 {
+		if err := ld.decode(decode, contract); err != nil {
+			return nil, err
+		}
+	}
+	for _, ms := range misses {
+		if ok, decl := checkTypes(errs, ms.e, ms.index, ms.namePos, ms.lp, rel); ok {
+			entries[ms.index] = ms.e
+			cache.put(ms.key, cachedCheck{Adapt: ms.e.Adapt, DeclFile: decl.Filename, DeclLine: decl.Line})
+		}
+	}
+	return slices.DeleteFunc(entries, func(e *Entry) bool { return e == nil }), nil
+}
+
+// checkRoles checks that the roles entry c lists are roles the contract
+// declares, and reports those that are not at their positions.
+func checkRoles(errs *diag.List, c manifest.Connector, index int, contract *Contract) bool {
+	if len(c.Roles) == 0 {
+		return true
+	}
+	declared := contract.RoleNames()
+	if len(declared) == 0 {
+		errs.Add(c.Roles[0].Pos, "%s: roles: the contract %s declares no roles (with a %s line), so remove roles:", c.Label(index), contract.String(), MarkerRoles)
+		return false
+	}
+	ok := true
+	for _, r := range c.Roles {
+		if slices.Contains(declared, r.V) {
+			continue
+		}
+		msg := fmt.Sprintf("%s: unknown role %s", c.Label(index), suggest.Quote(r.V))
+		if near := suggest.Nearest(r.V, declared, 1); len(near) > 0 {
+			msg += fmt.Sprintf("; did you mean %q?", near[0])
+		} else {
+			msg += fmt.Sprintf("; the contract %s declares %s", contract.String(), quoteJoin(declared))
+		}
+		errs.Add(r.Pos, "%s", msg)
+		ok = false
+	}
+	return ok
 }

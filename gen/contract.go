@@ -11,6 +11,7 @@ import (
 	"github.com/dave/jennifer/jen"
 	"golang.org/x/tools/go/packages"
 
+	"github.com/kvgen/kvgen/internal/diag"
 	"github.com/kvgen/kvgen/internal/gocmd"
 	"github.com/kvgen/kvgen/internal/manifest"
 	"github.com/kvgen/kvgen/internal/suggest"
@@ -141,9 +142,9 @@ func contractOf(m *manifest.Manifest) *Contract {
 	return &Contract{Path: path, Name: name}
 }
 
-// contract is a contract in one type universe: a named function type, or
-// an interface, and the interfaces of its roles.
-type contract struct {
+// typedContract is a contract in one type universe: a named function
+// type, or an interface, and the interfaces of its roles.
+type typedContract struct {
 	named types.Type
 	sig   *types.Signature // the function type's, or nil
 	iface *types.Interface // the interface, or nil
@@ -163,11 +164,11 @@ type contractRole struct {
 // str shows a type in a message, its packages by name.
 func str(t types.Type) string { return types.TypeString(t, (*types.Package).Name) }
 
-// resolveContract finds the type c names in its package, and returns it
-// with c filled in; c's Roles and Registry, read from the package's source
+// typeContract finds the type c names in its package, and returns its
+// types, and c filled in; c's Roles and Registry, read from the package's source
 // by readMarkers, are checked against the package's types. It returns a
 // problem in words instead when the type cannot be a contract.
-func resolveContract(pkg *types.Package, c Contract) (*contract, Contract, string) {
+func typeContract(pkg *types.Package, c Contract) (*typedContract, Contract, string) {
 	obj := pkg.Scope().Lookup(c.Name)
 	if obj == nil {
 		msg := fmt.Sprintf("package %s has no type %s", suggest.Quote(c.Path), suggest.Quote(c.Name))
@@ -184,7 +185,7 @@ func resolveContract(pkg *types.Package, c Contract) (*contract, Contract, strin
 	if n, ok := t.(*types.Named); ok && n.TypeParams().Len() > 0 {
 		return nil, c, fmt.Sprintf("%s.%s is generic; name a type without type parameters, whose constructors kvgen can check", pkg.Name(), c.Name)
 	}
-	ac := &contract{named: t, pkgName: pkg.Name()}
+	ac := &typedContract{named: t, pkgName: pkg.Name()}
 	imports := map[string]string{}
 	named := func(p *types.Package) string {
 		imports[p.Path()] = p.Name()
@@ -231,7 +232,7 @@ var errorType = types.Universe.Lookup("error").Type()
 // checkRegistryFunc checks that name is a function of pkg that takes the
 // generated *registry.Table of the contract's factories, and returns one
 // value: the registry.
-func checkRegistryFunc(pkg *types.Package, name string, t types.Type, ac *contract) string {
+func checkRegistryFunc(pkg *types.Package, name string, t types.Type, ac *typedContract) string {
 	fn, ok := pkg.Scope().Lookup(name).(*types.Func)
 	if !ok {
 		return fmt.Sprintf("package %s has no function %s", suggest.Quote(pkg.Path()), suggest.Quote(name))
@@ -255,7 +256,7 @@ func checkRegistryFunc(pkg *types.Package, name string, t types.Type, ac *contra
 
 // factoryType is the type of the table's factories: the function type, or
 // a function that returns the interface.
-func (ac *contract) factoryType() types.Type {
+func (ac *typedContract) factoryType() types.Type {
 	if ac.iface != nil {
 		return types.NewSignatureType(nil, nil, nil, nil, types.NewTuple(types.NewParam(token.NoPos, nil, "", ac.named)), false)
 	}
@@ -267,7 +268,7 @@ func (ac *contract) factoryType() types.Type {
 // is a type that implements the interface the contract returns fits
 // through an adapter, and check sets e.Adapt; its result must then also
 // implement the interface of every role the entry serves.
-func (ac *contract) check(sig *types.Signature, e *Entry) string {
+func (ac *typedContract) check(sig *types.Signature, e *Entry) string {
 	if sig.TypeParams().Len() > 0 {
 		return "is generic; a constructor must be a plain function " + ac.signature
 	}
@@ -377,7 +378,7 @@ func LoadContract(ctx context.Context, dir string, env []string, factory string)
 	if len(pkgs) != 1 || len(pkgs[0].Errors) > 0 || pkgs[0].ExportFile == "" {
 		msg := "does not build"
 		if len(pkgs) == 1 && len(pkgs[0].Errors) > 0 {
-			msg = oneLine(pkgs[0].Errors[0].Msg)
+			msg = foldLines(pkgs[0].Errors[0].Msg)
 		}
 		return nil, fmt.Errorf("factory %s: package %s: %s", suggest.Quote(factory), suggest.Quote(path), msg)
 	}
@@ -385,10 +386,53 @@ func LoadContract(ctx context.Context, dir string, env []string, factory string)
 	if err != nil {
 		return nil, err
 	}
-	ac, c, problem := resolveContract(pkg, Contract{Path: path, Name: name})
+	ac, c, problem := typeContract(pkg, Contract{Path: path, Name: name})
 	if problem != "" {
 		return nil, fmt.Errorf("factory %s: %s", suggest.Quote(factory), problem)
 	}
 	c.typ = ac.named
 	return &c, nil
+}
+
+// readContract reads the type that m's factory: names (named, by default
+// DefaultFactory) from pkg, its package as listed: its types from the
+// export data, and the markers of its doc comment from the source. It
+// returns the contract filled in; a problem is reported at factory:, and
+// then it returns named, with ok false.
+func readContract(errs *diag.List, m *manifest.Manifest, named *Contract, pkg *packages.Package) (c *Contract, ok bool) {
+	at := func(format string, args ...any) (*Contract, bool) {
+		pos := m.Factory.Pos
+		if !m.Factory.Set {
+			pos = token.Position{Filename: m.File, Line: 1, Column: 1}
+		}
+		errs.Add(pos, "factory %s: %s", suggest.Quote(named.String()), fmt.Sprintf(format, args...))
+		return named, false
+	}
+	switch {
+	case pkg == nil:
+		return at("package %s was not loaded", suggest.Quote(named.Path))
+	case len(pkg.Errors) > 0:
+		// Without the position, which may lie in the loader package.
+		return at("package %s: %s", suggest.Quote(named.Path), foldLines(pkg.Errors[0].Msg))
+	case pkg.ExportFile == "":
+		return at("package %s does not build", suggest.Quote(named.Path))
+	}
+	tpkg, err := readExport(token.NewFileSet(), map[string]*types.Package{}, pkg)
+	if err != nil {
+		return at("%v", err)
+	}
+	files, err := newSourceFiles(pkg).parsed()
+	if err != nil {
+		return at("reading its markers: %v", err)
+	}
+	marked := *named
+	var problem string
+	if marked.Roles, marked.Registry, problem = readMarkers(files, named.Name); problem != "" {
+		return at("%s", problem)
+	}
+	_, filled, problem := typeContract(tpkg, marked)
+	if problem != "" {
+		return at("%s", problem)
+	}
+	return &filled, true
 }

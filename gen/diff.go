@@ -8,14 +8,18 @@ import (
 	"github.com/rogpeppe/go-internal/diff"
 )
 
-// unifiedDiff is the diff of the file at path from old to new; committed
-// says whether old is the file as its git checkout committed it.
-func unifiedDiff(path string, committed bool, old, new []byte) []byte {
-	label := " (on disk)"
-	if committed {
-		label = " (committed)"
-	}
-	return diff.Diff(path+label, old, path+" (generated)", new)
+// The names a diff gives the old side of a registry file: what is on
+// disk, the file as its git checkout committed it, or no file at all.
+const (
+	sideOnDisk    = "(on disk)"
+	sideCommitted = "(committed)"
+	sideMissing   = "(missing)"
+)
+
+// unifiedDiff is the diff of the file at path from old, the side named
+// oldSide, to new.
+func unifiedDiff(path, oldSide string, old, new []byte) []byte {
+	return diff.Diff(path+" "+oldSide, old, path+" (generated)", new)
 }
 
 // committed reports whether git, run with env, says that the file at abs

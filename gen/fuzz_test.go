@@ -79,12 +79,12 @@ var (
 	registryErr   error
 	// kvContract is the KV connector contract, as gen resolves it.
 	kvContract Contract
-	kvResolved *contract
+	kvResolved *typedContract
 )
 
 // registryPackage loads package registry's types from its export data,
 // once per process.
-func registryPackage(t *testing.T) (*types.Package, *contract) {
+func registryPackage(t *testing.T) (*types.Package, *typedContract) {
 	registryOnce.Do(func() {
 		// Package registry first, whole: package kv's export data holds
 		// only the part of it that kv uses.
@@ -114,7 +114,7 @@ func registryPackage(t *testing.T) (*types.Package, *contract) {
 		c := Contract{Path: kvPath, Name: "Factory"}
 		var problem string
 		if c.Roles, c.Registry, problem = readMarkers(files, c.Name); problem == "" {
-			kvResolved, kvContract, problem = resolveContract(registryTypes, c)
+			kvResolved, kvContract, problem = typeContract(registryTypes, c)
 		}
 		if problem != "" {
 			registryErr = errors.New(problem)
@@ -126,7 +126,7 @@ func registryPackage(t *testing.T) (*types.Package, *contract) {
 
 // madeUpPackage is a package at import path p that declares nothing yet,
 // named for its last element where that is an identifier.
-func madeUpPackage(p string, c *contract) *loadedPackage {
+func madeUpPackage(p string, c *typedContract) *loadedPackage {
 	name := path.Base(p)
 	if !token.IsIdentifier(name) || token.IsKeyword(name) {
 		name = "conn"
@@ -188,9 +188,10 @@ func fuzzGenerate(t *testing.T, data []byte) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module example.com/kvcase\n"), 0o644))
 	path := filepath.Join(dir, filepath.FromSlash(m.Output.V))
-	res := &Result{manifest: m, Package: out.name, Path: path, abs: path, root: dir}
+	target := &outputFile{path: path, abs: path, root: dir, pkg: out}
+	res := &Result{manifest: m, Package: out.name, Path: path, file: target}
 	var errs diag.List
-	res.Entries, err = checkEntries(&errs, m, &listing{pkgs: pkgs, kind: &kvContract}, "", func(s string) string { return s }, (*CheckCache)(nil).file("", ""), true)
+	res.Entries, err = checkEntries(&errs, m, &linked{listing: &listing{pkgs: pkgs}}, &kvContract, true, func(s string) string { return s }, (*CheckCache)(nil).file("", ""))
 	require.NoError(t, err)
 	err = errs.Err()
 	if err == nil {
@@ -200,7 +201,7 @@ func fuzzGenerate(t *testing.T, data []byte) {
 		require.NoError(t, err, "emitting what was checked must work")
 	}
 	if err == nil {
-		err = res.checkTarget()
+		err = target.writable(m)
 	}
 	if err == nil {
 		_, err = res.Write()
@@ -216,9 +217,9 @@ func fuzzGenerate(t *testing.T, data []byte) {
 	got, err := os.ReadFile(res.Path)
 	require.NoError(t, err)
 	require.Equal(t, res.Content, got)
-	rel, err := filepath.Rel(dir, res.target)
+	rel, err := filepath.Rel(dir, res.file.target)
 	require.NoError(t, err)
-	require.False(t, rel == ".." || len(rel) > 2 && rel[:3] == ".."+string(filepath.Separator), "written outside the module: %s", res.target)
+	require.False(t, rel == ".." || len(rel) > 2 && rel[:3] == ".."+string(filepath.Separator), "written outside the module: %s", res.file.target)
 
 	first, _, _ := bytes.Cut(got, []byte("\n"))
 	require.Regexp(t, generatedHeaderLine, string(first))

@@ -19,7 +19,6 @@ import (
 	"errors"
 	"fmt"
 	"go/token"
-	"go/types"
 	"os"
 	"path/filepath"
 	"slices"
@@ -30,7 +29,6 @@ import (
 	"github.com/kvgen/kvgen/internal/gomod"
 	"github.com/kvgen/kvgen/internal/manifest"
 	"github.com/kvgen/kvgen/internal/readfile"
-	"github.com/kvgen/kvgen/internal/suggest"
 )
 
 // Options says what to generate. gen reads no state of the process it runs
@@ -102,18 +100,12 @@ type Result struct {
 	// replacement and not from that version.
 	Warnings []*Problem
 
-	declared   map[string]bool         // top-level names of the output package's other files
-	abs        string                  // Path made absolute
-	target     string                  // Path with symbolic links resolved: the file Write replaces
-	output     string                  // Options.Output, when it named Path
-	importPath string                  // the output package's import path, if known
-	root       string                  // the module's root directory
-	flags      []string                // Options.BuildFlags
-	env        []string                // Options.Env
-	sources    map[string]*sourceFiles // the entries' packages' files, for Docs
-	manifest   *manifest.Manifest      // the parsed manifest
-	modules    *gomod.Update           // go.mod and go.sum linked with the manifest's modules, if go.mod lacks them
-	vendor     *gomod.VendorError      // what vendor/ lacks of the go.mod linked, when the main module builds from it
+	manifest *manifest.Manifest      // readManifest's
+	file     *outputFile             // placeOutput's
+	linked   *linked                 // loadLinked's, its listing dropped
+	sources  map[string]*sourceFiles // the entries' packages' files, for Summary
+	flags    []string                // Options.BuildFlags
+	env      []string                // Options.Env
 }
 
 // Generate runs every stage and returns the file to write. An error in the
@@ -127,24 +119,32 @@ func Generate(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	desc, err := describe(res.manifest, res.Contract, res.importPath, res.Entries)
+	if res.Content, err = res.render(cache, opts.WorkDir); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// render is the last stage: the registry file of what resolve checked.
+func (r *Result) render(cache *checkCache, workDir string) ([]byte, error) {
+	desc, err := describe(r.manifest, r.Contract, r.linked.importPath, r.Entries)
 	if err != nil {
 		return nil, err
 	}
-	shown := res.shownManifest(opts.WorkDir)
-	key := renderKey(cache.salt, shown, res.Package, res.Contract, desc, res.Entries, res.declared)
+	shown := r.shownManifest(workDir)
+	declared := r.file.pkg.declared
+	key := renderKey(cache.salt, shown, r.Package, r.Contract, desc, r.Entries, declared)
 	// An existing file that is what these inputs rendered last time is
 	// what they render now: kvgen check on an unchanged tree stops here.
-	if old, err := readfile.Read(res.abs, readfile.Max); err == nil && cache.rendered(key, old) {
-		res.Content = old
-		return res, nil
+	if old, err := readfile.Read(r.file.abs, readfile.Max); err == nil && cache.rendered(key, old) {
+		return old, nil
 	}
-	res.Content, err = emit(shown, res.Package, res.Contract, desc, res.Entries, res.declared)
+	content, err := emit(shown, r.Package, r.Contract, desc, r.Entries, declared)
 	if err != nil {
 		return nil, err
 	}
-	cache.remember(key, res.Content)
-	return res, nil
+	cache.remember(key, content)
+	return content, nil
 }
 
 // shownManifest is the manifest's path as the generated file names it:
@@ -156,7 +156,7 @@ func (r *Result) shownManifest(workDir string) string {
 	if !filepath.IsAbs(m) {
 		m = filepath.Join(workDir, m)
 	}
-	rel, err := filepath.Rel(filepath.Dir(r.abs), m)
+	rel, err := filepath.Rel(filepath.Dir(r.file.abs), m)
 	if err != nil {
 		return filepath.Base(m)
 	}
@@ -170,10 +170,21 @@ func Resolve(ctx context.Context, opts Options) (*Result, error) {
 	return res, err
 }
 
-// resolve is Resolve, returning the manifest's check cache; forWrite adds the
-// checks of the file to write. Each stage takes what the one before it
-// made; problems that let the run go on collect in errs, so that one run
-// reports them all.
+// resolve runs the stages of a run up to rendering, each taking what
+// those before it made:
+//
+//	readManifest  Options → the manifest, with the entries Options.Only keeps
+//	placeOutput   manifest → the file to write and its package (*outputFile)
+//	checkWritable *outputFile → whether kvgen may write it (forWrite only)
+//	loadLinked    manifest, *outputFile → the entries' packages as the go
+//	              command lists them with a go.mod that links the
+//	              manifest's modules (*linked)
+//	readContract  manifest, *linked → the contract factory: names
+//	checkEntries  manifest, *linked, contract → the entries that pass
+//
+// Generate then renders the file (render). resolve returns the manifest's
+// check cache, which render uses too. Problems that let the run go on
+// collect in errs, so that one run reports them all.
 func resolve(ctx context.Context, opts Options, forWrite bool) (*Result, *checkCache, error) {
 	opts, err := withDefaults(ctx, opts)
 	if err != nil {
@@ -184,32 +195,47 @@ func resolve(ctx context.Context, opts Options, forWrite bool) (*Result, *checkC
 	if err != nil {
 		return nil, nil, err
 	}
-	res, out := placeOutput(&errs, opts, m)
+	out := placeOutput(&errs, opts, m)
 	if opts.Dir == "" {
-		opts.Dir = defaultLoadDir(opts, res.abs)
+		opts.Dir = defaultLoadDir(opts, out.abs)
 	}
+	out.root = moduleRoot(opts.loadDir())
 	if forWrite {
-		if err := res.checkOutput(&errs, opts); err != nil {
+		if err := out.checkWritable(&errs, m); err != nil {
 			return nil, nil, err
 		}
 	}
-	kind := contractOf(m)
-	lc, err := newLoadConfig(opts, kind.Path)
+	named := contractOf(m)
+	ld, err := loadLinked(ctx, &errs, opts, m, out, named.Path)
 	if err != nil {
 		return nil, nil, err
 	}
-	defer os.RemoveAll(lc.tmp)
-	// The existing registry file stands aside while loading: it may be
-	// what closes an import cycle through a connector that imports the
-	// output package, and kvgen could never write a file without it.
-	listed, err := loadLinked(ctx, &errs, opts, res, &lc, out.overlay(res.abs))
+	contract, contractOK := readContract(&errs, m, named, ld.contractPkg)
+	cache := opts.Cache.file(opts.abs(opts.Manifest), out.path)
+	entries, err := checkEntries(&errs, m, ld, contract, contractOK, shortPath(opts.WorkDir), cache)
 	if err != nil {
 		return nil, nil, err
 	}
-	cache, err := checkResolved(&errs, opts, res, kind, listed)
-	if err != nil {
-		return nil, nil, err
+	if err := errs.Err(); err != nil {
+		return nil, nil, err // the entries that passed are in the cache
 	}
+	res := &Result{
+		Entries:  entries,
+		Path:     out.path,
+		Package:  out.pkg.name,
+		Contract: contract,
+		Warnings: ld.warnings,
+		manifest: m,
+		file:     out,
+		sources:  make(map[string]*sourceFiles, len(ld.pkgs)),
+		flags:    opts.BuildFlags(),
+		env:      opts.Env,
+	}
+	for path, lp := range ld.pkgs {
+		res.sources[path] = lp.src
+	}
+	ld.listing = nil // the packages' types are not kept
+	res.linked = ld
 	return res, cache, nil
 }
 
@@ -248,28 +274,6 @@ func (o Options) loadDir() string {
 	return o.abs(o.Dir)
 }
 
-// defaultLoadDir is where the go command loads from when Options.Dir is
-// unset: the directory of out, the output file, whose module compiles the
-// registry (its nearest existing parent, since generate may create it);
-// the manifest's directory when out is in no module, which checkOutput
-// then reports as outside the manifest's.
-func defaultLoadDir(opts Options, out string) string {
-	d := filepath.Dir(out)
-	for {
-		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
-			break
-		}
-		if filepath.Dir(d) == d {
-			break
-		}
-		d = filepath.Dir(d)
-	}
-	if moduleRoot(d) == "" {
-		return opts.abs(filepath.Dir(opts.Manifest))
-	}
-	return d
-}
-
 // readManifest parses the manifest, keeping the entries opts.Only names.
 // A manifest whose problems all lie within entries still comes back, its
 // problems in errs: the other entries are checked too, and every problem
@@ -288,363 +292,72 @@ func readManifest(errs *diag.List, opts Options) (*manifest.Manifest, error) {
 	return m, nil
 }
 
-// placeOutput returns the Result for m, naming the file to write, and the
-// package that file goes into as it is now; nil if it could not be
-// inspected, which is in errs.
-func placeOutput(errs *diag.List, opts Options, m *manifest.Manifest) (*Result, *outputPackage) {
-	res := &Result{manifest: m, Path: opts.Output, flags: opts.BuildFlags(), env: opts.Env}
-	if res.Path == "" {
-		res.Path = filepath.Join(filepath.Dir(opts.Manifest), m.Output.V)
+// Summary returns the first sentence of the doc comment of e's
+// constructor, or of its package's documentation where the constructor
+// has none (a package may hold more than one connector, or much else
+// besides): what a listing shows of an entry. It is "" when there is none,
+// or e's package's files cannot be parsed.
+func (r *Result) Summary(e *Entry) string {
+	src := r.sources[e.ImportPath]
+	if src == nil {
+		return ""
 	}
-	res.abs = opts.abs(res.Path)
-	out, err := inspectOutput(m, res.Path, res.abs, buildContext(opts.Env, opts.Tags))
-	if err != nil {
-		errs.Append(outputPos(m), err)
-	} else {
-		res.Package, res.declared = out.name, out.declared
-	}
-	return res, out
+	files, _ := src.parsed() // what does not parse has no doc to give
+	return summary(files, e.Constructor)
 }
 
-// checkOutput checks that kvgen may write r.Path (see Write). A problem
-// with the file Options.Output names stops the run, being the caller's
-// and not the manifest's; one with the manifest's output is in errs.
-func (r *Result) checkOutput(errs *diag.List, opts Options) error {
-	r.output, r.root = opts.Output, moduleRoot(opts.loadDir())
-	if err := r.checkTarget(); err != nil {
-		if r.output != "" {
-			return err
-		}
-		errs.Append(outputPos(r.manifest), err)
-	}
-	return nil
+// Difference is how the file at a Result's Path differs from its Content.
+type Difference struct {
+	// Missing is set when there is no file at Path.
+	Missing bool
+	// Line is the first line of the file on disk that differs, counting
+	// from 1; 1 for a missing file.
+	Line int
+	// Diff is a unified diff from the file on disk to Content. Its old
+	// side is the file "(on disk)", "(committed)" when git says it is
+	// the file of the checkout's HEAD, unchanged, or "(missing)".
+	Diff []byte
 }
 
-// newLoadConfig says how to load the connectors' packages, and those of
-// contract, the package of the type factory: names, if any. Its tmp is a
-// new directory that the caller removes: what the go command leaves when a
-// signal stops it goes with it.
-func newLoadConfig(opts Options, contract string) (loadConfig, error) {
-	lc := loadConfig{contract: contract, dir: opts.loadDir(), workDir: opts.WorkDir, environ: opts.Env, flags: opts.BuildFlags(), loaderAbove: opts.loaderAbove}
-	var err error
-	lc.tmp, err = gocmd.TempDir(opts.Env)
-	return lc, err
-}
-
-// loadLinked loads the packages of res.manifest's entries with a go.mod
-// that links the modules the manifest names: the main module's when it
-// does, else one linked in a scratch directory, which it puts in
-// res.modules. It sets lc.goMod, and lc.modFile when it linked; an entry
-// whose version: or replace: is wrong is reported in errs and left out.
-func loadLinked(ctx context.Context, errs *diag.List, opts Options, res *Result, lc *loadConfig, overlay map[string][]byte) (*listing, error) {
-	m := res.manifest
-	// A failure that stops the run comes with the problems found so far:
-	// the manifest's and the output file's.
-	stop := func(err error) error {
-		if found := errs.Err(); found != nil {
-			return errors.Join(found, err)
-		}
-		return err
-	}
-	paths := importPaths(m)
-	listed, err := load(ctx, *lc, overlay, paths)
-	main, merr := mainModule(ctx, listed, err, lc.dir, opts.Env)
-	if merr != nil {
-		return nil, stop(merr)
-	}
-	lc.goMod = main.GoMod
-	res.importPath = packagePath(main, filepath.Dir(res.abs))
-	plan, perr := gomod.NewPlan(m, main, filepath.Dir(opts.abs(opts.Manifest)))
-	errs.Append(outputPos(m), perr)
-	if plan == nil {
-		return nil, errs.Err()
-	}
-	res.Warnings = plan.Warnings.Sort()
-	if len(plan.Bad) > 0 {
-		for i := range m.Connectors {
-			c := &m.Connectors[i]
-			c.Invalid = c.Invalid || plan.Bad[i]
-		}
-		paths = importPaths(m)
-	}
-	vendored := main.Vendored(opts.Env)
-	if len(plan.Lacks) > 0 {
-		if opts.ReadOnlyModules {
-			lerr := plan.Err()
-			if le, ok := lerr.(*gomod.LacksError); ok {
-				le.Vendored = vendored
-			}
-			return nil, stop(lerr)
-		}
-		scratch, merr := os.MkdirTemp(lc.tmp, "mod-")
-		if merr != nil {
-			return nil, merr
-		}
-		// The scratch go.mod is used outside workspace mode: it takes in
-		// what go.work gives the main module.
-		if err := main.UseWorkspace(opts.Env); err != nil {
-			return nil, stop(err)
-		}
-		if res.modules, err = plan.Link(ctx, scratch, opts.Env); err != nil {
-			return nil, stop(err)
-		}
-		if vendored {
-			if res.vendor, err = vendorLacks(opts, main, res.modules.GoMod); err != nil {
-				return nil, stop(err)
-			}
-		}
-		// Load again with the linked go.mod as go build will use it:
-		// read only, so that a go.mod still lacking something fails
-		// here.
-		lc.modFile, lc.goMod = res.modules.ModFile, res.modules.ModFile
-		lc.fromCache = res.vendor != nil
-		listed, err = load(ctx, *lc, overlay, paths)
-		res.modules.ModFile = "" // the scratch go.mod goes with this run
-	} else if vendored {
-		if res.vendor, err = vendorLacks(opts, main, nil); err != nil {
-			return nil, stop(err)
-		}
-		if res.vendor != nil {
-			if opts.ReadOnlyModules {
-				return nil, stop(res.vendor)
-			}
-			// The go command refuses the vendor directory: load from the
-			// module cache, as go build will once go mod vendor ran.
-			lc.fromCache = true
-			listed, err = load(ctx, *lc, overlay, paths)
-		}
-	}
-	if err != nil {
-		return nil, stop(err)
-	}
-	mods, versions := main.Requires(), main.Versions()
-	if res.modules != nil {
-		mods, versions = res.modules.Requires(), res.modules.Versions()
-	}
-	listed.explainMissing(ctx, *lc, mods)
-	listed.explainNotCached(mods, versions)
-	return listed, nil
-}
-
-// vendorLacks returns what main's vendor directory lacks of goMod, the
-// main module's go.mod as it is (nil) or is to be, as an error that names
-// it; nil when it lacks nothing.
-func vendorLacks(opts Options, main *gomod.Main, goMod []byte) (*gomod.VendorError, error) {
-	lacks, err := main.VendorLacks(goMod)
-	if err != nil || len(lacks) == 0 {
-		return nil, err
-	}
-	rel := shortPath(opts.WorkDir)
-	return &gomod.VendorError{ModulesTxt: rel(main.ModulesTxt()), Dir: rel(main.Dir), Lacks: lacks, Written: goMod != nil}, nil
-}
-
-// mainModule returns the main module that the first load ran in, given
-// what it returned. Usually the go command's own report of it says which
-// go.mod to compare with the manifest. When the go command failed as a
-// whole, or named no go.mod, mainModule finds the main module from dir as
-// the go command does: to say so if there is none, and to see whether
-// linking what the manifest names puts the load right (the caller still
-// holds loadErr). The error it returns stops the run.
-func mainModule(ctx context.Context, listed *listing, loadErr error, dir string, env []string) (*gomod.Main, error) {
-	if loadErr == nil && listed.goMod != "" {
-		return gomod.ReadMain(listed.goMod)
-	}
-	main, err := gomod.FindMain(ctx, dir, env)
-	if err != nil {
-		if errors.Is(err, gomod.ErrNoModule) || loadErr == nil {
-			return nil, err
-		}
-		return nil, loadErr
-	}
-	return main, nil
-}
-
-// importPaths lists the import paths of m's entries that have no problem
-// reported yet.
-func importPaths(m *manifest.Manifest) []string {
-	paths := make([]string, 0, len(m.Connectors))
-	for _, c := range m.Connectors {
-		if !c.Invalid {
-			paths = append(paths, c.Import.V)
-		}
-	}
-	return paths
-}
-
-// checkResolved reads the contract, kind filled in from its package, and
-// checks every loaded entry against it, through the manifest's check
-// cache, which it returns for rendering.
-func checkResolved(errs *diag.List, opts Options, res *Result, kind *Contract, listed *listing) (*checkCache, error) {
-	m := res.manifest
-	res.sources, listed.kind = make(map[string]*sourceFiles, len(listed.pkgs)), kind
-	var contractOK bool
-	for path, lp := range listed.pkgs {
-		res.sources[path] = lp.src
-	}
-	res.Contract, contractOK = resolveNamed(errs, m, listed)
-	listed.kind = res.Contract
-	cache := opts.Cache.file(opts.abs(opts.Manifest), res.Path)
-	var err error
-	res.Entries, err = checkEntries(errs, m, listed, res.importPath, shortPath(opts.WorkDir), cache, contractOK)
-	if err != nil {
-		return nil, err
-	}
-	if err := errs.Err(); err != nil {
-		return nil, err // the entries that passed are in the cache
-	}
-	return cache, nil
-}
-
-// resolveNamed reads the type that m's factory: names (by default
-// DefaultFactory) from its package's export data, and the markers of its
-// doc comment from the package's source, and returns the contract it is;
-// a problem is reported at factory:, and ok is false.
-func resolveNamed(errs *diag.List, m *manifest.Manifest, listed *listing) (c *Contract, ok bool) {
-	c = listed.kind
-	at := func(format string, args ...any) (*Contract, bool) {
-		pos := m.Factory.Pos
-		if !m.Factory.Set {
-			pos = token.Position{Filename: m.File, Line: 1, Column: 1}
-		}
-		errs.Add(pos, "factory %s: %s", suggest.Quote(c.String()), fmt.Sprintf(format, args...))
-		return c, false
-	}
-	p := listed.contract
+// Stale returns how the file at r.Path differs from r.Content, or nil when
+// it holds r.Content.
+func (r *Result) Stale() (*Difference, error) {
+	old, err := readfile.Read(r.file.abs, readfile.Max)
 	switch {
-	case p == nil:
-		return at("package %s was not loaded", suggest.Quote(c.Path))
-	case len(p.Errors) > 0:
-		// Without the position, which may lie in the loader package.
-		return at("package %s: %s", suggest.Quote(c.Path), oneLine(p.Errors[0].Msg))
-	case p.ExportFile == "":
-		return at("package %s does not build", suggest.Quote(c.Path))
+	case errors.Is(err, os.ErrNotExist):
+		return &Difference{Missing: true, Line: 1, Diff: unifiedDiff(r.Path, sideMissing, nil, r.Content)}, nil
+	case err != nil:
+		return nil, err
+	case bytes.Equal(old, r.Content):
+		return nil, nil
 	}
-	pkg, err := readExport(token.NewFileSet(), map[string]*types.Package{}, p)
-	if err != nil {
-		return at("%v", err)
+	side := sideOnDisk
+	if committed(r.file.abs, r.env) {
+		side = sideCommitted
 	}
-	files, err := newSourceFiles(p).parsed()
-	if err != nil {
-		return at("reading its markers: %v", err)
-	}
-	marked := *c
-	var problem string
-	if marked.Roles, marked.Registry, problem = readMarkers(files, c.Name); problem != "" {
-		return at("%s", problem)
-	}
-	_, filled, problem := resolveContract(pkg, marked)
-	if problem != "" {
-		return at("%s", problem)
-	}
-	return &filled, true
+	return &Difference{Line: firstDifferentLine(old, r.Content), Diff: unifiedDiff(r.Path, side, old, r.Content)}, nil
 }
 
-// checkEntries checks every entry of m against its loaded package, and
-// returns those that pass; outPath is the import path of the package the
-// registry goes into, "" if unknown. An entry whose check the cache remembers
-// needs no types, and the packages of the others are decoded together, in
-// parallel, if they are not yet. Without contractOK, the contract could
-// not be read, and only what does not need it is checked.
-func checkEntries(errs *diag.List, m *manifest.Manifest, listed *listing, outPath string, rel func(string) string, cache *checkCache, contractOK bool) ([]*Entry, error) {
-	type miss struct {
-		index   int
-		e       *Entry
-		namePos token.Position
-		lp      *loadedPackage
-		key     string
-	}
-	var misses []miss
-	var decode []*loadedPackage
-	// The contract's export data is part of every key: a changed contract
-	// is checked afresh.
-	var regExport, contractName string
-	if listed.registry != nil {
-		regExport = listed.registry.ExportFile
-	}
-	if listed.contract != nil {
-		regExport += "\x00" + listed.contract.ExportFile
-		contractName = listed.kind.key()
-	}
-	entries := make([]*Entry, len(m.Connectors))
-	for i, c := range m.Connectors {
-		rolesOK := !contractOK || checkRoles(errs, c, i, listed.kind)
-		if c.Invalid || !rolesOK {
-			continue // its problems are reported already
-		}
-		if outPath != "" && c.Import.V == outPath {
-			errs.Add(c.Import.Pos, "%s: %s is the package the registry is generated into, and a package cannot import itself; move the connector to its own package, or generate the registry elsewhere with output:", c.Label(i), c.Import.V)
-			continue
-		}
-		lp := listed.pkgs[c.Import.V]
-		e, namePos := prepareEntry(errs, c, i, lp)
-		if e == nil {
-			continue
-		}
-		if !contractOK {
-			continue
-		}
-		key := cache.key(regExport, lp.pkg.ExportFile, e.ImportPath, e.Constructor, e.Roles, contractName)
-		if r, ok := cache.get(key); ok {
-			e.Adapt = r.Adapt
-			e.Decl = position(token.Position{Filename: r.DeclFile, Line: r.DeclLine}, e.ImportPath, lp.pkg.GoFiles, rel)
-			entries[i] = e
-			continue
-		}
-		if lp.types == nil && !slices.Contains(decode, lp) {
-			decode = append(decode, lp)
-		}
-		misses = append(misses, miss{i, e, namePos, lp, key})
-	}
-	if len(decode) > 0 {
-		if err := listed.decode(decode); err != nil {
-			return nil, err
+// firstDifferentLine is the first line, counting from 1, where a and b
+// differ.
+func firstDifferentLine(a, b []byte) int {
+	line := 1
+	for i := 0; i < len(a) && i < len(b) && a[i] == b[i]; i++ {
+		if a[i] == '\n' {
+			line++
 		}
 	}
-	for _, ms := range misses {
-		if ok, decl := checkTypes(errs, ms.e, ms.index, ms.namePos, ms.lp, rel); ok {
-			entries[ms.index] = ms.e
-			cache.put(ms.key, cachedCheck{Adapt: ms.e.Adapt, DeclFile: decl.Filename, DeclLine: decl.Line})
-		}
-	}
-	return slices.DeleteFunc(entries, func(e *Entry) bool { return e == nil }), nil
-}
-
-// Docs fills in each entry's summary (see [Entry.Doc]); only listings need
-// it, so Resolve leaves it out.
-func (r *Result) Docs() {
-	for _, e := range r.Entries {
-		if src := r.sources[e.ImportPath]; src != nil {
-			files, _ := src.parsed() // what does not parse has no doc to give
-			e.Doc = summary(files, e.Constructor)
-		}
-	}
-}
-
-// Stale reports whether the file at r.Path differs from r.Content, and
-// returns a unified diff of the difference. The diff's old side is the
-// file "(on disk)", or "(committed)" when git says it is the file of the
-// checkout's HEAD, unchanged.
-func (r *Result) Stale() (bool, []byte, error) {
-	old, err := readfile.Read(r.abs, readfile.Max)
-	if errors.Is(err, os.ErrNotExist) {
-		return true, nil, nil
-	}
-	if err != nil {
-		return false, nil, err
-	}
-	if bytes.Equal(old, r.Content) {
-		return false, nil, nil
-	}
-	return true, unifiedDiff(r.Path, committed(r.abs, r.env), old, r.Content), nil
+	return line
 }
 
 // Overlay writes, into a new directory inside dir, an absolute scratch
 // directory of the caller's, what a go build needs to compile r's registry
 // without the working tree changing: an overlay that stands r.Content in
-// for the file at r.Path and, when r.modules is set, the linked go.mod and
+// for the file at r.Path and, when generating linked modules (see
+// ModuleChanges), the linked go.mod and
 // go.sum. It returns the go command flags that build with them as the
 // connectors were loaded (with those of Options.BuildFlags). With
-// r.modules set the go command must run outside workspace mode, which
+// modules linked the go command must run outside workspace mode, which
 // refuses -modfile. The caller removes dir when the build is done.
 func (r *Result) Overlay(dir string) ([]string, error) {
 	if !filepath.IsAbs(dir) {
@@ -654,11 +367,11 @@ func (r *Result) Overlay(dir string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	file := filepath.Join(dir, filepath.Base(r.abs))
+	file := filepath.Join(dir, filepath.Base(r.file.abs))
 	if err := os.WriteFile(file, r.Content, 0o644); err != nil {
 		return nil, err
 	}
-	overlay, err := json.Marshal(map[string]map[string]string{"Replace": {r.abs: file}})
+	overlay, err := json.Marshal(map[string]map[string]string{"Replace": {r.file.abs: file}})
 	if err != nil {
 		return nil, err
 	}
@@ -666,7 +379,7 @@ func (r *Result) Overlay(dir string) ([]string, error) {
 	if err := os.WriteFile(filepath.Join(dir, "overlay.json"), overlay, 0o644); err != nil {
 		return nil, err
 	}
-	if u := r.modules; u != nil {
+	if u := r.linked.modules; u != nil {
 		modFile := filepath.Join(dir, "go.mod")
 		if err := os.WriteFile(modFile, u.BuildMod, 0o644); err != nil {
 			return nil, err
@@ -678,63 +391,12 @@ func (r *Result) Overlay(dir string) ([]string, error) {
 		}
 		flags = append(flags, "-modfile="+modFile)
 	}
-	if r.vendor != nil {
+	if r.linked.vendor != nil {
 		// The modules linked are not in vendor/, and the build leaves it
 		// alone: it takes them, and the rest, from the module cache.
 		flags = append(flags, "-mod=readonly")
 	}
 	return flags, nil
-}
-
-// loadConfig says how the go command loads the connectors' packages.
-type loadConfig struct {
-	// contract is the import path of the package of the type a
-	// manifest's factory: names, or "".
-	contract string
-	dir      string
-	// workDir is the command's working directory, which messages show
-	// paths relative to; environ is the go command's environment.
-	workDir string
-	environ []string
-	// flags are Options.BuildFlags.
-	flags []string
-	// goMod is the go.mod file in effect: the main module's, or modFile.
-	goMod string
-	// loaderAbove, when set, replaces maxPatternBytes, so that tests can
-	// load short lists through the loader package.
-	loaderAbove int
-	// modFile is a go.mod to use instead of the main module's.
-	modFile string
-	// fromCache loads with -mod=readonly, from the module cache, when the
-	// main module's vendor directory lacks what go.mod requires.
-	fromCache bool
-	// tmp is the go command's GOTMPDIR: a go command stopped by a signal
-	// leaves its work directory there, and kvgen removes tmp.
-	tmp string
-}
-
-// env is the go command's environment for loading.
-func (lc loadConfig) env() []string {
-	env := lc.environ
-	if lc.modFile != "" {
-		env = gocmd.WithoutWorkspace(env)
-	}
-	if lc.tmp != "" {
-		env = gocmd.WithTempDir(env, lc.tmp)
-	}
-	return env
-}
-
-// buildFlags are the go command flags that loading needs.
-func (lc loadConfig) buildFlags() []string {
-	flags := lc.flags
-	if lc.modFile != "" {
-		flags = append(slices.Clip(flags), "-modfile="+lc.modFile)
-	}
-	if lc.fromCache {
-		flags = append(slices.Clip(flags), "-mod=readonly")
-	}
-	return flags
 }
 
 // BuildFlags are the go command flags that load or build the connectors'
@@ -792,10 +454,10 @@ func GenerateLinked(ctx context.Context, opts Options) (*Result, error) {
 // change: the require and replace lines that the manifest's modules need
 // and the main module's go.mod lacks. It is empty when go.mod has them.
 func (r *Result) ModuleChanges() []string {
-	if r.modules == nil {
+	if r.linked.modules == nil {
 		return nil
 	}
-	return r.modules.Changes
+	return r.linked.modules.Changes
 }
 
 // VendorErr returns, as a *gomod.VendorError, what the main module's
@@ -805,10 +467,10 @@ func (r *Result) ModuleChanges() []string {
 // from the module cache, as go build does once go mod vendor has
 // recorded them; kvgen never writes vendor/.
 func (r *Result) VendorErr() error {
-	if r.vendor == nil {
+	if r.linked.vendor == nil {
 		return nil
 	}
-	return r.vendor
+	return r.linked.vendor
 }
 
 // WriteModules writes the linked go.mod and go.sum (see ModuleChanges),
@@ -816,36 +478,8 @@ func (r *Result) VendorErr() error {
 // error wrapping ErrModulesChanged when another process changed either
 // file since Generate read it.
 func (r *Result) WriteModules(ctx context.Context) error {
-	if r.modules == nil {
+	if r.linked.modules == nil {
 		return nil
 	}
-	return r.modules.Write(ctx)
-}
-
-// checkRoles checks that the roles entry c lists are roles the contract
-// declares, and reports those that are not at their positions.
-func checkRoles(errs *diag.List, c manifest.Connector, index int, contract *Contract) bool {
-	if len(c.Roles) == 0 {
-		return true
-	}
-	declared := contract.RoleNames()
-	if len(declared) == 0 {
-		errs.Add(c.Roles[0].Pos, "%s: roles: the contract %s declares no roles (with a %s line), so remove roles:", c.Label(index), contract.String(), MarkerRoles)
-		return false
-	}
-	ok := true
-	for _, r := range c.Roles {
-		if slices.Contains(declared, r.V) {
-			continue
-		}
-		msg := fmt.Sprintf("%s: unknown role %s", c.Label(index), suggest.Quote(r.V))
-		if near := suggest.Nearest(r.V, declared, 1); len(near) > 0 {
-			msg += fmt.Sprintf("; did you mean %q?", near[0])
-		} else {
-			msg += fmt.Sprintf("; the contract %s declares %s", contract.String(), quoteJoin(declared))
-		}
-		errs.Add(r.Pos, "%s", msg)
-		ok = false
-	}
-	return ok
+	return r.linked.modules.Write(ctx)
 }

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,7 +22,10 @@ import (
 	"golang.org/x/tools/go/gcexportdata"
 	"golang.org/x/tools/go/packages"
 
+	"github.com/kvgen/kvgen/internal/diag"
 	"github.com/kvgen/kvgen/internal/gocmd"
+	"github.com/kvgen/kvgen/internal/gomod"
+	"github.com/kvgen/kvgen/internal/manifest"
 	"github.com/kvgen/kvgen/internal/readfile"
 )
 
@@ -43,9 +47,9 @@ type loadedPackage struct {
 	pkg   *packages.Package
 	types *types.Package
 	fset  *token.FileSet
-	// contract holds the registry types in the same type universe as
-	// types, so that types.Identical and types.Implements can compare them.
-	contract *contract
+	// contract is the contract in the same type universe as types, so
+	// that types.Identical and types.Implements can compare them.
+	contract *typedContract
 	err      error
 
 	// src is its Go files, parsed when first needed.
@@ -131,8 +135,8 @@ func load(ctx context.Context, lc loadConfig, overlay map[string][]byte, paths [
 		return nil, err
 	}
 	out := &listing{registry: reg, pkgs: make(map[string]*loadedPackage, len(paths))}
-	if lc.contract != "" {
-		out.contract = byPath[lc.contract]
+	if lc.contractPath != "" {
+		out.contractPkg = byPath[lc.contractPath]
 	}
 	for _, r := range roots {
 		if r.Name == "kvgenload" && r.Module != nil {
@@ -167,7 +171,7 @@ func load(ctx context.Context, lc loadConfig, overlay map[string][]byte, paths [
 		for _, lp := range noExport {
 			args = append(args, lp.pkg.PkgPath)
 		}
-		why := oneLine(goListError(ctx, lc, args...))
+		why := foldLines(goListError(ctx, lc, args...))
 		for _, lp := range noExport {
 			lp.err = fmt.Errorf("package %s does not build: %s", lp.pkg.PkgPath, why)
 		}
@@ -188,8 +192,8 @@ func listPackages(ctx context.Context, lc loadConfig, overlay map[string][]byte,
 	// The contract's package is listed with the connectors, and so costs
 	// no go list run of its own.
 	wanted := []string{RegistryPath}
-	if lc.contract != "" && lc.contract != RegistryPath {
-		wanted = append(wanted, lc.contract)
+	if lc.contractPath != "" && lc.contractPath != RegistryPath {
+		wanted = append(wanted, lc.contractPath)
 	}
 	patterns := append(append([]string{"./" + loaderDir}, wanted...), paths...)
 	mode := packages.NeedName | packages.NeedFiles | packages.NeedModule | packages.NeedExportFile
@@ -261,13 +265,10 @@ func listedRegistry(ctx context.Context, lc loadConfig, reg *packages.Package) (
 // the registry package, before any export data is read.
 type listing struct {
 	registry *packages.Package
-	// contract is the package of the type a manifest's factory: names,
-	// or nil.
-	contract *packages.Package
-	// kind is the contract the connectors are checked against; decode
-	// resolves it in each worker's type universe.
-	kind *Contract
-	pkgs map[string]*loadedPackage // by import path
+	// contractPkg is the package of the type a manifest's factory:
+	// names, or nil.
+	contractPkg *packages.Package
+	pkgs        map[string]*loadedPackage // by import path
 	// goMod is the main module's go.mod as the go command used it.
 	goMod string
 	// missing are the packages no module provides.
@@ -283,8 +284,8 @@ func (l *listing) explainMissing(ctx context.Context, lc loadConfig, mods []stri
 }
 
 // decode reads the export data of the given packages, which loaded
-// without errors.
-func (l *listing) decode(todo []*loadedPackage) error {
+// without errors, and the contract's types with them.
+func (l *listing) decode(todo []*loadedPackage, contract *Contract) error {
 	// Workers claim packages by index rather than receive them over a
 	// channel: a hand-off per package costs a scheduler round trip, about
 	// 15% of the decoding time at 400 packages.
@@ -296,7 +297,7 @@ func (l *listing) decode(todo []*loadedPackage) error {
 	for w := range workers {
 		wg.Go(func() {
 			imports := make(map[string]*types.Package)
-			c, err := l.newContract(fset, imports)
+			c, err := l.typeContract(fset, imports, contract)
 			if err != nil {
 				setupErrs[w] = err
 				return // the other workers take the packages; load fails anyway
@@ -347,7 +348,7 @@ func rootErrors(roots []*packages.Package) string {
 			continue
 		}
 		for _, e := range r.Errors {
-			msgs = append(msgs, oneLine(e.Msg))
+			msgs = append(msgs, foldLines(e.Msg))
 		}
 	}
 	if len(msgs) == 0 {
@@ -385,18 +386,18 @@ func readExport(fset *token.FileSet, imports map[string]*types.Package, p *packa
 	return gcexportdata.Read(r, fset, imports, p.PkgPath)
 }
 
-// newContract reads the contract, the type factory: names, into a
-// worker's type universe.
-func (l *listing) newContract(fset *token.FileSet, imports map[string]*types.Package) (*contract, error) {
-	pkg, err := readExport(fset, imports, l.contract)
+// typeContract reads the contract's types into a worker's type universe:
+// those of one universe cannot be compared with another's.
+func (l *listing) typeContract(fset *token.FileSet, imports map[string]*types.Package, c *Contract) (*typedContract, error) {
+	pkg, err := readExport(fset, imports, l.contractPkg)
 	if err != nil {
 		return nil, err
 	}
-	ac, _, problem := resolveContract(pkg, *l.kind)
-	if ac == nil {
-		return nil, errors.New(problem) // resolve reported it already
+	tc, _, problem := typeContract(pkg, *c)
+	if tc == nil {
+		return nil, errors.New(problem) // readContract reported it already
 	}
-	return ac, nil
+	return tc, nil
 }
 
 // packageErrors condenses a package's errors into one line, keeping the
@@ -412,14 +413,14 @@ func packageErrors(p *packages.Package) error {
 		if e.Pos != "" && e.Pos != "-" {
 			m = e.Pos + ": " + m
 		}
-		msgs = append(msgs, oneLine(m))
+		msgs = append(msgs, foldLines(m))
 	}
 	return errors.New(strings.Join(msgs, "; "))
 }
 
-// oneLine folds the go command's multi-line output, dropping its
+// foldLines folds the go command's multi-line output, dropping its
 // "# package" headers, so that each error stays on one line.
-func oneLine(s string) string {
+func foldLines(s string) string {
 	var parts []string
 	for _, l := range strings.Split(s, "\n") {
 		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "# ") {
@@ -427,4 +428,221 @@ func oneLine(s string) string {
 		}
 	}
 	return strings.Join(parts, "; ")
+}
+
+// linked is what loadLinked makes: the entries' packages as the go
+// command listed them, with the go.mod that links the manifest's modules.
+type linked struct {
+	*listing
+	// importPath is the import path of the package the file goes into,
+	// "" if unknown.
+	importPath string
+	warnings   []*Problem
+	// modules is go.mod and go.sum linked with the manifest's modules,
+	// when go.mod lacks them; vendor is what vendor/ lacks of the go.mod
+	// linked, when the main module builds from it.
+	modules *gomod.Update
+	vendor  *gomod.VendorError
+}
+
+// loadLinked loads the packages of m's entries, and contractPath, the
+// package of the type factory: names, with a go.mod that links the
+// modules m names: the main module's when it does, else one linked in a
+// scratch directory, which it returns in modules. An entry whose version:
+// or replace: is wrong is reported in errs and left out.
+func loadLinked(ctx context.Context, errs *diag.List, opts Options, m *manifest.Manifest, out *outputFile, contractPath string) (*linked, error) {
+	// A failure that stops the run comes with the problems found so far:
+	// the manifest's and the output file's.
+	stop := func(err error) error {
+		if found := errs.Err(); found != nil {
+			return errors.Join(found, err)
+		}
+		return err
+	}
+	lc := loadConfig{contractPath: contractPath, dir: opts.loadDir(), workDir: opts.WorkDir, environ: opts.Env, flags: opts.BuildFlags(), loaderAbove: opts.loaderAbove}
+	var err error
+	// What a go command stopped by a signal leaves goes with tmp.
+	if lc.tmp, err = gocmd.TempDir(opts.Env); err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(lc.tmp)
+	// The existing registry file stands aside while loading: it may be
+	// what closes an import cycle through a connector that imports the
+	// output package, and kvgen could never write a file without it.
+	overlay := out.pkg.overlay(out.abs)
+	paths := importPaths(m)
+	listed, err := load(ctx, lc, overlay, paths)
+	main, merr := mainModule(ctx, listed, err, lc.dir, opts.Env)
+	if merr != nil {
+		return nil, stop(merr)
+	}
+	lc.goMod = main.GoMod
+	ld := &linked{importPath: packagePath(main, filepath.Dir(out.abs))}
+	plan, perr := gomod.NewPlan(m, main, filepath.Dir(opts.abs(opts.Manifest)))
+	errs.Append(outputPos(m), perr)
+	if plan == nil {
+		return nil, errs.Err()
+	}
+	ld.warnings = plan.Warnings.Sort()
+	if len(plan.Bad) > 0 {
+		for i := range m.Connectors {
+			c := &m.Connectors[i]
+			c.Invalid = c.Invalid || plan.Bad[i]
+		}
+		paths = importPaths(m)
+	}
+	vendored := main.Vendored(opts.Env)
+	if len(plan.Lacks) > 0 {
+		if opts.ReadOnlyModules {
+			lerr := plan.Err()
+			if le, ok := lerr.(*gomod.LacksError); ok {
+				le.Vendored = vendored
+			}
+			return nil, stop(lerr)
+		}
+		scratch, merr := os.MkdirTemp(lc.tmp, "mod-")
+		if merr != nil {
+			return nil, merr
+		}
+		// The scratch go.mod is used outside workspace mode: it takes in
+		// what go.work gives the main module.
+		if err := main.UseWorkspace(opts.Env); err != nil {
+			return nil, stop(err)
+		}
+		if ld.modules, err = plan.Link(ctx, scratch, opts.Env); err != nil {
+			return nil, stop(err)
+		}
+		if vendored {
+			if ld.vendor, err = vendorLacks(opts, main, ld.modules.GoMod); err != nil {
+				return nil, stop(err)
+			}
+		}
+		// Load again with the linked go.mod as go build will use it:
+		// read only, so that a go.mod still lacking something fails
+		// here.
+		lc.modFile, lc.goMod = ld.modules.ModFile, ld.modules.ModFile
+		lc.fromCache = ld.vendor != nil
+		listed, err = load(ctx, lc, overlay, paths)
+		ld.modules.ModFile = "" // the scratch go.mod goes with this run
+	} else if vendored {
+		if ld.vendor, err = vendorLacks(opts, main, nil); err != nil {
+			return nil, stop(err)
+		}
+		if ld.vendor != nil {
+			if opts.ReadOnlyModules {
+				return nil, stop(ld.vendor)
+			}
+			// The go command refuses the vendor directory: load from the
+			// module cache, as go build will once go mod vendor ran.
+			lc.fromCache = true
+			listed, err = load(ctx, lc, overlay, paths)
+		}
+	}
+	if err != nil {
+		return nil, stop(err)
+	}
+	mods, versions := main.Requires(), main.Versions()
+	if ld.modules != nil {
+		mods, versions = ld.modules.Requires(), ld.modules.Versions()
+	}
+	listed.explainMissing(ctx, lc, mods)
+	listed.explainNotCached(mods, versions)
+	ld.listing = listed
+	return ld, nil
+}
+
+// vendorLacks returns what main's vendor directory lacks of goMod, the
+// main module's go.mod as it is (nil) or is to be, as an error that names
+// it; nil when it lacks nothing.
+func vendorLacks(opts Options, main *gomod.Main, goMod []byte) (*gomod.VendorError, error) {
+	lacks, err := main.VendorLacks(goMod)
+	if err != nil || len(lacks) == 0 {
+		return nil, err
+	}
+	rel := shortPath(opts.WorkDir)
+	return &gomod.VendorError{ModulesTxt: rel(main.ModulesTxt()), Dir: rel(main.Dir), Lacks: lacks, Written: goMod != nil}, nil
+}
+
+// mainModule returns the main module that the first load ran in, given
+// what it returned. Usually the go command's own report of it says which
+// go.mod to compare with the manifest. When the go command failed as a
+// whole, or named no go.mod, mainModule finds the main module from dir as
+// the go command does: to say so if there is none, and to see whether
+// linking what the manifest names puts the load right (the caller still
+// holds loadErr). The error it returns stops the run.
+func mainModule(ctx context.Context, listed *listing, loadErr error, dir string, env []string) (*gomod.Main, error) {
+	if loadErr == nil && listed.goMod != "" {
+		return gomod.ReadMain(listed.goMod)
+	}
+	main, err := gomod.FindMain(ctx, dir, env)
+	if err != nil {
+		if errors.Is(err, gomod.ErrNoModule) || loadErr == nil {
+			return nil, err
+		}
+		return nil, loadErr
+	}
+	return main, nil
+}
+
+// importPaths lists the import paths of m's entries that have no problem
+// reported yet.
+func importPaths(m *manifest.Manifest) []string {
+	paths := make([]string, 0, len(m.Connectors))
+	for _, c := range m.Connectors {
+		if !c.Invalid {
+			paths = append(paths, c.Import.V)
+		}
+	}
+	return paths
+}
+
+// loadConfig says how the go command loads the connectors' packages.
+type loadConfig struct {
+	// contractPath is the import path of the package of the type a
+	// manifest's factory: names, or "".
+	contractPath string
+	dir          string
+	// workDir is the command's working directory, which messages show
+	// paths relative to; environ is the go command's environment.
+	workDir string
+	environ []string
+	// flags are Options.BuildFlags.
+	flags []string
+	// goMod is the go.mod file in effect: the main module's, or modFile.
+	goMod string
+	// loaderAbove, when set, replaces maxPatternBytes, so that tests can
+	// load short lists through the loader package.
+	loaderAbove int
+	// modFile is a go.mod to use instead of the main module's.
+	modFile string
+	// fromCache loads with -mod=readonly, from the module cache, when the
+	// main module's vendor directory lacks what go.mod requires.
+	fromCache bool
+	// tmp is the go command's GOTMPDIR: a go command stopped by a signal
+	// leaves its work directory there, and kvgen removes tmp.
+	tmp string
+}
+
+// env is the go command's environment for loading.
+func (lc loadConfig) env() []string {
+	env := lc.environ
+	if lc.modFile != "" {
+		env = gocmd.WithoutWorkspace(env)
+	}
+	if lc.tmp != "" {
+		env = gocmd.WithTempDir(env, lc.tmp)
+	}
+	return env
+}
+
+// buildFlags are the go command flags that loading needs.
+func (lc loadConfig) buildFlags() []string {
+	flags := lc.flags
+	if lc.modFile != "" {
+		flags = append(slices.Clip(flags), "-modfile="+lc.modFile)
+	}
+	if lc.fromCache {
+		flags = append(slices.Clip(flags), "-mod=readonly")
+	}
+	return flags
 }

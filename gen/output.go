@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/kvgen/kvgen/internal/diag"
 	"github.com/kvgen/kvgen/internal/gocmd"
 	"github.com/kvgen/kvgen/internal/gofiles"
 	"github.com/kvgen/kvgen/internal/gomod"
@@ -28,12 +29,12 @@ type outputPackage struct {
 	declared map[string]bool
 }
 
-// inspectOutput reads the directory of the file to generate: the package
+// readOutputPackage reads the directory of the file to generate: the package
 // of the Go files already there (those the build tags select), else the
 // manifest's package, else the directory's name.
 //
 // absOut is the absolute form of out, which messages show.
-func inspectOutput(m *manifest.Manifest, out, absOut string, bctx build.Context) (*outputPackage, error) {
+func readOutputPackage(m *manifest.Manifest, out, absOut string, bctx build.Context) (*outputPackage, error) {
 	dir, abs := filepath.Dir(out), filepath.Dir(absOut)
 	o := &outputPackage{declared: map[string]bool{}}
 	existing, declaredIn, err := readPackage(abs, dir, filepath.Base(out), bctx, o.declared)
@@ -201,4 +202,87 @@ func outputPos(m *manifest.Manifest) token.Position {
 		return m.Output.Pos
 	}
 	return token.Position{Filename: m.File, Line: 1, Column: 1}
+}
+
+// defaultLoadDir is where the go command loads from when Options.Dir is
+// unset: the directory of out, the output file, whose module compiles the
+// registry (its nearest existing parent, since generate may create it);
+// the manifest's directory when out is in no module, which checkOutput
+// then reports as outside the manifest's.
+func defaultLoadDir(opts Options, out string) string {
+	d := filepath.Dir(out)
+	for {
+		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+			break
+		}
+		if filepath.Dir(d) == d {
+			break
+		}
+		d = filepath.Dir(d)
+	}
+	if moduleRoot(d) == "" {
+		return opts.abs(filepath.Dir(opts.Manifest))
+	}
+	return d
+}
+
+// outputFile is the registry file a run generates.
+type outputFile struct {
+	// path is the file as messages show it (Result.Path), abs its
+	// absolute form, and given Options.Output when it named the file.
+	path, abs, given string
+	// pkg is the package the file goes into; nil when its directory
+	// could not be read, a problem reported.
+	pkg *outputPackage
+	// root is the directory of the module that compiles the file, or ""
+	// for none; target is abs with its symbolic links resolved, once
+	// checkWritable has found that kvgen may write it.
+	root, target string
+}
+
+// placeOutput returns the file to write for m and the package it goes
+// into as that package is now.
+func placeOutput(errs *diag.List, opts Options, m *manifest.Manifest) *outputFile {
+	out := &outputFile{path: opts.Output, given: opts.Output}
+	if out.path == "" {
+		out.path = filepath.Join(filepath.Dir(opts.Manifest), m.Output.V)
+	}
+	out.abs = opts.abs(out.path)
+	pkg, err := readOutputPackage(m, out.path, out.abs, buildContext(opts.Env, opts.Tags))
+	if err != nil {
+		errs.Append(outputPos(m), err)
+	}
+	out.pkg = pkg
+	return out
+}
+
+// checkWritable checks that kvgen may write the file (see Write). A
+// problem with the file Options.Output names stops the run, being the
+// caller's and not the manifest's; one with the manifest's output is in
+// errs.
+func (o *outputFile) checkWritable(errs *diag.List, m *manifest.Manifest) error {
+	if err := o.writable(m); err != nil {
+		if o.given != "" {
+			return err
+		}
+		errs.Append(outputPos(m), err)
+	}
+	return nil
+}
+
+// writable checks that kvgen may write the file, m's output or the one
+// Options.Output named, and sets o.target.
+func (o *outputFile) writable(m *manifest.Manifest) error {
+	if o.given != "" && manifest.CheckFileName("", filepath.ToSlash(o.given)) != "" {
+		return &OutputError{Path: o.given}
+	}
+	if o.root == "" {
+		return targetError(m, o.given, errors.New("the manifest is not inside a Go module (no go.mod in its directory or above); kvgen generates into a module"))
+	}
+	target, err := resolveWritable(o.path, o.abs, o.root)
+	if err != nil {
+		return targetError(m, o.given, err)
+	}
+	o.target = target
+	return nil
 }

@@ -27,15 +27,15 @@ func TestOutputPackageFollowsTheGivenEnvironment(t *testing.T) {
 	out := filepath.Join(dir, "connectors_gen.go")
 
 	for goos, want := range map[string]string{"linux": "onlinux", "windows": "onwindows"} {
-		o, err := inspectOutput(m, "srv/connectors_gen.go", out, buildContext([]string{"GOOS=" + goos, "GOARCH=amd64"}, nil))
+		o, err := readOutputPackage(m, "srv/connectors_gen.go", out, buildContext([]string{"GOOS=" + goos, "GOARCH=amd64"}, nil))
 		require.NoError(t, err, goos)
 		assert.Equal(t, want, o.name, goos)
 	}
 	// The last value of a key counts, as for os/exec.
-	o, err := inspectOutput(m, "srv/connectors_gen.go", out, buildContext([]string{"GOOS=linux", "GOOS=windows"}, nil))
+	o, err := readOutputPackage(m, "srv/connectors_gen.go", out, buildContext([]string{"GOOS=linux", "GOOS=windows"}, nil))
 	require.NoError(t, err)
 	assert.Equal(t, "onwindows", o.name)
 
-	_, err = inspectOutput(m, "srv/connectors_gen.go", out, buildContext([]string{"GOOS=linux"}, []string{"edge"}))
+	_, err = readOutputPackage(m, "srv/connectors_gen.go", out, buildContext([]string{"GOOS=linux"}, []string{"edge"}))
 	assert.EqualError(t, err, `"srv/srv_tagged.go" already declares Registry, which the generated file declares; rename it`)
 }

@@ -56,7 +56,7 @@ func IsGenerated(path string) (bool, error) {
 	return generatedHeader.MatchString(strings.TrimSuffix(line, "\n")), nil
 }
 
-// checkTarget decides whether kvgen may write the registry file at path,
+// resolveWritable decides whether kvgen may write the registry file at path,
 // and returns the file to write: path with every symbolic link resolved.
 // It may write only a file that does not exist or that it generated, and
 // only inside the module whose root is root, after symbolic links: a
@@ -64,7 +64,7 @@ func IsGenerated(path string) (bool, error) {
 // out of the repository.
 //
 // abs is the absolute form of path, which messages show.
-func checkTarget(path, abs, root string) (string, error) {
+func resolveWritable(path, abs, root string) (string, error) {
 	resolved, inside, err := atomicfile.Within(root, abs)
 	if err != nil {
 		return "", err
@@ -141,22 +141,6 @@ func (e *OutputError) Unwrap() error { return e.Err }
 // quotePath shows a file path in a message; see suggest.QuotePath.
 func quotePath(p string) string { return suggest.QuotePath(p) }
 
-// checkTarget checks that kvgen may write r.Path, and sets r.target.
-func (r *Result) checkTarget() error {
-	if r.output != "" && manifest.CheckFileName("", filepath.ToSlash(r.output)) != "" {
-		return &OutputError{Path: r.output}
-	}
-	if r.root == "" {
-		return targetError(r.manifest, r.output, errors.New("the manifest is not inside a Go module (no go.mod in its directory or above); kvgen generates into a module"))
-	}
-	target, err := checkTarget(r.Path, r.abs, r.root)
-	if err != nil {
-		return targetError(r.manifest, r.output, err)
-	}
-	r.target = target
-	return nil
-}
-
 // Write writes r.Content to r.Path, through symbolic links, unless the file
 // already holds it; it reports whether it wrote. It writes only where
 // Generate found that kvgen may, and checks again first: a file that does
@@ -164,17 +148,18 @@ func (r *Result) checkTarget() error {
 // temporary files that an earlier run, killed while writing, left beside
 // the file.
 func (r *Result) Write() (bool, error) {
-	if err := r.checkTarget(); err != nil {
+	if err := r.file.writable(r.manifest); err != nil {
 		return false, err
 	}
-	old, err := readfile.Read(r.target, readfile.Max)
+	target := r.file.target
+	old, err := readfile.Read(target, readfile.Max)
 	if err == nil && bytes.Equal(old, r.Content) {
 		// Leave the file and its modification time alone, but not what
 		// a killed run left beside it; Write removes that otherwise.
-		return false, atomicfile.RemoveStaleTemps(r.target)
+		return false, atomicfile.RemoveStaleTemps(target)
 	}
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return false, err
 	}
-	return true, atomicfile.Write(r.target, r.Content)
+	return true, atomicfile.Write(target, r.Content)
 }

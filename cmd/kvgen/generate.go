@@ -13,7 +13,6 @@ import (
 	"github.com/kvgen/kvgen/gen"
 	"github.com/kvgen/kvgen/internal/gomod"
 	"github.com/kvgen/kvgen/internal/manifest"
-	"github.com/kvgen/kvgen/internal/readfile"
 	"github.com/kvgen/kvgen/internal/suggest"
 )
 
@@ -175,22 +174,22 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 		return exitUsage
 	}
 	e.warn(res.Warnings)
-	stale, diff, err := res.Stale()
+	diff, err := res.Stale()
 	switch {
 	case err != nil:
 		e.report(err)
 		return exitUsage
-	case stale && diff == nil:
+	case diff == nil:
+		return exitOK
+	case diff.Missing:
 		e.report(problemIn(res.Path, "%s is missing; run go generate (or %s)", suggest.Show(res.Path), g.command()))
 		return exitError
-	case stale:
-		if !e.asJSON {
-			e.stdout.Write(diff)
-		}
-		e.report(problemAt(token.Position{Filename: res.Path, Line: staleLine(res), Column: 1}, "%s is stale; run go generate (or %s)", suggest.Show(res.Path), g.command()))
-		return exitError
 	}
-	return exitOK
+	if !e.asJSON {
+		e.stdout.Write(diff.Diff)
+	}
+	e.report(problemAt(token.Position{Filename: res.Path, Line: diff.Line, Column: 1}, "%s is stale; run go generate (or %s)", suggest.Show(res.Path), g.command()))
+	return exitError
 }
 
 // listed is an entry as `kvgen list -json` prints it.
@@ -207,13 +206,11 @@ type listed struct {
 	Declared    string   `json:"declared"`
 }
 
-func toListed(c *gen.Contract, e *gen.Entry) listed {
-	l := listed{
-		Name: e.Name, Aliases: e.Aliases, Import: e.ImportPath, Constructor: e.Constructor,
-		Module: e.Module, Version: e.ModuleVersion, Doc: e.Doc, Adapted: e.Adapt, Declared: e.Decl.String(),
+func toListed(res *gen.Result, e *gen.Entry) listed {
+	return listed{
+		Name: e.Name, Aliases: e.Aliases, Import: e.ImportPath, Constructor: e.Constructor, Roles: res.Contract.RolesOf(e),
+		Module: e.Module, Version: e.ModuleVersion, Doc: res.Summary(e), Adapted: e.Adapt, Declared: e.Decl.String(),
 	}
-	l.Roles = c.RolesOf(e)
-	return l
 }
 
 // resolveListed resolves the manifest's entries, with their package docs,
@@ -229,10 +226,9 @@ func resolveListed(ctx context.Context, e *env, g genFlags) ([]listed, *gen.Cont
 	if changes := res.ModuleChanges(); len(changes) > 0 {
 		e.errorf("%s names what go.mod lacks; read with a temporary copy of go.mod, as kvgen build links it: %s", g.manifest, strings.Join(changes, ", "))
 	}
-	res.Docs()
 	items := make([]listed, len(res.Entries))
 	for i, en := range res.Entries {
-		items[i] = toListed(res.Contract, en)
+		items[i] = toListed(res, en)
 	}
 	return items, res.Contract, nil
 }
@@ -294,21 +290,4 @@ func runSchema(ctx context.Context, e *env, args []string) int {
 	}
 	e.stdout.Write(manifest.Schema())
 	return exitOK
-}
-
-// staleLine is the first line of the file at res.Path that differs from
-// res.Content, where -json places a stale file's problem; 0 if it cannot
-// be read.
-func staleLine(res *gen.Result) int {
-	old, err := readfile.Read(res.Path, readfile.Max)
-	if err != nil {
-		return 0
-	}
-	line := 1
-	for i := 0; i < len(old) && i < len(res.Content) && old[i] == res.Content[i]; i++ {
-		if old[i] == '\n' {
-			line++
-		}
-	}
-	return line
 }
