@@ -18,6 +18,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/kvgen/kvgen/internal/problemcap"
 )
 
 // Error is a problem at a position. Pos.Filename is the file as the user
@@ -256,19 +258,13 @@ func (l List) Err() error {
 	return l.Sort()
 }
 
-// MaxErrors is how many problems a list shows, as go/types reports at
-// most ten: past that a line says how many more there are. A manifest of
-// 50,000 unknown keys is a mistake to fix at its first lines, not 5 MB of
-// output.
-const MaxErrors = 10
+// MaxErrors is how many problems a list shows: past that a line says how
+// many more there are (see package problemcap). A manifest of 50,000
+// unknown keys is a mistake to fix at its first lines, not 5 MB of output.
+const MaxErrors = problemcap.Max
 
 // more stands for the n problems of a list past MaxErrors.
-func more(n int) *Error {
-	if n == 1 {
-		return &Error{Msg: "... and 1 more problem"}
-	}
-	return &Error{Msg: fmt.Sprintf("... and %d more problems", n)}
-}
+func more(n int) *Error { return &Error{Msg: problemcap.More(n)} }
 
 // Error prints one error per line: the first MaxErrors of them, then a
 // line saying how many more there are.

@@ -4,13 +4,15 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/kvgen/kvgen/internal/problemcap"
 )
 
 // MaxProblems is how many problems an error about a transfer config or a
 // connector's settings lists, one a line; the rest are counted on a last
 // line. Like go/types, which stops at ten, it keeps a hostile input of
 // thousands of bad keys from costing thousands of lines.
-const MaxProblems = 10
+const MaxProblems = problemcap.Max
 
 // MaxTransferConfigBytes bounds the size of a transfer config, and of a
 // connector's settings: a real one is well under 4 KB, and parsing costs
@@ -82,11 +84,8 @@ func (l *problemList) Error() string {
 		}
 		b.WriteString(err.Error())
 	}
-	switch {
-	case l.more == 1:
-		b.WriteString("\n... and 1 more problem")
-	case l.more > 1:
-		fmt.Fprintf(&b, "\n... and %d more problems", l.more)
+	if l.more > 0 {
+		b.WriteString("\n" + problemcap.More(l.more))
 	}
 	return b.String()
 }
