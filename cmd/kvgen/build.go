@@ -47,8 +47,8 @@ func runBuild(ctx context.Context, e *env, args []string) int {
 	fs.StringVar(&tags, "tags", "", "comma-separated build tags")
 	fs.StringVar(&opts.LDFlags, "ldflags", "", "flags for the linker, as go build takes them")
 	fs.BoolVar(&opts.Verbose, "v", false, "show the go commands and what they print")
-	e.jsonFlag(fs)
-	pkgs, code := parseMixed(fs, args)
+	e.jsonFlag(fs, "{binaries, image, problems} (image with -image)")
+	pkgs, code := parseMixed(e, fs, args)
 	if code >= 0 {
 		return code
 	}
@@ -74,9 +74,15 @@ func runBuild(ctx context.Context, e *env, args []string) int {
 	opts.Targets = targets
 	opts.Tags = splitTags(tags)
 	opts.WorkDir, opts.Env = workDir(), os.Environ()
-	opts.Progress = func(line string) { e.errorf("%s", line) }
+	opts.Progress = func(line string) { e.notef("%s", line) }
 	opts.GoOutput = e.stderr
 	opts.Cache = e.cache
+	built := []builtBinary{}
+	e.json.set("binaries", built)
+	opts.Built = func(t deploy.Target, binary string) {
+		built = append(built, builtBinary{binary, t.String()})
+		e.json.set("binaries", built)
+	}
 	if img.ref != "" {
 		return img.build(ctx, e, opts)
 	}
@@ -85,6 +91,12 @@ func runBuild(ctx context.Context, e *env, args []string) int {
 		return exitError
 	}
 	return exitOK
+}
+
+// builtBinary is a binary as `kvgen build -json` reports it.
+type builtBinary struct {
+	Path   string `json:"path"`
+	Target string `json:"target"`
 }
 
 // buildFlagged words a problem with one of deploy.Options' fields as a

@@ -117,11 +117,16 @@ func runGenerate(ctx context.Context, e *env, args []string) int {
 	var g genFlags
 	fs := newFlags(e, "generate", "[-manifest FILE] [-o FILE] [-tags TAGS] [-mod mod|readonly] [-json]")
 	g.register(fs, true)
-	e.jsonFlag(fs)
+	e.jsonFlag(fs, "{file, written, modules, problems}")
 	mod := fs.String("mod", "mod", "mod: add to go.mod and go.sum what the manifest names and they lack; readonly: report it and change nothing")
 	if code := noArgs(e, fs, "generate", args); code >= 0 {
 		return code
 	}
+	// The registry file once kvgen knows it, whether it was written, and
+	// the changes to go.mod and go.sum, which text prints as it goes.
+	e.json.set("file", nil)
+	e.json.set("written", false)
+	e.json.set("modules", []string{})
 	opts := g.options(e)
 	switch *mod {
 	case "mod":
@@ -139,10 +144,17 @@ func runGenerate(ctx context.Context, e *env, args []string) int {
 		return exitError
 	}
 	e.warn(res.Warnings)
-	for _, c := range res.ModuleChanges() {
-		e.errorf("go.mod: %s", c)
+	e.json.set("file", res.Path)
+	if changes := res.ModuleChanges(); e.asJSON && changes != nil {
+		e.json.set("modules", changes)
+	} else {
+		for _, c := range changes {
+			e.notef("go.mod: %s", c)
+		}
 	}
-	if _, err := res.Write(); err != nil {
+	written, err := res.Write()
+	e.json.set("written", written)
+	if err != nil {
 		e.report(g.inFlags(err))
 		return exitError
 	}
@@ -160,10 +172,11 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 	var g genFlags
 	fs := newFlags(e, "check", "[-manifest FILE] [-o FILE] [-tags TAGS] [-json]")
 	g.register(fs, true)
-	e.jsonFlag(fs)
+	e.jsonFlag(fs, "{file, problems}")
 	if code := noArgs(e, fs, "check", args); code >= 0 {
 		return code
 	}
+	e.json.set("file", nil)
 	opts := g.options(e)
 	opts.ReadOnlyModules = true
 	res, err := gen.Generate(ctx, opts)
@@ -174,6 +187,7 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 		return exitUsage
 	}
 	e.warn(res.Warnings)
+	e.json.set("file", res.Path)
 	diff, err := res.Stale()
 	switch {
 	case err != nil:
@@ -192,7 +206,7 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 	return exitError
 }
 
-// listed is an entry as `kvgen list -json` prints it.
+// listed is an entry as `kvgen list -json` reports it.
 type listed struct {
 	Name        string   `json:"name"`
 	Aliases     []string `json:"aliases,omitempty"`
@@ -224,7 +238,7 @@ func resolveListed(ctx context.Context, e *env, g genFlags) ([]listed, *gen.Cont
 	}
 	e.warn(res.Warnings)
 	if changes := res.ModuleChanges(); len(changes) > 0 {
-		e.errorf("%s names what go.mod lacks; read with a temporary copy of go.mod, as kvgen build links it: %s", g.manifest, strings.Join(changes, ", "))
+		e.notef("%s names what go.mod lacks; read with a temporary copy of go.mod, as kvgen build links it: %s", g.manifest, strings.Join(changes, ", "))
 	}
 	items := make([]listed, len(res.Entries))
 	for i, en := range res.Entries {
@@ -243,24 +257,20 @@ func (l listed) moduleAtVersion() string {
 
 func runList(ctx context.Context, e *env, args []string) int {
 	var g genFlags
-	asJSON := false
 	fs := newFlags(e, "list", "[-manifest FILE] [-tags TAGS] [-json]")
 	g.register(fs, false)
-	fs.BoolVar(&asJSON, "json", false, "print JSON")
+	e.jsonFlag(fs, "{connectors, problems}")
 	if code := noArgs(e, fs, "list", args); code >= 0 {
 		return code
 	}
+	e.json.set("connectors", []listed{})
 	items, contract, err := resolveListed(ctx, e, g)
 	if err != nil {
 		g.report(e, err)
 		return exitError
 	}
-	if asJSON {
-		// "v0.1.0 => ../dir" stays readable.
-		if err := writeJSON(e.stdout, items, false); err != nil {
-			e.report(err)
-			return exitError
-		}
+	if e.asJSON {
+		e.json.set("connectors", items)
 		return exitOK
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)

@@ -119,6 +119,7 @@ func (f *imageFlags) build(ctx context.Context, e *env, opts deploy.Options) int
 		}
 		defer os.RemoveAll(tmp)
 		opts.Binary = filepath.Join(tmp, "{os}-{arch}", "bin")
+		opts.Built = nil // gone with tmp: a report names none
 		for _, t := range opts.Targets {
 			if err := os.MkdirAll(filepath.Join(tmp, t.GOOS+"-"+t.GOARCH), 0o755); err != nil {
 				e.report(err)
@@ -158,12 +159,17 @@ func (f *imageFlags) build(ctx context.Context, e *env, opts deploy.Options) int
 	}
 	opts.Progress(fmt.Sprintf("packaging image %s: done in %s", suggest.Show(ref.String()), time.Since(start).Round(time.Millisecond)))
 	if e.asJSON {
-		// stdout is the JSON list of problems.
-		e.errorf("image %s %s", suggest.Show(ref.String()), img.Root.Digest)
+		e.json.set("image", builtImage{ref.String(), img.Root.Digest.String()})
 	} else {
 		fmt.Fprintf(e.stdout, "%s %s\n", suggest.Show(ref.String()), img.Root.Digest)
 	}
 	return exitOK
+}
+
+// builtImage is an image as `kvgen build -image -json` reports it.
+type builtImage struct {
+	Ref    string `json:"ref"`
+	Digest string `json:"digest"`
 }
 
 // unwrapImage drops the "image REF: " that ociimage's errors start with,

@@ -1,10 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -12,16 +12,17 @@ import (
 
 	"github.com/kvgen/kvgen/internal/inspect"
 	"github.com/kvgen/kvgen/internal/ociimage"
+	"github.com/kvgen/kvgen/internal/suggest"
 )
 
 func runInspect(ctx context.Context, e *env, args []string) int {
 	fs := newFlags(e, "inspect", "[-json] [-sbom] [-insecure] BINARY|DIR|IMAGE...")
-	asJSON, sbom := false, false
+	sbom := false
 	var rm ociimage.Remote
-	fs.BoolVar(&asJSON, "json", false, "print JSON")
+	e.jsonFlag(fs, "{binaries, problems}, or with -sbom {sboms, problems}")
 	fs.BoolVar(&sbom, "sbom", false, "print the CycloneDX SBOM of each binary, or the one attached to each platform's image, one JSON document after another")
 	fs.BoolVar(&rm.Insecure, "insecure", false, "reach a registry on this machine's loopback over plain HTTP")
-	files, code := parseMixed(fs, args)
+	files, code := parseMixed(e, fs, args)
 	if code >= 0 {
 		return code
 	}
@@ -30,13 +31,18 @@ func runInspect(ctx context.Context, e *env, args []string) int {
 		fs.Usage()
 		return exitUsage
 	}
-	// Each binary is printed as soon as it is read, so that memory holds
-	// one binary's findings at a time, however many files are named.
-	out := &binaryWriter{w: e.stdout, asJSON: asJSON}
+	// Each binary, or SBOM, is printed as soon as it is read, so that
+	// memory holds one binary's findings at a time, however many files
+	// are named.
+	out := &binaryWriter{e: e, list: "binaries"}
+	if sbom {
+		out.list = "sboms"
+	}
+	e.json.set(out.list, []any{})
 	failed := false
 	report := func(errs []error) {
 		for _, err := range errs {
-			e.errorf("%v", err)
+			e.report(err)
 			failed = true
 		}
 	}
@@ -50,9 +56,11 @@ func runInspect(ctx context.Context, e *env, args []string) int {
 			for _, f := range images {
 				switch {
 				case sbom && f.SBOM != nil:
-					e.stdout.Write(f.SBOM)
+					if err := out.sbom(f.SBOM); err != nil {
+						report(errs(fmt.Errorf("image %s, %s: its SBOM: %w", suggest.Show(ref.String()), f.Platform, err)))
+					}
 				case !sbom && f.Binary != nil:
-					out.write(f.Binary)
+					out.binary(f.Binary)
 				}
 				report(errs(f.Err))
 			}
@@ -60,16 +68,15 @@ func runInspect(ctx context.Context, e *env, args []string) int {
 		}
 		report(inspectPath(ctx, name, func(b *inspect.Binary) {
 			if !sbom {
-				out.write(b)
+				out.binary(b)
 				return
 			}
 			data, err := ociimage.SBOM(b, ownVersion())
-			report(errs(err))
-			e.stdout.Write(data)
+			if err == nil {
+				err = out.sbom(data)
+			}
+			report(errs(inFile(b.Path, err)))
 		}))
-	}
-	if !sbom {
-		out.close()
 	}
 	if failed || ctx.Err() != nil {
 		return exitError
@@ -97,47 +104,35 @@ func imageRef(name string) (ociimage.Ref, bool) {
 	return ref, err == nil
 }
 
-// binaryWriter prints binaries one at a time: as text, or as the elements
-// of one JSON list.
+// binaryWriter prints binaries, or their SBOMs, one at a time: as text,
+// or as the items of the report's list.
 type binaryWriter struct {
-	w      io.Writer
-	asJSON bool
-	n      int
+	e    *env
+	list string // the report's list: binaries or sboms
+	n    int
 }
 
-func (o *binaryWriter) write(b *inspect.Binary) {
+func (o *binaryWriter) binary(b *inspect.Binary) {
 	switch {
-	case o.asJSON:
-		// As one list encoded whole would read: each element indented.
-		var buf bytes.Buffer
-		enc := json.NewEncoder(&buf)
-		enc.SetIndent("  ", "  ")
-		enc.SetEscapeHTML(false)
-		enc.Encode(b)
-		sep := "[\n  "
-		if o.n > 0 {
-			sep = ",\n  "
-		}
-		io.WriteString(o.w, sep)
-		o.w.Write(printableJSON(bytes.TrimSuffix(buf.Bytes(), []byte("\n"))))
+	case o.e.asJSON:
+		o.e.json.item(o.list, b) // a Binary's fields all encode
 	default:
 		if o.n > 0 {
-			io.WriteString(o.w, "\n")
+			io.WriteString(o.e.stdout, "\n")
 		}
-		inspect.WriteText(o.w, []*inspect.Binary{b})
+		inspect.WriteText(o.e.stdout, []*inspect.Binary{b})
 	}
 	o.n++
 }
 
-// close ends the JSON list: empty when no binary was printed.
-func (o *binaryWriter) close() {
-	switch {
-	case !o.asJSON:
-	case o.n == 0:
-		io.WriteString(o.w, "[]\n")
-	default:
-		io.WriteString(o.w, "\n]\n")
+// sbom prints an SBOM, a JSON document; with -json, one that is not
+// JSON is an error.
+func (o *binaryWriter) sbom(data []byte) error {
+	if o.e.asJSON {
+		return o.e.json.item(o.list, json.RawMessage(data))
 	}
+	o.e.stdout.Write(data)
+	return nil
 }
 
 // inspectPath inspects a binary, or each Go binary in a directory (not
@@ -147,18 +142,18 @@ func (o *binaryWriter) close() {
 func inspectPath(ctx context.Context, name string, emit func(*inspect.Binary)) []error {
 	fi, err := os.Stat(name)
 	if err != nil {
-		return []error{err}
+		return []error{inFile(name, err)}
 	}
 	if !fi.IsDir() {
 		b, err := inspect.File(ctx, name)
 		if b != nil {
 			emit(b)
 		}
-		return errs(err)
+		return errs(inFile(name, err))
 	}
 	ents, err := os.ReadDir(name)
 	if err != nil {
-		return []error{err}
+		return []error{inFile(name, err)}
 	}
 	var list []error
 	for _, ent := range ents {
@@ -168,12 +163,16 @@ func inspectPath(ctx context.Context, name string, emit func(*inspect.Binary)) [
 		if !ent.Type().IsRegular() {
 			continue
 		}
-		b, err := inspect.File(ctx, filepath.Join(name, ent.Name()))
+		path := filepath.Join(name, ent.Name())
+		b, err := inspect.File(ctx, path)
 		if b != nil {
 			emit(b)
 		}
-		if errors.Is(err, inspect.ErrNoRegistry) || errors.Is(err, inspect.ErrSuspect) || errors.Is(err, inspect.ErrTooManyCandidates) || errors.Is(err, context.Canceled) {
+		switch {
+		case errors.Is(err, context.Canceled):
 			list = append(list, err)
+		case errors.Is(err, inspect.ErrNoRegistry) || errors.Is(err, inspect.ErrSuspect) || errors.Is(err, inspect.ErrTooManyCandidates):
+			list = append(list, inFile(path, err))
 		}
 	}
 	return list

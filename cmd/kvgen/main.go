@@ -30,14 +30,19 @@
 // exits 0 when the generated file is up to date, 1 when it is stale or
 // missing (printing a diff), go.mod lacks what the manifest names, or
 // vendor/ what go.mod requires, and 2 on any other trouble. Other commands exit 1 on errors in their input and 2 on usage
-// errors. With -json, generate, check and build print their problems on
-// stdout as a JSON list, with the same exit status.
+// errors.
+//
+// With -json, generate, check, build, list and inspect print on stdout one
+// JSON object, the command's report, and nothing else, with the same exit
+// status: what the command did (generate: file, written, modules; check:
+// file; build: binaries, and image with -image; list: connectors;
+// inspect: binaries, or sboms with -sbom), and problems, a list of
+// {file, line, column, message, related}, empty when there are none, which
+// are then not printed as text. Progress and warnings stay on stderr.
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -47,11 +52,8 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"syscall"
-	"unicode/utf16"
-	"unicode/utf8"
 
 	"github.com/kvgen/kvgen/gen"
 	"github.com/kvgen/kvgen/internal/diag"
@@ -122,30 +124,33 @@ type command struct {
 }
 
 // env is what a command may touch: its output streams, the run's context,
-// the check cache, and the problems collected for -json.
+// the check cache, and the report -json prints.
 type env struct {
 	stdout, stderr io.Writer
 	// ctx is the run's context: once a signal has ended it, errors are its
-	// consequences, and report says only that kvgen stopped.
+	// consequences, and report says only that.
 	ctx context.Context
 	// cache is this kvgen's check cache, nil for none; run saves it once
 	// the command is done, unless a signal stopped it.
 	cache *gen.CheckCache
-	// asJSON collects the problems report is given into diags,
-	// which run prints on stdout as JSON, instead of printing them.
+	// asJSON, set by -json, makes report and errorf give their problems to
+	// json, the report run prints on stdout once the command is done,
+	// instead of printing them.
 	asJSON bool
-	diags  []*diag.Error
+	json   jsonReport
+	// stopSaid is whether the report holds that a signal stopped the run.
+	stopSaid bool
 }
 
-// jsonFlag registers -json, for the commands that report problems in
-// the manifest and in the connectors' code.
-func (e *env) jsonFlag(fs *flag.FlagSet) {
-	fs.BoolVar(&e.asJSON, "json", false, "print problems on stdout as a JSON list of {file, line, column, message, related} objects, for editors and CI")
+// jsonFlag registers -json, for the commands that print a report; report
+// names the report's fields.
+func (e *env) jsonFlag(fs *flag.FlagSet, report string) {
+	fs.BoolVar(&e.asJSON, "json", false, "print on stdout one JSON object, "+report+", instead of text, for tools; problems are {file, line, column, message, related}")
 }
 
 // fileProblem is a problem with a file as a whole, such as a stale
 // registry, found by the command rather than returned by gen: printed as a
-// "kvgen: " line, its message naming the file, and with -json a diagnostic
+// "kvgen: " line, its message naming the file, and with -json a problem
 // at the file.
 type fileProblem struct{ d *diag.Error }
 
@@ -162,65 +167,51 @@ func problemAt(pos token.Position, format string, args ...any) error {
 	return fileProblem{diag.Errorf(pos, format, args...)}
 }
 
-// printJSON prints the problems collected with -json: a JSON list, empty
-// when there were none.
-func (e *env) printJSON() {
-	if e.diags == nil {
-		e.diags = []*diag.Error{}
+// inFile is err, a problem with the file at path as a whole, as a
+// fileProblem there: its message is err's.
+func inFile(path string, err error) error {
+	if err == nil {
+		return nil
 	}
-	if err := writeJSON(e.stdout, e.diags, true); err != nil {
-		e.errorf("%v", err)
-	}
+	return fileProblem{&diag.Error{Pos: token.Position{Filename: path}, Msg: err.Error(), Err: err}}
 }
 
-// writeJSON prints v as indented JSON, every character that is not
-// printable escaped: encoding/json leaves DEL, U+009B (a terminal's CSI)
-// and bidirectional-text controls in strings as they are, and what kvgen
-// prints may come from a hostile file. escapeHTML is as for
-// json.Encoder.
-func writeJSON(w io.Writer, v any, escapeHTML bool) error {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(escapeHTML)
-	if err := enc.Encode(v); err != nil {
-		return err
-	}
-	_, err := w.Write(printableJSON(b.Bytes()))
-	return err
-}
-
-// printableJSON escapes, as \uXXXX, each character of JSON text that is
-// neither printable nor a newline; outside strings JSON text is printable
-// ASCII, so the escapes land in strings, where they mean what they replace.
-func printableJSON(data []byte) []byte {
-	var b bytes.Buffer
-	for len(data) > 0 {
-		r, n := utf8.DecodeRune(data)
-		if r == '\n' || strconv.IsPrint(r) {
-			b.Write(data[:n])
-		} else if r1, r2 := utf16.EncodeRune(r); r1 != utf8.RuneError {
-			fmt.Fprintf(&b, `\u%04x\u%04x`, r1, r2)
-		} else {
-			fmt.Fprintf(&b, `\u%04x`, r)
-		}
-		data = data[n:]
-	}
-	return b.Bytes()
-}
-
-// errorf prints a message prefixed with "kvgen: ", as one line of
-// printable text: strings from outside are shown through suggest.Show
-// where the message names them, and whatever else reaches it (an error's
-// text) is escaped by diag.OneLine, so no argument, file name or message
-// can end the line or drive the terminal.
+// errorf reports a problem kvgen words itself, at no position: a message
+// prefixed with "kvgen: ", as one line of printable text, or with -json
+// a problem of the report that has only that message. Strings from
+// outside are shown through suggest.Show where the message names them,
+// and whatever else reaches it (an error's text) is escaped by
+// diag.OneLine, so no argument, file name or message can end the line or
+// drive the terminal.
 func (e *env) errorf(format string, args ...any) {
+	msg := line(format, args...)
+	e.problem("kvgen: "+msg, &diag.Error{Msg: msg})
+}
+
+// notef prints a line that is no problem, such as a build's progress, on
+// stderr as errorf prints, with or without -json.
+func (e *env) notef(format string, args ...any) {
+	fmt.Fprintf(e.stderr, "kvgen: %s\n", line(format, args...))
+}
+
+// line is a message as errorf and notef print it, without the prefix.
+func line(format string, args ...any) string {
 	for i, a := range args {
 		if err, ok := a.(error); ok {
 			args[i] = message(err)
 		}
 	}
-	fmt.Fprintf(e.stderr, "kvgen: %s\n", diag.OneLine(fmt.Sprintf(format, args...)))
+	return diag.OneLine(fmt.Sprintf(format, args...))
+}
+
+// problem reports problems: with -json, it adds them to the report; else
+// it prints text, their lines, on stderr.
+func (e *env) problem(text string, problems ...error) {
+	if e.asJSON {
+		e.json.problems = append(e.json.problems, problems...)
+		return
+	}
+	fmt.Fprintln(e.stderr, text)
 }
 
 // message is err's text for errorf: the paths of the file-system errors
@@ -266,19 +257,18 @@ func (e *env) warn(ws []*gen.Problem) {
 	}
 }
 
-// report prints err: positioned errors one per line as the compiler does,
-// the parts of a joined error each on their own, anything else with the
-// kvgen prefix; with -json it collects them for printJSON. Once a signal
-// has stopped the run, it says only that. It and errorf are the two ways
-// the command reports.
+// report reports err: positioned errors one per line as the compiler
+// prints them, the parts of a joined error each on their own, anything
+// else with the kvgen prefix; with -json, as the report's problems. Once
+// a signal has stopped the run, it says only that, once in a report. It
+// and errorf are the two ways the command reports a problem.
 func (e *env) report(err error) {
 	var stopped *stoppedError
 	if errors.As(context.Cause(e.ctx), &stopped) {
-		err = stopped
-	}
-	if e.asJSON && stopped == nil {
-		e.diags = append(e.diags, diag.Flatten(err)...)
-		return
+		if e.asJSON && e.stopSaid {
+			return
+		}
+		err, e.stopSaid = stopped, true
 	}
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		if _, isList := err.(diag.List); !isList {
@@ -288,13 +278,18 @@ func (e *env) report(err error) {
 			return
 		}
 	}
+	var fp fileProblem
 	var d *diag.Error
 	var l diag.List
 	switch {
-	case errors.As(err, new(fileProblem)):
-		e.errorf("%v", err)
+	case errors.As(err, &fp):
+		// The message as text shows it, with the file's position.
+		msg := line("%v", err)
+		p := *fp.d
+		p.Msg = msg
+		e.problem("kvgen: "+msg, &p)
 	case errors.As(err, &l) || errors.As(err, &d) && d.Pos.Filename != "":
-		fmt.Fprintln(e.stderr, err)
+		e.problem(err.Error(), err)
 	case errors.Is(err, gen.ErrNoKVGen):
 		e.errorf("%v; add it with go get -tool github.com/kvgen/kvgen/cmd/kvgen", err)
 	case errors.As(err, new(*manifest.FileError)):
@@ -340,6 +335,7 @@ func lookup(name string) (command, bool) {
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	e := &env{stdout: stdout, stderr: stderr, ctx: ctx}
+	e.json.w = stdout
 	name := "generate"
 	if len(args) > 0 {
 		switch args[0] {
@@ -378,7 +374,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			e.cache.Save()
 		}
 		if e.asJSON {
-			e.printJSON()
+			if err := e.json.end(); err != nil {
+				e.notef("%v", err)
+			}
 		}
 		return code
 	}
@@ -414,9 +412,10 @@ func newFlags(e *env, name, args string) *flag.FlagSet {
 
 // parse parses flags; it returns the exit code to use when parsing ended
 // the command (-h, or a bad flag), else -1. The flag package prints a bad
-// flag's name as it is, so parse prints the error itself, escaped as
-// errorf escapes, then the usage.
-func parse(fs *flag.FlagSet, args []string) int {
+// flag's name as it is, so parse reports the error itself, escaped as
+// errorf escapes (a problem of the report, if -json came before it), then
+// prints the usage. -h is no run: it prints no report.
+func parse(e *env, fs *flag.FlagSet, args []string) int {
 	out, usage := fs.Output(), fs.Usage
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
@@ -425,10 +424,12 @@ func parse(fs *flag.FlagSet, args []string) int {
 	fs.Usage = usage
 	switch {
 	case errors.Is(err, flag.ErrHelp):
+		e.asJSON = false
 		usage()
 		return exitOK
 	case err != nil:
-		fmt.Fprintln(out, diag.OneLine(err.Error()))
+		msg := diag.OneLine(err.Error())
+		e.problem(msg, &diag.Error{Msg: msg})
 		usage()
 		return exitUsage
 	}
@@ -438,7 +439,7 @@ func parse(fs *flag.FlagSet, args []string) int {
 // noArgs parses the flags of a command that takes no arguments; it
 // returns the exit code to use when that ended the command, else -1.
 func noArgs(e *env, fs *flag.FlagSet, name string, args []string) int {
-	if code := parse(fs, args); code >= 0 {
+	if code := parse(e, fs, args); code >= 0 {
 		return code
 	}
 	if fs.NArg() > 0 {
@@ -451,9 +452,9 @@ func noArgs(e *env, fs *flag.FlagSet, name string, args []string) int {
 // parseMixed parses flags that come before, between or after the
 // positional arguments, as the go command accepts them, and returns the
 // positional arguments. A "--" ends the flags. code is as parse returns it.
-func parseMixed(fs *flag.FlagSet, args []string) (positional []string, code int) {
+func parseMixed(e *env, fs *flag.FlagSet, args []string) (positional []string, code int) {
 	for {
-		if code := parse(fs, args); code >= 0 {
+		if code := parse(e, fs, args); code >= 0 {
 			return nil, code
 		}
 		rest := fs.Args()

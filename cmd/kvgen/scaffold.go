@@ -30,7 +30,7 @@ func runNew(ctx context.Context, e *env, args []string) int {
 	dir := fs.String("dir", "", "directory to create (default ./NAME)")
 	replace := fs.String("replace", "", "local kvgen checkout to develop against (adds a replace directive, relative to the new module; a development build of kvgen adds the one of this module's go.mod)")
 	// Flags may follow the name: kvgen new acme -module example.com/acme.
-	positional, code := parseMixed(fs, args)
+	positional, code := parseMixed(e, fs, args)
 	if code >= 0 {
 		return code
 	}

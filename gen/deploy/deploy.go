@@ -81,6 +81,10 @@ type Options struct {
 	Progress func(string)
 	// GoOutput receives what the go commands print, under Verbose.
 	GoOutput io.Writer
+	// Built, when set, is told of each binary once it is written: its
+	// target and its path, Binary with the target's {os}, {arch} and
+	// {exe} filled in.
+	Built func(t Target, binary string)
 }
 
 // OptionError is a problem with what one of Options' fields gives; a
@@ -173,6 +177,9 @@ func Build(ctx context.Context, opts Options) error {
 		}
 		if err := b.run(ctx); err != nil {
 			return err
+		}
+		if opts.Built != nil {
+			opts.Built(t, outs[i])
 		}
 	}
 	return nil

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"go/token"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvgen/kvgen/internal/diag"
+)
+
+// A report's list is written an item at a time, as the items come, and
+// the rest of the report when it ends: fields in the order they were
+// first set, then problems.
+func TestReportStreamsItsList(t *testing.T) {
+	var out bytes.Buffer
+	r := jsonReport{w: &out}
+	r.set("binaries", []any{})
+	r.set("file", nil)
+	r.item("binaries", map[string]int{"a": 1})
+	assert.Equal(t, "{\n  \"binaries\": [\n    {\n      \"a\": 1\n    }", out.String(), "the first item, before the report ends")
+	r.item("binaries", json.RawMessage(`{"b":[2]}`))
+	assert.Error(t, r.item("binaries", json.RawMessage(`not JSON`)))
+	r.set("file", "f.go")
+	require.NoError(t, r.end())
+	assert.Equal(t, `{
+  "binaries": [
+    {
+      "a": 1
+    },
+    {
+      "b": [
+        2
+      ]
+    }
+  ],
+  "file": "f.go",
+  "problems": []
+}
+`, out.String())
+	assert.True(t, json.Valid(out.Bytes()))
+}
+
+// Without items, the list is the field set for it; nil leaves a field out.
+func TestReportWithoutItems(t *testing.T) {
+	var out bytes.Buffer
+	r := jsonReport{w: &out}
+	r.set("binaries", []any{})
+	r.set("file", nil)
+	require.NoError(t, r.end())
+	assert.Equal(t, "{\n  \"binaries\": [],\n  \"problems\": []\n}\n", out.String())
+}
+
+// Problems reported one at a time are shown as one list is: the first
+// ten, then how many more; each in the one shape, escaped as text is.
+func TestReportProblems(t *testing.T) {
+	var out, stderr bytes.Buffer
+	e := &env{stdout: &out, stderr: &stderr, ctx: context.Background(), asJSON: true}
+	e.json.w = &out
+	var l diag.List
+	for i := 1; i <= 6; i++ {
+		l.Add(token.Position{Filename: "connectors.yaml", Line: i, Column: 3}, "problem %d", i)
+	}
+	e.report(l.Err())
+	e.report(problemIn("gen.go", "gen.go is missing"))
+	e.report(inFile("bin/x", errors.New("bin/x: unrecognized file format")))
+	e.errorf("hostile \x1b[31m\u009b %s", "text")
+	e.report(fmt.Errorf("wrapped: %w", diag.Errorf(token.Position{}, "at no position")))
+	for i := 0; i < 3; i++ {
+		e.errorf("more %d", i)
+	}
+	e.json.set("file", "evil\u202e.go")
+	require.NoError(t, e.json.end())
+	assert.Empty(t, stderr.String())
+	var got struct {
+		File     string
+		Problems []map[string]any
+	}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &got))
+	assert.Equal(t, "evil\u202e.go", got.File)
+	require.Len(t, got.Problems, 11)
+	assert.Equal(t, map[string]any{"file": "connectors.yaml", "line": 1.0, "column": 3.0, "message": "problem 1"}, got.Problems[0])
+	assert.Equal(t, map[string]any{"file": "gen.go", "message": "gen.go is missing"}, got.Problems[6])
+	assert.Equal(t, map[string]any{"file": "bin/x", "message": "bin/x: unrecognized file format"}, got.Problems[7])
+	assert.Equal(t, map[string]any{"message": `hostile \x1b[31m\u009b text`}, got.Problems[8])
+	assert.Equal(t, map[string]any{"message": "wrapped: at no position"}, got.Problems[9])
+	assert.Equal(t, map[string]any{"message": "... and 3 more problems"}, got.Problems[10])
+	assert.Contains(t, out.String(), `"evil\u202e.go"`, "escaped, not as it is")
+}
+
+// Text reports are as ever: one line each on stderr, nothing on stdout.
+func TestReportAsText(t *testing.T) {
+	var out, stderr bytes.Buffer
+	e := &env{stdout: &out, stderr: &stderr, ctx: context.Background()}
+	e.report(diag.Errorf(token.Position{Filename: "connectors.yaml", Line: 2, Column: 3}, "positioned"))
+	e.report(inFile("bin/x", errors.New("bin/x: unrecognized file format")))
+	e.errorf("plain")
+	assert.Empty(t, out.String())
+	assert.Equal(t, "connectors.yaml:2:3: positioned\nkvgen: bin/x: unrecognized file format\nkvgen: plain\n", stderr.String())
+}
