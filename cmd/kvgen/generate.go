@@ -212,7 +212,7 @@ type listed struct {
 	Aliases     []string `json:"aliases,omitempty"`
 	Import      string   `json:"import"`
 	Constructor string   `json:"constructor"`
-	Roles       []string `json:"roles,omitempty"` // the KV connector contract's alone
+	Roles       []string `json:"roles,omitempty"` // for a contract that declares roles
 	Module      string   `json:"module,omitempty"`
 	Version     string   `json:"version,omitempty"`
 	Doc         string   `json:"doc,omitempty"`
