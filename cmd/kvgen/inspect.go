@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -125,14 +126,21 @@ func (o *binaryWriter) binary(b *inspect.Binary) {
 	o.n++
 }
 
-// sbom prints an SBOM, a JSON document; with -json, one that is not
-// JSON is an error.
+// sbom prints an SBOM, a JSON document; one that is not JSON is an
+// error. An image's SBOM comes from a registry: re-indented, its
+// whitespace is spaces and newlines, and every other character that is
+// not printable, which then lies in a string, is escaped, as in a report.
 func (o *binaryWriter) sbom(data []byte) error {
 	if o.e.asJSON {
 		return o.e.json.item(o.list, json.RawMessage(data))
 	}
-	o.e.stdout.Write(data)
-	return nil
+	var b bytes.Buffer
+	if err := json.Indent(&b, bytes.TrimSpace(data), "", "  "); err != nil {
+		return fmt.Errorf("not JSON: %w", err)
+	}
+	b.WriteByte('\n')
+	_, err := o.e.stdout.Write(printableJSON(b.Bytes()))
+	return err
 }
 
 // inspectPath inspects a binary, or each Go binary in a directory (not

@@ -104,3 +104,16 @@ func TestReportAsText(t *testing.T) {
 	assert.Empty(t, out.String())
 	assert.Equal(t, "connectors.yaml:2:3: positioned\nkvgen: bin/x: unrecognized file format\nkvgen: plain\n", stderr.String())
 }
+
+// An SBOM comes from a registry, which may be hostile: printed as text, it
+// is JSON still, and what would move a terminal's cursor is escaped.
+func TestSBOMTextIsEscaped(t *testing.T) {
+	var out bytes.Buffer
+	w := &binaryWriter{e: &env{stdout: &out}}
+	require.NoError(t, w.sbom([]byte("{\"name\":\t\"a\u009b2Jb\u202e\"}\n")))
+	assert.Equal(t, "{\n  \"name\": \"a\\u009b2Jb\\u202e\"\n}\n", out.String())
+	var v map[string]string
+	require.NoError(t, json.Unmarshal(out.Bytes(), &v))
+	assert.Equal(t, "a\u009b2Jb\u202e", v["name"])
+	assert.Error(t, w.sbom([]byte("not JSON")))
+}
