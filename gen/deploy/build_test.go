@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kvgen/kvgen/internal/kvgentest"
 	"github.com/kvgen/kvgen/internal/redistest"
 )
 
@@ -67,8 +68,8 @@ func TestBuild(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds kvgen and two deployment binaries")
 	}
-	root := repoRoot(t)
-	kvgen := buildKVGen(t, root)
+	root := kvgentest.Root(t)
+	kvgen := kvgentest.KVGen(t)
 	before := snapshotRepo(t, root)
 
 	t.Run("errors", func(t *testing.T) {
@@ -111,22 +112,22 @@ func testEdge(t *testing.T, bin string) {
 		// The memory connector keeps KV in the process, so prefill and
 		// decode meet only in the demo mode, which runs both.
 		res := runServer(t, bin, "-json", "-kv-transfer-config", transferConfig("memory", "kv_both", "edge-0", nil), "demo")
-		require.Equal(t, 0, res.code, "stderr:\n%s", res.stderr)
+		require.Equal(t, 0, res.Code, "stderr:\n%s", res.Stderr)
 		var both struct {
 			Prefill prefillReport `json:"prefill"`
 			Decode  decodeReport  `json:"decode"`
 		}
-		require.NoError(t, json.Unmarshal([]byte(res.stdout), &both), res.stdout)
+		require.NoError(t, json.Unmarshal([]byte(res.Stdout), &both), res.Stdout)
 		assert.Equal(t, blockTokens, both.Prefill.Saved)
 		assertLoadedAll(t, both.Decode)
 	})
 
 	t.Run("rejects a connector it does not link", func(t *testing.T) {
 		res := runServer(t, bin, "-json", "-kv-transfer-config", transferConfig("redis", "kv_producer", "prefill-0", nil), "prefill")
-		assert.NotEqual(t, 0, res.code)
-		assert.Contains(t, res.stderr, `unknown kv connector "redis"`)
-		assert.Contains(t, res.stderr, "linked: memory")
-		assert.Empty(t, res.stdout)
+		assert.NotEqual(t, 0, res.Code)
+		assert.Contains(t, res.Stderr, `unknown kv connector "redis"`)
+		assert.Contains(t, res.Stderr, "linked: memory")
+		assert.Empty(t, res.Stdout)
 	})
 }
 
@@ -258,16 +259,16 @@ func decode(t *testing.T, bin, config string, flags ...string) decodeReport {
 func runReport(t *testing.T, bin string, report any, args ...string) {
 	t.Helper()
 	res := runServer(t, bin, args...)
-	require.Equal(t, 0, res.code, "kvserver %q\nstderr:\n%s", args, res.stderr)
-	require.NoError(t, json.Unmarshal([]byte(res.stdout), report), "stdout:\n%s", res.stdout)
+	require.Equal(t, 0, res.Code, "kvserver %q\nstderr:\n%s", args, res.Stderr)
+	require.NoError(t, json.Unmarshal([]byte(res.Stdout), report), "stdout:\n%s", res.Stdout)
 }
 
 func listConnectors(t testing.TB, bin string) []listed {
 	t.Helper()
 	res := runServer(t, bin, "-list-connectors", "-json")
-	require.Equal(t, 0, res.code, "stderr:\n%s", res.stderr)
+	require.Equal(t, 0, res.Code, "stderr:\n%s", res.Stderr)
 	var items []listed
-	require.NoError(t, json.Unmarshal([]byte(res.stdout), &items), res.stdout)
+	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &items), res.Stdout)
 	return items
 }
 
