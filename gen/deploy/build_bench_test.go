@@ -127,7 +127,7 @@ func listConnectorNames(b *testing.B, bin string) []string {
 	b.Helper()
 	var names []string
 	for _, c := range listConnectors(b, bin) {
-		names = append(names, c.Name)
+		names = append(names, c["name"].(string))
 	}
 	return names
 }
