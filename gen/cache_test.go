@@ -14,26 +14,18 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvgen/kvgen/gen"
+	"github.com/kvgen/kvgen/internal/kvgentest"
 )
 
 // TestCacheFollowsEdits edits a connector between runs that share a check
 // cache and expects, every time, what a run without the cache says: the
 // cache is keyed by the packages' content, so no edit can be missed.
 func TestCacheFollowsEdits(t *testing.T) {
-	root, err := filepath.Abs("..")
-	require.NoError(t, err)
-	dir := t.TempDir()
-	gomod := "module example.com/kvedit\n\ngo 1.26.0\n\nrequire github.com/kvgen/kvgen v0.0.0\n\nreplace github.com/kvgen/kvgen => " + root + "\n"
-	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
-	require.NoError(t, err)
+	dir := kvgentest.Module(t, "example.com/kvedit", nil)
 	write := func(name, content string) {
 		t.Helper()
-		path := filepath.Join(dir, name)
-		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
-		require.NoError(t, os.WriteFile(path, []byte(content), 0o644))
+		kvgentest.WriteFiles(t, dir, map[string]string{name: content})
 	}
-	write("go.mod", gomod)
-	write("go.sum", string(sum))
 	write("connectors.yaml", `version: 1
 package: reg
 output: reg/connectors_gen.go
@@ -262,7 +254,5 @@ func TestCacheIsWrittenOnlyBySave(t *testing.T) {
 // does, and runs the rest of the test in it.
 func inCase(t *testing.T, name string) {
 	t.Helper()
-	root, err := filepath.Abs("..")
-	require.NoError(t, err)
-	t.Chdir(caseModule(t, root, filepath.Join(root, "gen", "testdata", name)))
+	t.Chdir(caseModule(t, filepath.Join(kvgentest.Root(t), "gen", "testdata", name)))
 }

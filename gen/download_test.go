@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvgen/kvgen/gen"
-	"github.com/kvgen/kvgen/internal/moduletest"
+	"github.com/kvgen/kvgen/internal/kvgentest"
 )
 
 // A connector whose module's dependency cannot be downloaded does not
@@ -35,7 +35,7 @@ func New(ctx context.Context, cfg kv.Config, role kv.Role) (kv.Connector, error)
 `,
 		"connectors.yaml": "version: 1\npackage: kvcase\noutput: reg_gen.go\nconnectors:\n  - name: conn\n    import: example.com/conn\n    constructor: New\n",
 	}
-	moduletest.WriteFiles(t, dir, files)
+	kvgentest.WriteFiles(t, dir, files)
 	goCmd(t, dir, "mod", "edit", "-require=example.com/conn@v0.0.0-00010101000000-000000000000", "-replace=example.com/conn=./conn")
 	// With go.sum naming the dependency, the go command tries to
 	// download it; GOPROXY=off makes that fail the same way on any

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvgen/kvgen/gen"
-	"github.com/kvgen/kvgen/internal/moduletest"
+	"github.com/kvgen/kvgen/internal/kvgentest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/*/want")
@@ -25,8 +25,6 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 // generate want/<output file>, which is then compiled, and run when the
 // case has a want/stdout.
 func TestGolden(t *testing.T) {
-	root, err := filepath.Abs("..")
-	require.NoError(t, err)
 	cases, err := filepath.Glob("testdata/*/connectors.yaml")
 	require.NoError(t, err)
 	require.NotEmpty(t, cases)
@@ -35,7 +33,7 @@ func TestGolden(t *testing.T) {
 		name := filepath.Base(src)
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			dir := caseModule(t, root, src)
+			dir := caseModule(t, src)
 			// The first run fills a check cache; a warm run must come
 			// out the same to the byte, errors included, and so must a
 			// run without the cache that loads through the loader
@@ -93,10 +91,10 @@ func cwd(t *testing.T) string {
 
 // caseModule copies a case and the shared packages into a temporary module
 // that requires this checkout of kvgen.
-func caseModule(t *testing.T, root, src string) string {
+func caseModule(t *testing.T, src string) string {
 	t.Helper()
-	dir := moduletest.New(t, root, "example.com/kvcase", nil)
-	copyTree(t, filepath.Join(root, "gen", "testdata", "_shared"), dir)
+	dir := kvgentest.Module(t, "example.com/kvcase", nil)
+	copyTree(t, filepath.Join(kvgentest.Root(t), "gen", "testdata", "_shared"), dir)
 	copyTree(t, src, dir)
 	require.NoError(t, os.RemoveAll(filepath.Join(dir, "want")))
 	return dir

@@ -25,9 +25,7 @@ const emptyManifest = "version: 1\noutput: OUT\npackage: kvcase\nconnectors: []\
 // manifest whose output is out, as the current directory.
 func guardModule(t *testing.T, out string) string {
 	t.Helper()
-	root, err := filepath.Abs("..")
-	require.NoError(t, err)
-	dir := caseModule(t, root, t.TempDir())
+	dir := caseModule(t, t.TempDir())
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "connectors.yaml"), []byte(strings.Replace(emptyManifest, "OUT", out, 1)), 0o644))
 	t.Chdir(dir)
 	return dir

@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -13,39 +10,18 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvgen/kvgen/internal/moduletest"
+	"github.com/kvgen/kvgen/internal/kvgentest"
 )
 
 // runTimeout bounds one run of kvgen or of the go command in these tests.
 const runTimeout = 3 * time.Minute
 
-// buildKVGen builds this kvgen into a temporary directory.
-func buildKVGen(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "kvgen")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	return bin
-}
-
-// runIn runs name in dir and returns its exit code and output; the check
-// cache is off, as it is the user's.
+// runIn runs name in dir and returns its exit code and output, stdout
+// then stderr.
 func runIn(t *testing.T, dir string, name string, args ...string) (int, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "KVGENCACHE=off")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	require.NoError(t, ctx.Err(), "%s did not finish: %s", name, out.String())
-	if err != nil {
-		var exit *exec.ExitError
-		require.ErrorAs(t, err, &exit)
-	}
-	return cmd.ProcessState.ExitCode(), out.String()
+	res := kvgentest.Run(t, dir, nil, runTimeout, name, args...)
+	return res.Code, res.Stdout + res.Stderr
 }
 
 // TestConcurrentGenerates runs two kvgen generates at once in one module,
@@ -56,9 +32,7 @@ func TestConcurrentGenerates(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds kvgen and runs the go command")
 	}
-	root, err := filepath.Abs("../..")
-	require.NoError(t, err)
-	kvgen := buildKVGen(t)
+	kvgen := kvgentest.KVGen(t)
 	connector := func(pkg string) string {
 		return "package " + pkg + `
 
@@ -77,7 +51,7 @@ func New(ctx context.Context, cfg kv.Config, role kv.Role) (kv.Connector, error)
 		return "version: 1\noutput: " + name + "/connectors_gen.go\nconnectors:\n  - name: " + name +
 			"\n    import: example.com/" + name + "kv\n    constructor: New\n    replace: ../" + name + "kv\n"
 	}
-	host := moduletest.New(t, root, "example.com/host", map[string]string{
+	host := kvgentest.Module(t, "example.com/host", map[string]string{
 		"a.yaml":    manifest("a"),
 		"b.yaml":    manifest("b"),
 		"a/main.go": "package main\n\nfunc main() { _ = Registry }\n",
@@ -85,11 +59,7 @@ func New(ctx context.Context, cfg kv.Config, role kv.Role) (kv.Connector, error)
 	})
 	for _, name := range []string{"a", "b"} {
 		dir := filepath.Join(filepath.Dir(host), name+"kv")
-		moduletest.WriteFiles(t, dir, map[string]string{
-			"go.mod": "module example.com/" + name + "kv\n\ngo 1.26.0\n\nrequire github.com/kvgen/kvgen v0.0.0\n\nreplace github.com/kvgen/kvgen => " + root + "\n",
-			"kv.go":  connector(name + "kv"),
-			"go.sum": string(must(os.ReadFile(filepath.Join(root, "go.sum")))),
-		})
+		kvgentest.WriteModule(t, dir, "example.com/"+name+"kv", map[string]string{"kv.go": connector(name + "kv")})
 	}
 	gomod := must(os.ReadFile(filepath.Join(host, "go.mod")))
 	gosum := must(os.ReadFile(filepath.Join(host, "go.sum")))

@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvgen/kvgen/gen"
+	"github.com/kvgen/kvgen/internal/kvgentest"
 	"github.com/kvgen/kvgen/internal/manifest"
 )
 
@@ -211,7 +212,7 @@ const readmeSection = "Using kvgen in your module"
 //
 // A block added without any of these fails here.
 func TestDocs(t *testing.T) {
-	root := must(filepath.Abs("../.."))
+	root := kvgentest.Root(t)
 	scripts := readScripts(t)
 	counts := map[string]int{}
 	var notRun []string
@@ -374,7 +375,7 @@ func TestParseDoc(t *testing.T) {
 // a file or directory of the repository, and a #fragment to a heading of
 // the Markdown file it names.
 func TestDocLinks(t *testing.T) {
-	root := must(filepath.Abs("../.."))
+	root := kvgentest.Root(t)
 	anchors := map[string][]string{}
 	anchorsOf := func(file string) []string {
 		if a, ok := anchors[file]; ok {

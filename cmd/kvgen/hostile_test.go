@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/kvgen/kvgen/internal/inspect"
+	"github.com/kvgen/kvgen/internal/kvgentest"
 )
 
 // hostile is an argument that, printed as it is, would color the
@@ -23,32 +24,14 @@ const hostile = "\x1b[31m\nkvgen: fake\u202e"
 // in lines of printable text: the argument is quoted or escaped, never
 // printed as it is.
 func TestHostileArgumentsStayText(t *testing.T) {
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Chdir(t.TempDir())
+	t.Chdir(kvgentest.Module(t, "example.com/hostile", map[string]string{
+		"connectors.yaml":      "version: 1\noutput: host/connectors_gen.go\nconnectors: []\n",
+		hostile + ".yaml":      "version: 1\noutput: host/connectors_gen.go\nconnectors: []\n",
+		"host/main.go":         "package main\n\nfunc main() {}\n",
+		"notbinary/" + hostile: "not a binary",
+		"appended/README":      "a directory of binaries",
+	}))
 	t.Setenv("KVGENCACHE", "off")
-	write := func(name, content string) {
-		t.Helper()
-		if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(name, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("go.mod", "module example.com/hostile\n\ngo 1.26.0\n\nrequire github.com/kvgen/kvgen v0.0.0\n\nreplace github.com/kvgen/kvgen => "+root+"\n")
-	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	write("go.sum", string(sum))
-	write("connectors.yaml", "version: 1\noutput: host/connectors_gen.go\nconnectors: []\n")
-	write(hostile+".yaml", "version: 1\noutput: host/connectors_gen.go\nconnectors: []\n")
-	write("host/main.go", "package main\n\nfunc main() {}\n")
-	write("notbinary/"+hostile, "not a binary")
-	write("appended/README", "a directory of binaries")
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

@@ -6,10 +6,11 @@ import (
 	"context"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/kvgen/kvgen/internal/kvgentest"
 )
 
 // BenchmarkBuildImage pairs, in each iteration, a deployment build, the
@@ -18,28 +19,10 @@ import (
 // second to the sum of the other two: what -image costs over build is the
 // compression and little else.
 func BenchmarkBuildImage(b *testing.B) {
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Chdir(b.TempDir())
-	write := func(name, content string) {
-		b.Helper()
-		if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
-			b.Fatal(err)
-		}
-		if err := os.WriteFile(name, []byte(content), 0o644); err != nil {
-			b.Fatal(err)
-		}
-	}
-	write("go.mod", "module example.com/bench\n\ngo 1.26.0\n\nrequire github.com/kvgen/kvgen v0.0.0\n\nreplace github.com/kvgen/kvgen => "+root+"\n")
-	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	write("go.sum", string(sum))
-	write("connectors.yaml", "version: 1\noutput: host/connectors_gen.go\nconnectors:\n  - name: memory\n    import: github.com/kvgen/kvgen/examples/connectors/memory\n    constructor: New\n")
-	write("host/main.go", "package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(Registry.Names()) }\n")
+	b.Chdir(kvgentest.Module(b, "example.com/bench", map[string]string{
+		"connectors.yaml": "version: 1\noutput: host/connectors_gen.go\nconnectors:\n  - name: memory\n    import: github.com/kvgen/kvgen/examples/connectors/memory\n    constructor: New\n",
+		"host/main.go":    "package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(Registry.Names()) }\n",
+	}))
 	kvgen := func(args ...string) {
 		b.Helper()
 		var stdout, stderr bytes.Buffer

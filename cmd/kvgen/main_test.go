@@ -20,12 +20,14 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 	"golang.org/x/mod/module"
 	modzip "golang.org/x/mod/zip"
+
+	"github.com/kvgen/kvgen/internal/kvgentest"
 )
 
 var update = flag.Bool("update", false, "rewrite the expectations in testdata/script")
 
 func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){"kvgen": main})
+	testscript.Main(kvgentest.Main(m), map[string]func(){"kvgen": main})
 }
 
 // TestScripts runs the txtar scripts under testdata/script. Each runs in a
@@ -36,10 +38,9 @@ func TestMain(m *testing.M) {
 // by another, $PRIVATEPROXY, which no script's GOPROXY names unless it says
 // so.
 func TestScripts(t *testing.T) {
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := kvgentest.Root(t)
+	// Each script's module, example.com/script.
+	module := map[string]string{"go.mod": kvgentest.GoMod(t, "example.com/script"), "go.sum": kvgentest.GoSum(t)}
 	goEnv := goEnvVars(t, "GOCACHE", "GOMODCACHE", "GOPATH", "GOROOT", "GOPROXY")
 	proxy := goproxytest.NewTestServer(t, "testdata/mod", "")
 	// A team's private module proxy: it alone serves the modules under
@@ -78,15 +79,12 @@ func TestScripts(t *testing.T) {
 			env.Setenv("KVGEN_UNPUBLISHED", unpublished)
 			env.Setenv("MODCACHE_PROXY", "file://"+filepath.ToSlash(filepath.Join(goEnv["GOMODCACHE"], "cache", "download")))
 			env.Setenv("PATH", filepath.Join(goEnv["GOROOT"], "bin")+string(os.PathListSeparator)+env.Getenv("PATH"))
-			gomod := "module example.com/script\n\ngo 1.26.0\n\nrequire github.com/kvgen/kvgen v0.0.0\n\nreplace github.com/kvgen/kvgen => " + root + "\n"
-			if err := os.WriteFile(filepath.Join(env.WorkDir, "go.mod"), []byte(gomod), 0o644); err != nil {
-				return err
+			for name, content := range module {
+				if err := os.WriteFile(filepath.Join(env.WorkDir, name), []byte(content), 0o644); err != nil {
+					return err
+				}
 			}
-			sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
-			if err != nil {
-				return err
-			}
-			return os.WriteFile(filepath.Join(env.WorkDir, "go.sum"), sum, 0o644)
+			return nil
 		},
 		Condition: func(cond string) (bool, error) {
 			if cond == "published" {

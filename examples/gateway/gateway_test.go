@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kvgen/kvgen/internal/kvgentest"
 )
 
 // TestGateway builds the gateway with go build, as a user does after go
@@ -16,11 +18,7 @@ import (
 // one in a module of its own included.
 func TestGateway(t *testing.T) {
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "gateway")
-	// -trimpath, as kvgen build compiles: the two share a build cache's
-	// worth of compiled packages.
-	out, err := exec.Command("go", "build", "-trimpath", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	bin := kvgentest.Program(t, ".")
 	cfg := filepath.Join(dir, "gateway.json")
 	require.NoError(t, os.WriteFile(cfg, []byte(`{"chain": [
 		{"plugin": "cors", "config": {"origins": ["https://app.example"]}},
@@ -44,7 +42,7 @@ func TestGateway(t *testing.T) {
 	got = run("-request", "/hello", "-method", "OPTIONS", "-header", "Origin: https://app.example", "-header", "Access-Control-Request-Method: POST")
 	assert.True(t, strings.HasPrefix(got, "204 No Content\n"), "cors answers the preflight before auth: %s", got)
 
-	out, err = exec.Command(bin, "-list-plugins").CombinedOutput()
+	out, err := exec.Command(bin, "-list-plugins").CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	assert.Contains(t, string(out), "cors\tgithub.com/kvgen/kvgen/examples/gateway/cors.New\tgithub.com/kvgen/kvgen/examples/gateway/cors v0.1.0 => ./cors\n")
 }

@@ -210,20 +210,22 @@ type demoReport struct {
 	Decode  *decodeReport  `json:"decode"`
 }
 
+// listed is a connector as -list-connectors prints it.
+type listed struct {
+	Name    string   `json:"name"`
+	Aliases []string `json:"aliases,omitempty"`
+	Roles   []string `json:"roles"`
+	Import  string   `json:"import"`
+	Module  string   `json:"module"`
+	Version string   `json:"version"`
+}
+
 // listConnectors prints what was linked, with module versions, like
 // `caddy list-modules --versions`.
 func listConnectors(w io.Writer, reg *kv.Registry, asJSON bool) error {
-	type item struct {
-		Name    string   `json:"name"`
-		Aliases []string `json:"aliases,omitempty"`
-		Roles   []string `json:"roles"`
-		Import  string   `json:"import"`
-		Module  string   `json:"module"`
-		Version string   `json:"version"`
-	}
-	var items []item
+	var items []listed
 	for _, e := range reg.Entries() {
-		it := item{Name: e.Name, Aliases: e.Aliases, Import: e.ImportPath, Module: e.Module, Version: e.Version}
+		it := listed{Name: e.Name, Aliases: e.Aliases, Import: e.ImportPath, Module: e.Module, Version: e.Version}
 		for _, r := range kv.Roles() {
 			if e.Serves(r.String()) {
 				it.Roles = append(it.Roles, r.String())

@@ -65,13 +65,7 @@ func TestDemoKeepsConnectorsForBothSteps(t *testing.T) {
 func TestListConnectors(t *testing.T) {
 	code, out, _ := runServer(t, "-list-connectors", "-json")
 	require.Equal(t, 0, code)
-	var items []struct {
-		Name    string   `json:"name"`
-		Aliases []string `json:"aliases"`
-		Roles   []string `json:"roles"`
-		Import  string   `json:"import"`
-		Module  string   `json:"module"`
-	}
+	var items []listed
 	require.NoError(t, json.Unmarshal([]byte(out), &items))
 	var names []string
 	for _, it := range items {

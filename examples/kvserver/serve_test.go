@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -18,19 +17,18 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kvgen/kvgen/internal/kvgentest"
 )
 
 // startServe builds kvserver and runs it in serve mode on a free port,
 // returning its base URL and the process.
 func startServe(t *testing.T, config string) (string, *exec.Cmd, *syncBuffer) {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "kvserver")
-	// With -trimpath, as kvgen build compiles: the build cache then holds
-	// what this build needs from the deployment builds' tests, and the
-	// other way round.
-	build := exec.Command("go", "build", "-trimpath", "-o", bin, ".")
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	// Built as kvgen build compiles: the build cache then holds what this
+	// build needs from the deployment builds' tests, and the other way
+	// round.
+	bin := kvgentest.Program(t, ".")
 	cmd := exec.Command(bin, "-kv-transfer-config", config, "-listen", "127.0.0.1:0", "serve")
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)

@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kvgen/kvgen/internal/kvgentest"
 )
 
 const pods = `[
@@ -35,6 +37,9 @@ func write(t *testing.T, dir string, files map[string]string) map[string]string 
 	return paths
 }
 
+// TestMain removes the kvgen command the tests share when they are done.
+func TestMain(m *testing.M) { os.Exit(kvgentest.Main(m).Run()) }
+
 // mainModule is this module with the version the go command stamps on a
 // main module: "(devel)", or a pseudo-version from the VCS checkout it was
 // built in, unless -buildvcs=false.
@@ -51,9 +56,7 @@ func run(t *testing.T, bin string, args ...string) (string, error) {
 func TestScheduler(t *testing.T) {
 	dir := t.TempDir()
 	f := write(t, dir, map[string]string{"pods.json": pods, "all.json": allPlugins})
-	bin := filepath.Join(dir, "scheduler")
-	out, err := exec.Command("go", "build", "-trimpath", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	bin := kvgentest.Program(t, ".")
 
 	got, err := run(t, bin, "-config", f["all.json"], "-pods", f["pods.json"])
 	require.NoError(t, err, got)
@@ -78,11 +81,9 @@ func TestScheduler(t *testing.T) {
 // another plugin fails at start-up, saying what the binary links.
 func TestSchedulerDeployment(t *testing.T) {
 	dir := t.TempDir()
-	kvgen := filepath.Join(dir, "kvgen")
-	out, err := exec.Command("go", "build", "-o", kvgen, "github.com/kvgen/kvgen/cmd/kvgen").CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	kvgen := kvgentest.KVGen(t)
 	bin := filepath.Join(dir, "scheduler-minimal")
-	out, err = exec.Command(kvgen, "build", "-manifest", "deploy/minimal.yaml", "-o", bin, ".").CombinedOutput()
+	out, err := exec.Command(kvgen, "build", "-manifest", "deploy/minimal.yaml", "-o", bin, ".").CombinedOutput()
 	require.NoError(t, err, "%s", out)
 
 	got, err := run(t, bin, "-list-plugins")

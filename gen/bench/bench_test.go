@@ -26,23 +26,14 @@ import (
 	"testing"
 	"text/template"
 	"time"
+
+	"github.com/kvgen/kvgen/internal/kvgentest"
 )
 
-// workDir holds the kvgen binary and the synthesised modules; it lives for
-// the whole run so that -count repetitions reuse one warm build cache.
-var workDir string
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "kvgen-bench-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	workDir = dir
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+// TestMain removes, when the run ends, the shared directory that holds
+// the kvgen binary and the synthesised modules; it lasts the whole run so
+// that -count repetitions reuse one warm build cache.
+func TestMain(m *testing.M) { os.Exit(kvgentest.Main(m).Run()) }
 
 // BenchmarkGenerate times a `kvgen generate` run, built as a binary, on
 // modules of N connector packages, alternating each run with `go list
@@ -56,7 +47,7 @@ func TestMain(m *testing.M) {
 // cache=cold runs with an empty check cache each time: the cost of the
 // first run, or of a run after every connector changed.
 func BenchmarkGenerate(b *testing.B) {
-	kvgen := buildKvgen(b)
+	kvgen := kvgentest.KVGen(b)
 	cases := []struct {
 		n    int
 		same bool
@@ -79,7 +70,7 @@ func BenchmarkGenerate(b *testing.B) {
 // makes on every change, alternating with `go list -deps=false -export` of
 // the same packages.
 func BenchmarkCheck(b *testing.B) {
-	kvgen := buildKvgen(b)
+	kvgen := kvgentest.KVGen(b)
 	for _, n := range []int{10, 100, 400, 1000} {
 		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
 			mod := connectorModule(b, n, false)
@@ -93,7 +84,7 @@ func BenchmarkCheck(b *testing.B) {
 // `go build -trimpath` of the same program with the same registry already
 // generated, alternating the two; both write a new binary each time.
 func BenchmarkBuild(b *testing.B) {
-	kvgen := buildKvgen(b)
+	kvgen := kvgentest.KVGen(b)
 	for _, n := range []int{10, 100, 400} {
 		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
 			mod := connectorModule(b, n, false)
@@ -111,7 +102,7 @@ func BenchmarkBuild(b *testing.B) {
 // BenchmarkSameName compares kvgen generate on 400 packages all named
 // connector with 400 packages of distinct names, alternating the two.
 func BenchmarkSameName(b *testing.B) {
-	kvgen := buildKvgen(b)
+	kvgen := kvgentest.KVGen(b)
 	const n = 400
 	b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
 		same := connectorModule(b, n, true).generate(kvgen)
@@ -155,26 +146,6 @@ func namesLabel(same bool) string {
 	return "distinct"
 }
 
-// buildKvgen builds the kvgen command once per run.
-func buildKvgen(b *testing.B) string {
-	b.Helper()
-	bin := filepath.Join(workDir, "kvgen")
-	if _, err := os.Stat(bin); err == nil {
-		return bin
-	}
-	command(repoRoot(b), "go", "build", "-o", bin, "./cmd/kvgen")(b)
-	return bin
-}
-
-func repoRoot(b *testing.B) string {
-	b.Helper()
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		b.Fatal(err)
-	}
-	return root
-}
-
 // cost is what running a command took.
 type cost struct {
 	wall, cpu time.Duration
@@ -187,13 +158,13 @@ func (c cost) add(d cost) cost { return cost{c.wall + d.wall, c.cpu + d.cpu, c.r
 type timed func(b *testing.B) cost
 
 // command returns a timed run of a command in dir, with the check cache in
-// the run's work directory; it fails the benchmark if the command fails.
+// the run's shared directory; it fails the benchmark if the command fails.
 func command(dir, name string, args ...string) timed {
 	return func(b *testing.B) cost {
 		b.Helper()
 		cmd := exec.Command(name, args...)
 		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "KVGENCACHE="+filepath.Join(workDir, "cache"))
+		cmd.Env = append(os.Environ(), "KVGENCACHE="+filepath.Join(kvgentest.SharedDir(b), "cache"))
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		start := time.Now()
@@ -213,7 +184,7 @@ func command(dir, name string, args ...string) timed {
 func coldCache(run timed) timed {
 	return func(b *testing.B) cost {
 		b.Helper()
-		if err := os.RemoveAll(filepath.Join(workDir, "cache")); err != nil {
+		if err := os.RemoveAll(filepath.Join(kvgentest.SharedDir(b), "cache")); err != nil {
 			b.Fatal(err)
 		}
 		return run(b)
@@ -270,7 +241,7 @@ func connectorModule(b *testing.B, n int, same bool) module {
 	// Paths as long as real ones (about 58 characters): past 16 KiB of
 	// patterns go/packages splits one load into several go list runs.
 	modPath := fmt.Sprintf("github.com/acme-inference/kvbench%d%s", n, names)
-	m := module{dir: filepath.Join(workDir, fmt.Sprintf("n%d-%s", n, names))}
+	m := module{dir: filepath.Join(kvgentest.SharedDir(b), fmt.Sprintf("n%d-%s", n, names))}
 	// The registry is generated into the host program's main package, as
 	// in examples/kvserver: kvgen build replaces that file in an overlay.
 	m.output = filepath.Join(m.dir, "cmd", "host", "connectors_gen.go")
@@ -301,18 +272,7 @@ func writeModule(b *testing.B, dir, modPath string, files map[string]string) {
 	if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
 		return // written by an earlier -count repetition
 	}
-	root := repoRoot(b)
-	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	writeFile(b, filepath.Join(dir, "go.sum"), string(sum))
-	for name, content := range files {
-		writeFile(b, filepath.Join(dir, name), content)
-	}
-	// go.mod last: its presence says the module is complete.
-	writeFile(b, filepath.Join(dir, "go.mod"), "module "+modPath+"\n\ngo 1.26.0\n\n"+
-		"require github.com/kvgen/kvgen v0.0.0\n\nreplace github.com/kvgen/kvgen => "+root+"\n")
+	kvgentest.WriteModule(b, dir, modPath, files)
 }
 
 // hostMain is the module's program: it links the generated registry and
@@ -331,12 +291,7 @@ func main() {
 
 func writeFile(b *testing.B, path, content string) {
 	b.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		b.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		b.Fatal(err)
-	}
+	kvgentest.WriteFiles(b, filepath.Dir(path), map[string]string{filepath.Base(path): content})
 }
 
 // connectorTmpl is a connector of the size and shape of a real one: a

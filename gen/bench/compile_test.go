@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kvgen/kvgen/internal/kvgentest"
 )
 
 // BenchmarkCompile measures what the compiler spends on the generated
@@ -35,7 +37,7 @@ import (
 // by kvgen itself. The first run at N=10000 compiles the 10,000 packages
 // into the build cache, which takes minutes.
 func BenchmarkCompile(b *testing.B) {
-	kvgen := buildKvgen(b)
+	kvgen := kvgentest.KVGen(b)
 	wrap := buildToolexec(b)
 	for _, n := range []int{100, 1000, 10000} {
 		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
@@ -64,7 +66,7 @@ type compileModule struct {
 func compileModuleAt(b *testing.B, n int) compileModule {
 	b.Helper()
 	// Short paths keep the manifest of 10,000 entries under 1 MiB.
-	m := compileModule{dir: filepath.Join(workDir, fmt.Sprintf("compile%d", n)), path: fmt.Sprintf("example.com/kvc%d", n)}
+	m := compileModule{dir: filepath.Join(kvgentest.SharedDir(b), fmt.Sprintf("compile%d", n)), path: fmt.Sprintf("example.com/kvc%d", n)}
 	m.output = filepath.Join(m.dir, "reg", "connectors_gen.go")
 	var manifest, imports, refs strings.Builder
 	manifest.WriteString("version: 1\npackage: reg\noutput: reg/connectors_gen.go\nconnectors:\n")
@@ -196,11 +198,11 @@ func main() {
 // buildToolexec builds the -toolexec wrapper once per run.
 func buildToolexec(b *testing.B) string {
 	b.Helper()
-	bin := filepath.Join(workDir, "toolexec")
+	bin := filepath.Join(kvgentest.SharedDir(b), "toolexec")
 	if _, err := os.Stat(bin); err == nil {
 		return bin
 	}
-	src := filepath.Join(workDir, "toolexec-src", "main.go")
+	src := filepath.Join(kvgentest.SharedDir(b), "toolexec-src", "main.go")
 	writeFile(b, src, toolexecSource)
 	command(filepath.Dir(src), "go", "build", "-o", bin, "main.go")(b)
 	return bin

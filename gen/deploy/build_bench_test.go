@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/kvgen/kvgen/internal/kvgentest"
 )
 
 // BenchmarkBuild compares `kvgen build` of the datacenter deployment with
@@ -18,8 +20,8 @@ import (
 // Both copies are built once before timing, so every build has warm caches;
 // each iteration runs both builds, so they see the same machine load.
 func BenchmarkBuild(b *testing.B) {
-	root := repoRoot(b)
-	kvgen := buildKVGen(b, root)
+	root := kvgentest.Root(b)
+	kvgen := kvgentest.KVGen(b)
 	env := []string{goFlags()}
 	custom := kvserverDir(copyModule(b, root))
 	plain := kvserverDir(copyModule(b, root))
@@ -96,10 +98,10 @@ func BenchmarkBuild(b *testing.B) {
 // ignored) into a temporary directory, which a benchmark may change freely.
 func copyModule(b *testing.B, root string) string {
 	b.Helper()
-	res := execute(b, root, nil, time.Minute, "git", "ls-files", "-z", "--cached", "--others", "--exclude-standard")
-	require.Equal(b, 0, res.code, "git ls-files:\n%s", res.stderr)
+	res := kvgentest.Run(b, root, nil, time.Minute, "git", "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+	require.Equal(b, 0, res.Code, "git ls-files:\n%s", res.Stderr)
 	dst := b.TempDir()
-	for name := range bytes.SplitSeq([]byte(res.stdout), []byte{0}) {
+	for name := range bytes.SplitSeq([]byte(res.Stdout), []byte{0}) {
 		if len(name) == 0 {
 			continue
 		}
@@ -117,15 +119,15 @@ func copyModule(b *testing.B, root string) string {
 
 func mustRun(b *testing.B, dir string, env []string, args ...string) {
 	b.Helper()
-	res := execute(b, dir, env, buildTimeout, args[0], args[1:]...)
-	require.Equal(b, 0, res.code, "%q:\n%s", args, res.stderr)
+	res := kvgentest.Run(b, dir, env, kvgentest.BuildTimeout, args[0], args[1:]...)
+	require.Equal(b, 0, res.Code, "%q:\n%s", args, res.Stderr)
 }
 
 func listConnectorNames(b *testing.B, bin string) []string {
 	b.Helper()
 	var names []string
 	for _, c := range listConnectors(b, bin) {
-		names = append(names, c.Name)
+		names = append(names, c["name"].(string))
 	}
 	return names
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kvgen/kvgen/internal/kvgentest"
 	"github.com/kvgen/kvgen/internal/redistest"
 )
 
@@ -16,34 +17,10 @@ import (
 // the example server's module with its deployment manifests, and
 // run the binaries it writes as separate processes.
 
-// listed is one connector as `kvserver -list-connectors -json` prints it.
-type listed struct {
-	Name    string   `json:"name"`
-	Aliases []string `json:"aliases"`
-	Roles   []string `json:"roles"`
-	Import  string   `json:"import"`
-	Module  string   `json:"module"`
-	Version string   `json:"version"`
-}
-
-// prefillReport and decodeReport are what kvserver prints with -json.
-type prefillReport struct {
-	Connector string `json:"connector"`
-	Engine    string `json:"engine_id"`
-	Prompt    int    `json:"prompt_tokens"`
-	Saved     int    `json:"saved_tokens"`
-	Layers    int    `json:"layers"`
-}
-
-type decodeReport struct {
-	Connector  string `json:"connector"`
-	Engine     string `json:"engine_id"`
-	Prompt     int    `json:"prompt_tokens"`
-	Matched    int    `json:"matched_tokens"`
-	Loaded     int    `json:"loaded_tokens"`
-	Recomputed int    `json:"recomputed_tokens"`
-	Verified   bool   `json:"verified"`
-}
+// object is a JSON object kvserver prints with -json: a report, or a
+// connector it lists. Its types are its own module's, which this one
+// cannot import; the tests read only the keys they assert.
+type object map[string]any
 
 const (
 	mainModule  = "github.com/kvgen/kvgen"
@@ -61,14 +38,14 @@ const (
 // this checkout.
 const kvgenVersion = "v0.0.0-00010101000000-000000000000 => ../.."
 
-var bothRoles = []string{"scheduler", "worker"}
+var bothRoles = []any{"scheduler", "worker"}
 
 func TestBuild(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds kvgen and two deployment binaries")
 	}
-	root := repoRoot(t)
-	kvgen := buildKVGen(t, root)
+	root := kvgentest.Root(t)
+	kvgen := kvgentest.KVGen(t)
 	before := snapshotRepo(t, root)
 
 	t.Run("errors", func(t *testing.T) {
@@ -99,62 +76,59 @@ func TestBuild(t *testing.T) {
 
 func testEdge(t *testing.T, bin string) {
 
-	assert.Equal(t, []listed{{
-		Name:    "memory",
-		Roles:   bothRoles,
-		Import:  "github.com/kvgen/kvgen/examples/connectors/memory",
-		Module:  mainModule,
-		Version: kvgenVersion,
+	assert.Equal(t, []object{{
+		"name":    "memory",
+		"roles":   bothRoles,
+		"import":  "github.com/kvgen/kvgen/examples/connectors/memory",
+		"module":  mainModule,
+		"version": kvgenVersion,
 	}}, listConnectors(t, bin))
 
 	t.Run("in-process handoff", func(t *testing.T) {
 		// The memory connector keeps KV in the process, so prefill and
 		// decode meet only in the demo mode, which runs both.
 		res := runServer(t, bin, "-json", "-kv-transfer-config", transferConfig("memory", "kv_both", "edge-0", nil), "demo")
-		require.Equal(t, 0, res.code, "stderr:\n%s", res.stderr)
-		var both struct {
-			Prefill prefillReport `json:"prefill"`
-			Decode  decodeReport  `json:"decode"`
-		}
-		require.NoError(t, json.Unmarshal([]byte(res.stdout), &both), res.stdout)
-		assert.Equal(t, blockTokens, both.Prefill.Saved)
+		require.Equal(t, 0, res.Code, "stderr:\n%s", res.Stderr)
+		var both struct{ Prefill, Decode object }
+		require.NoError(t, json.Unmarshal([]byte(res.Stdout), &both), res.Stdout)
+		assert.EqualValues(t, blockTokens, both.Prefill["saved_tokens"])
 		assertLoadedAll(t, both.Decode)
 	})
 
 	t.Run("rejects a connector it does not link", func(t *testing.T) {
 		res := runServer(t, bin, "-json", "-kv-transfer-config", transferConfig("redis", "kv_producer", "prefill-0", nil), "prefill")
-		assert.NotEqual(t, 0, res.code)
-		assert.Contains(t, res.stderr, `unknown kv connector "redis"`)
-		assert.Contains(t, res.stderr, "linked: memory")
-		assert.Empty(t, res.stdout)
+		assert.NotEqual(t, 0, res.Code)
+		assert.Contains(t, res.Stderr, `unknown kv connector "redis"`)
+		assert.Contains(t, res.Stderr, "linked: memory")
+		assert.Empty(t, res.Stdout)
 	})
 }
 
 func testDatacenter(t *testing.T, bin string) {
 	// The example server's manifest, which datacenter.yaml extends, less
 	// memory, then Redis.
-	assert.Equal(t, []listed{
+	assert.Equal(t, []object{
 		{
-			Name:    "filesystem",
-			Aliases: []string{"ExampleConnector", "SharedStorageConnector"},
-			Roles:   bothRoles,
-			Import:  "github.com/kvgen/kvgen/examples/connectors/filesystem",
-			Module:  mainModule,
-			Version: kvgenVersion,
+			"name":    "filesystem",
+			"aliases": []any{"ExampleConnector", "SharedStorageConnector"},
+			"roles":   bothRoles,
+			"import":  "github.com/kvgen/kvgen/examples/connectors/filesystem",
+			"module":  mainModule,
+			"version": kvgenVersion,
 		},
 		{
-			Name:    "MultiConnector",
-			Roles:   bothRoles,
-			Import:  "github.com/kvgen/kvgen/registry/kv",
-			Module:  mainModule,
-			Version: kvgenVersion,
+			"name":    "MultiConnector",
+			"roles":   bothRoles,
+			"import":  "github.com/kvgen/kvgen/registry/kv",
+			"module":  mainModule,
+			"version": kvgenVersion,
 		},
 		{
-			Name:    "redis",
-			Roles:   bothRoles,
-			Import:  redisModule,
-			Module:  redisModule,
-			Version: "v0.1.0 => ../external/redis",
+			"name":    "redis",
+			"roles":   bothRoles,
+			"import":  redisModule,
+			"module":  redisModule,
+			"version": "v0.1.0 => ../external/redis",
 		},
 	}, listConnectors(t, bin))
 
@@ -189,7 +163,7 @@ func testMultiHandoff(t *testing.T, bin, redisAddr string) {
 	}}
 
 	p := prefill(t, bin, transferConfig("MultiConnector", "kv_producer", "prefill-0", multiExtra))
-	assert.Equal(t, blockTokens, p.Saved)
+	assert.EqualValues(t, blockTokens, p["saved_tokens"])
 
 	// It saved to both children: each alone has the whole prefix.
 	assertLoadedAll(t, decode(t, bin, transferConfig("filesystem", "kv_consumer", "decode-0", fsExtra)))
@@ -205,7 +179,7 @@ func testMultiHandoff(t *testing.T, bin, redisAddr string) {
 
 	// With the first child empty, the MultiConnector loads from Redis.
 	d := decode(t, bin, transferConfig("MultiConnector", "kv_consumer", "decode-0", multiExtra))
-	assert.Equal(t, "MultiConnector", d.Connector)
+	assert.Equal(t, "MultiConnector", d["connector"])
 	assertLoadedAll(t, d)
 }
 
@@ -214,60 +188,66 @@ func testMultiHandoff(t *testing.T, bin, redisAddr string) {
 // do.
 func testHandoff(t *testing.T, bin, connector string, extra map[string]any) {
 	p := prefill(t, bin, transferConfig(connector, "kv_producer", "prefill-0", extra))
-	assert.Equal(t, prefillReport{Connector: connector, Engine: "prefill-0", Prompt: promptTokens, Saved: blockTokens, Layers: 4}, p)
+	assert.Equal(t, connector, p["connector"])
+	assert.Equal(t, "prefill-0", p["engine_id"])
+	assert.EqualValues(t, promptTokens, p["prompt_tokens"])
+	assert.EqualValues(t, blockTokens, p["saved_tokens"])
+	assert.EqualValues(t, 4, p["layers"])
 
 	consumer := transferConfig(connector, "kv_consumer", "decode-0", extra)
 	d := decode(t, bin, consumer)
-	assert.Equal(t, connector, d.Connector)
-	assert.Equal(t, "decode-0", d.Engine)
+	assert.Equal(t, connector, d["connector"])
+	assert.Equal(t, "decode-0", d["engine_id"])
 	assertLoadedAll(t, d)
 
 	assertLoadedNone(t, decode(t, bin, consumer, "-prompt", otherPrompt))
 }
 
-func assertLoadedAll(t *testing.T, d decodeReport) {
+func assertLoadedAll(t *testing.T, d object) {
 	t.Helper()
-	assert.Equal(t, promptTokens, d.Prompt, "prompt tokens")
-	assert.Equal(t, blockTokens, d.Loaded, "loaded tokens")
-	assert.Equal(t, promptTokens-blockTokens, d.Recomputed, "recomputed tokens")
-	assert.True(t, d.Verified, "loaded KV verified")
+	assert.EqualValues(t, promptTokens, d["prompt_tokens"], "prompt tokens")
+	assert.EqualValues(t, blockTokens, d["loaded_tokens"], "loaded tokens")
+	assert.EqualValues(t, promptTokens-blockTokens, d["recomputed_tokens"], "recomputed tokens")
+	assert.Equal(t, true, d["verified"], "loaded KV verified")
 }
 
-func assertLoadedNone(t *testing.T, d decodeReport) {
+func assertLoadedNone(t *testing.T, d object) {
 	t.Helper()
-	assert.Equal(t, 0, d.Matched, "matched tokens")
-	assert.Equal(t, 0, d.Loaded, "loaded tokens")
-	assert.Equal(t, promptTokens, d.Recomputed, "recomputed tokens")
+	assert.EqualValues(t, 0, d["matched_tokens"], "matched tokens")
+	assert.EqualValues(t, 0, d["loaded_tokens"], "loaded tokens")
+	assert.EqualValues(t, promptTokens, d["recomputed_tokens"], "recomputed tokens")
 }
 
-func prefill(t *testing.T, bin, config string) prefillReport {
+// prefill runs kvserver's prefill step and returns its report.
+func prefill(t *testing.T, bin, config string) object {
 	t.Helper()
-	var r prefillReport
+	var r object
 	runReport(t, bin, &r, "-json", "-kv-transfer-config", config, "-tokens", "100", "prefill")
 	return r
 }
 
-func decode(t *testing.T, bin, config string, flags ...string) decodeReport {
+// decode runs kvserver's decode step and returns its report.
+func decode(t *testing.T, bin, config string, flags ...string) object {
 	t.Helper()
-	var r decodeReport
+	var r object
 	args := append([]string{"-json", "-kv-transfer-config", config, "-tokens", "100"}, flags...)
 	runReport(t, bin, &r, append(args, "decode")...)
 	return r
 }
 
-func runReport(t *testing.T, bin string, report any, args ...string) {
+// runReport runs kvserver with args and decodes its JSON output into v.
+func runReport(t testing.TB, bin string, v any, args ...string) {
 	t.Helper()
 	res := runServer(t, bin, args...)
-	require.Equal(t, 0, res.code, "kvserver %q\nstderr:\n%s", args, res.stderr)
-	require.NoError(t, json.Unmarshal([]byte(res.stdout), report), "stdout:\n%s", res.stdout)
+	require.Equal(t, 0, res.Code, "kvserver %q\nstderr:\n%s", args, res.Stderr)
+	require.NoError(t, json.Unmarshal([]byte(res.Stdout), v), "stdout:\n%s", res.Stdout)
 }
 
-func listConnectors(t testing.TB, bin string) []listed {
+// listConnectors returns the connectors kvserver lists.
+func listConnectors(t testing.TB, bin string) []object {
 	t.Helper()
-	res := runServer(t, bin, "-list-connectors", "-json")
-	require.Equal(t, 0, res.code, "stderr:\n%s", res.stderr)
-	var items []listed
-	require.NoError(t, json.Unmarshal([]byte(res.stdout), &items), res.stdout)
+	var items []object
+	runReport(t, bin, &items, "-list-connectors", "-json")
 	return items
 }
 

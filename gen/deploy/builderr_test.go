@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kvgen/kvgen/internal/kvgentest"
 )
 
 // testBuildErrors runs kvgen build with manifests that cannot build and
@@ -56,10 +58,10 @@ connectors:
 
 			// The go command must not look for the missing package in a
 			// module proxy: the answer would depend on the network.
-			res := execute(t, kvserverDir(root), []string{goFlags(), "GOPROXY=off"}, buildTimeout,
+			res := kvgentest.Run(t, kvserverDir(root), []string{goFlags(), "GOPROXY=off"}, kvgentest.BuildTimeout,
 				kvgen, "build", "-manifest", manifest, "-o", bin, ".")
-			assert.Equal(t, 1, res.code, "exit code; stderr:\n%s", res.stderr)
-			assert.Contains(t, res.stderr, manifest+tc.want)
+			assert.Equal(t, 1, res.Code, "exit code; stderr:\n%s", res.Stderr)
+			assert.Contains(t, res.Stderr, manifest+tc.want)
 			assert.NoFileExists(t, bin)
 		})
 	}

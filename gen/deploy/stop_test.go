@@ -19,7 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvgen/kvgen/internal/moduletest"
+	"github.com/kvgen/kvgen/internal/kvgentest"
 )
 
 // holdTool is a -toolexec program that holds the run of a go tool: when the
@@ -48,8 +48,8 @@ func TestStop(t *testing.T) {
 	if _, err := exec.LookPath("sh"); err != nil {
 		t.Skip("needs sh for the -toolexec program")
 	}
-	root := repoRoot(t)
-	kvgen := buildKVGen(t, root)
+	root := kvgentest.Root(t)
+	kvgen := kvgentest.KVGen(t)
 	hold := filepath.Join(t.TempDir(), "hold")
 	require.NoError(t, os.WriteFile(hold, []byte(holdTool), 0o755))
 
@@ -62,7 +62,7 @@ func TestStop(t *testing.T) {
 			// The link step runs on every build, cached packages or not.
 			stopped := runAndStop(t, kvserverDir(root), hold, "/link", "", sig,
 				kvgen, "build", "-manifest", "deploy/edge.yaml", "-o", bin, ".")
-			assert.Contains(t, stopped.stderr, "kvgen: compiling .")
+			assert.Contains(t, stopped.Stderr, "kvgen: compiling .")
 			assert.NoFileExists(t, bin)
 			assertRepoUnchanged(t, before, snapshotRepo(t, root))
 		})
@@ -70,11 +70,11 @@ func TestStop(t *testing.T) {
 
 	for _, sig := range signals {
 		t.Run("generate/"+sig.String(), func(t *testing.T) {
-			dir := stopModule(t, root)
+			dir := stopModule(t)
 			// A package no build has compiled before: go list -export
 			// must compile it.
 			stopped := runAndStop(t, dir, hold, "/compile", "example.com/stop/conn", sig, kvgen)
-			assert.Empty(t, stopped.stdout)
+			assert.Empty(t, stopped.Stdout)
 			assert.NoFileExists(t, filepath.Join(dir, "srv", "connectors_gen.go"))
 			ents, err := os.ReadDir(filepath.Join(dir, "srv"))
 			require.NoError(t, err)
@@ -86,11 +86,11 @@ func TestStop(t *testing.T) {
 	// it linked: that stop once ended in a panic.
 	for _, sig := range signals {
 		t.Run("generate-linking/"+sig.String(), func(t *testing.T) {
-			dir := stopLinkModule(t, root)
+			dir := stopLinkModule(t)
 			gomod, err := os.ReadFile(filepath.Join(dir, "go.mod"))
 			require.NoError(t, err)
 			stopped := runAndStop(t, dir, hold, "/compile", "example.com/stoplink", sig, kvgen)
-			assert.NotContains(t, stopped.stderr, "panic")
+			assert.NotContains(t, stopped.Stderr, "panic")
 			assert.NoFileExists(t, filepath.Join(dir, "srv", "connectors_gen.go"))
 			after, err := os.ReadFile(filepath.Join(dir, "go.mod"))
 			require.NoError(t, err)
@@ -107,19 +107,18 @@ func TestStopAtAnyMoment(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds kvgen and runs the go command")
 	}
-	root := repoRoot(t)
-	kvgen := buildKVGen(t, root)
+	kvgen := kvgentest.KVGen(t)
 	// How long one run takes, caches warm.
 	start := time.Now()
-	res := execute(t, stopLinkModule(t, root), []string{goFlags()}, buildTimeout, kvgen)
-	require.Equal(t, 0, res.code, res.stderr)
+	res := kvgentest.Run(t, stopLinkModule(t), []string{goFlags()}, kvgentest.BuildTimeout, kvgen)
+	require.Equal(t, 0, res.Code, res.Stderr)
 	whole := time.Since(start)
 	const moments = 12
 	stopped := 0
 	for i := range moments {
 		delay := whole * time.Duration(i) / (moments - 2) // the last ones come after the end
 		for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGHUP} {
-			dir := stopLinkModule(t, root)
+			dir := stopLinkModule(t)
 			gomod, err := os.ReadFile(filepath.Join(dir, "go.mod"))
 			require.NoError(t, err)
 			tmp := t.TempDir()
@@ -169,13 +168,13 @@ func TestStopAtAnyMoment(t *testing.T) {
 
 // stopLinkModule is stopModule with the connector in a module of its own
 // beside it, which the manifest names with replace: and go.mod lacks.
-func stopLinkModule(t *testing.T, root string) string {
+func stopLinkModule(t *testing.T) string {
 	t.Helper()
-	dir := moduletest.New(t, root, "example.com/stop", map[string]string{
+	dir := kvgentest.Module(t, "example.com/stop", map[string]string{
 		"connectors.yaml": "version: 1\noutput: srv/connectors_gen.go\nconnectors:\n  - name: conn\n    import: example.com/stoplink\n    constructor: New\n    replace: ../stoplink\n",
 		"srv/main.go":     "package main\n\nfunc main() { _ = Registry }\n",
 	})
-	conn := moduletest.New(t, root, "example.com/stoplink", map[string]string{"conn.go": freshConnector(t, "stoplink")})
+	conn := kvgentest.Module(t, "example.com/stoplink", map[string]string{"conn.go": freshConnector(t, "stoplink")})
 	// Each pair in a directory of its own, side by side.
 	base := t.TempDir()
 	require.NoError(t, os.Rename(dir, filepath.Join(base, "host")))
@@ -205,11 +204,11 @@ func New(ctx context.Context, cfg kv.Config, role kv.Role) (kv.Connector, error)
 // runAndStop runs a command in dir with the go command's tools passed
 // through hold, sends sig to it once the go command holds a tool, and
 // checks how it ended.
-func runAndStop(t *testing.T, dir, hold, tool, mark string, sig syscall.Signal, name string, args ...string) result {
+func runAndStop(t *testing.T, dir, hold, tool, mark string, sig syscall.Signal, name string, args ...string) kvgentest.Result {
 	t.Helper()
 	tmp := t.TempDir() // the command's TMPDIR: what it leaves there is left behind
 	pids := filepath.Join(t.TempDir(), "pids")
-	ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), kvgentest.BuildTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = dir
@@ -243,9 +242,9 @@ func runAndStop(t *testing.T, dir, hold, tool, mark string, sig syscall.Signal, 
 	require.NoError(t, ctx.Err(), "kvgen did not stop; stderr:\n%s", stderr.String())
 	var exit *exec.ExitError
 	require.True(t, errors.As(err, &exit), "kvgen must exit non-zero after %v: %v\nstderr:\n%s", sig, err, stderr.String())
-	res := result{stdout: stdout.String(), stderr: stderr.String(), code: exit.ExitCode()}
-	assert.Equal(t, 1, res.code)
-	assert.Contains(t, res.stderr, "kvgen: stopped by "+sig.String())
+	res := kvgentest.Result{Stdout: stdout.String(), Stderr: stderr.String(), Code: exit.ExitCode()}
+	assert.Equal(t, 1, res.Code)
+	assert.Contains(t, res.Stderr, "kvgen: stopped by "+sig.String())
 
 	// The held tool and the go command that ran it are gone; the go
 	// command's work directory and kvgen's are removed.
@@ -290,9 +289,9 @@ func assertGone(t *testing.T, pid int) {
 
 // stopModule is a module that requires this checkout of kvgen, with one
 // connector and a main package to generate the registry into.
-func stopModule(t *testing.T, root string) string {
+func stopModule(t *testing.T) string {
 	t.Helper()
-	return moduletest.New(t, root, "example.com/stop", map[string]string{
+	return kvgentest.Module(t, "example.com/stop", map[string]string{
 		"connectors.yaml": "version: 1\noutput: srv/connectors_gen.go\nconnectors:\n  - name: conn\n    import: example.com/stop/conn\n    constructor: New\n",
 		// A fresh constant: this package is in no build cache.
 		"conn/conn.go": freshConnector(t, "conn"),

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvgen/kvgen/internal/moduletest"
+	"github.com/kvgen/kvgen/internal/kvgentest"
 )
 
 var update = flag.Bool("update", false, "rewrite the API files under api/ to match the code")
@@ -132,7 +132,7 @@ func unexported() {}
 func sampleModule(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	moduletest.WriteFiles(t, dir, sample)
+	kvgentest.WriteFiles(t, dir, sample)
 	return dir
 }
 
@@ -219,7 +219,7 @@ func TestDiff(t *testing.T) {
 	edited := strings.Replace(string(src), "func Removed() {}", "func Added(int) bool { return false }", 1)
 	require.NoError(t, os.WriteFile(p, []byte(edited), 0o644))
 	require.NoError(t, os.Rename(filepath.Join(dir, "a", "b"), filepath.Join(dir, "internal", "b")))
-	moduletest.WriteFiles(t, dir, map[string]string{"c/c.go": "package c\n\nconst C = 1\n"})
+	kvgentest.WriteFiles(t, dir, map[string]string{"c/c.go": "package c\n\nconst C = 1\n"})
 
 	files, err = Files(dir)
 	require.NoError(t, err)

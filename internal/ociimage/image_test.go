@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvgen/kvgen/internal/inspect"
+	"github.com/kvgen/kvgen/internal/kvgentest"
 )
 
 // tinyDescription is the registry description the tiny program links.
@@ -37,19 +38,11 @@ var tinyDescription = inspect.Description{
 var (
 	tinyMu    sync.Mutex
 	tinyBuilt = map[string]string{}
-	tinyDir   string // where tiny builds, for the whole test binary
 )
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "kvgen-tiny-")
-	if err != nil {
-		panic(err)
-	}
-	tinyDir = dir
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+// TestMain removes, when the tests are done, the directory tiny builds
+// in, which they share.
+func TestMain(m *testing.M) { os.Exit(kvgentest.Main(m).Run()) }
 
 // tiny builds, once per test binary, a small static program for
 // linux/arch that links tinyDescription as a kvgen registry does and
@@ -63,17 +56,15 @@ func tiny(t *testing.T, arch string) string {
 	if !ok {
 		enc, err := inspect.Encode(tinyDescription)
 		require.NoError(t, err)
-		dir := filepath.Join(tinyDir, arch)
-		require.NoError(t, os.MkdirAll(dir, 0o755))
-		src := fmt.Sprintf("package main\n\nimport \"fmt\"\n\nvar registry = %q\n\nfunc main() { fmt.Println(\"tiny\", len(registry) > 0) }\n", enc)
-		require.NoError(t, os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module example.com/tiny\n\ngo 1.26.0\n"), 0o644))
-		require.NoError(t, os.WriteFile(filepath.Join(dir, "main.go"), []byte(src), 0o644))
+		dir := filepath.Join(kvgentest.SharedDir(t), "tiny-"+arch)
+		kvgentest.WriteFiles(t, dir, map[string]string{
+			"go.mod":  "module example.com/tiny\n\ngo 1.26.0\n",
+			"main.go": fmt.Sprintf("package main\n\nimport \"fmt\"\n\nvar registry = %q\n\nfunc main() { fmt.Println(\"tiny\", len(registry) > 0) }\n", enc),
+		})
 		bin = filepath.Join(dir, "tiny-"+arch)
-		cmd := exec.Command("go", "build", "-trimpath", "-buildvcs=false", "-o", bin, ".")
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+arch, "CGO_ENABLED=0", "GOFLAGS=")
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "%s", out)
+		res := kvgentest.Run(t, dir, []string{"GOOS=linux", "GOARCH=" + arch, "CGO_ENABLED=0", "GOFLAGS="}, kvgentest.BuildTimeout,
+			"go", "build", "-trimpath", "-buildvcs=false", "-o", bin, ".")
+		require.Equal(t, 0, res.Code, "%s", res.Stderr)
 		tinyBuilt[arch] = bin
 	}
 	data, err := os.ReadFile(bin)

@@ -5,7 +5,6 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/base64"
@@ -15,12 +14,9 @@ import (
 	"io"
 	"math/big"
 	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -29,6 +25,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"oras.land/oras-go/v2/errdef"
+
+	"github.com/kvgen/kvgen/internal/kvgentest"
 )
 
 // The tests below push to a registry server they start on loopback:
@@ -43,27 +41,14 @@ const testPassword = "kvgen-test-password"
 // registryProgram finds the registry program, or skips (fails, in CI).
 func registryProgram(t *testing.T) string {
 	t.Helper()
-	path, err := exec.LookPath("registry")
-	if err == nil {
-		out, verr := exec.Command(path, "--version").CombinedOutput()
-		if verr != nil || !strings.Contains(string(out), "distribution") {
-			err = fmt.Errorf("%s is not distribution's registry: %s", path, out)
-		}
-	}
+	prog, err := kvgentest.RegistryProgram()
 	if err != nil {
-		msg := fmt.Sprintf("needs distribution's registry program on PATH (go install github.com/distribution/distribution/v3/cmd/registry@v3.1.2; .ci/run does): %v", err)
 		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
+			t.Fatal(err)
 		}
-		t.Skip(msg)
+		t.Skip(err)
 	}
-	return path
-}
-
-type testRegistry struct {
-	host   string // 127.0.0.1:PORT
-	roots  *x509.CertPool
-	scheme string
+	return prog
 }
 
 type registryOptions struct {
@@ -72,56 +57,23 @@ type registryOptions struct {
 
 // startRegistry starts a registry on a free loopback port, stopped when
 // the test ends.
-func startRegistry(t *testing.T, opts registryOptions) *testRegistry {
+func startRegistry(t *testing.T, opts registryOptions) *kvgentest.Registry {
 	t.Helper()
 	prog := registryProgram(t)
 	dir := t.TempDir()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	host := l.Addr().String()
-	l.Close()
-	r := &testRegistry{host: host, scheme: "http"}
-	cfg := fmt.Sprintf("version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\nstorage:\n  filesystem:\n    rootdirectory: %s\n  delete:\n    enabled: true\nhttp:\n  addr: %s\n  secret: kvgen-test\n", filepath.Join(dir, "data"), host)
+	var ro kvgentest.RegistryOptions
 	if opts.tls {
-		cert, key := selfSigned(t, dir)
-		cfg += fmt.Sprintf("  tls:\n    certificate: %s\n    key: %s\n", cert, key)
-		r.scheme = "https"
-		r.roots = x509.NewCertPool()
-		pemData, err := os.ReadFile(cert)
-		require.NoError(t, err)
-		require.True(t, r.roots.AppendCertsFromPEM(pemData))
+		ro.Cert, ro.Key = selfSigned(t, dir)
 	}
 	if opts.auth {
 		htpasswd, err := filepath.Abs("testdata/htpasswd")
 		require.NoError(t, err)
-		cfg += fmt.Sprintf("auth:\n  htpasswd:\n    realm: kvgen-test\n    path: %s\n", htpasswd)
+		ro.Htpasswd = htpasswd
 	}
-	cfgFile := filepath.Join(dir, "config.yml")
-	require.NoError(t, os.WriteFile(cfgFile, []byte(cfg), 0o644))
-	cmd := exec.Command(prog, "serve", cfgFile)
-	cmd.Env = append(os.Environ(), "OTEL_TRACES_EXPORTER=none", "OTEL_SDK_DISABLED=true")
-	var logs strings.Builder
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: r.roots}}}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := client.Get(r.scheme + "://" + host + "/v2/")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusUnauthorized {
-				return r
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the registry did not start: %v\n%s", err, logs.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	reg, err := kvgentest.StartRegistry(prog, dir, ro)
+	require.NoError(t, err)
+	t.Cleanup(reg.Stop)
+	return reg
 }
 
 // selfSigned writes a self-signed certificate for 127.0.0.1 and its key.
@@ -168,7 +120,7 @@ func TestPushToRegistry(t *testing.T) {
 	ctx := context.Background()
 	img, err := Build(ctx, options(platforms(t)))
 	require.NoError(t, err)
-	ref := must(ParseRef(reg.host + "/team/tiny:edge"))
+	ref := must(ParseRef(reg.Host + "/team/tiny:edge"))
 	rm := Remote{Insecure: true}
 	require.NoError(t, Write(ctx, img, ref, rm))
 	inspectBack(t, ref, rm, img)
@@ -184,7 +136,7 @@ func TestPushToRegistry(t *testing.T) {
 	opts.Base, opts.Remote = ref.String(), rm
 	on, err := Build(ctx, opts)
 	require.NoError(t, err)
-	onRef := must(ParseRef(reg.host + "/team/app:v1"))
+	onRef := must(ParseRef(reg.Host + "/team/app:v1"))
 	require.NoError(t, Write(ctx, on, onRef, rm))
 	inspectBack(t, onRef, rm, on)
 	var cfg ocispec.Image
@@ -205,18 +157,18 @@ func TestPushWithAuthAndTLS(t *testing.T) {
 	ctx := context.Background()
 	img, err := Build(ctx, options(platforms(t)[:1]))
 	require.NoError(t, err)
-	ref := must(ParseRef(reg.host + "/tiny:v1"))
-	rm := Remote{RootCAs: reg.roots}
+	ref := must(ParseRef(reg.Host + "/tiny:v1"))
+	rm := Remote{RootCAs: reg.Roots}
 
-	dockerConfig(t, reg.host, "wrong")
+	dockerConfig(t, reg.Host, "wrong")
 	err = Write(ctx, img, ref, rm)
 	require.Error(t, err)
 	t.Log(err)
-	assert.Contains(t, err.Error(), "image "+reg.host+"/tiny:v1: linux/amd64: pushing the image:")
-	assert.Contains(t, err.Error(), "the registry "+reg.host+" refused the credentials")
+	assert.Contains(t, err.Error(), "image "+reg.Host+"/tiny:v1: linux/amd64: pushing the image:")
+	assert.Contains(t, err.Error(), "the registry "+reg.Host+" refused the credentials")
 
 	// Without the registry's CA, TLS fails.
-	dockerConfig(t, reg.host, testPassword)
+	dockerConfig(t, reg.Host, testPassword)
 	err = Write(ctx, img, ref, Remote{})
 	require.ErrorContains(t, err, "certificate")
 
@@ -226,8 +178,8 @@ func TestPushWithAuthAndTLS(t *testing.T) {
 	// The credentials may come from a credential helper instead, as
 	// Docker's config names one for the registry.
 	if runtime.GOOS != "windows" {
-		credHelper(t, reg.host, testPassword)
-		ref2 := must(ParseRef(reg.host + "/helped:v1"))
+		credHelper(t, reg.Host, testPassword)
+		ref2 := must(ParseRef(reg.Host + "/helped:v1"))
 		require.NoError(t, Write(ctx, img, ref2, rm))
 		inspectBack(t, ref2, rm, img)
 	}
@@ -270,7 +222,7 @@ func TestUnreachableRegistry(t *testing.T) {
 func TestPushCutShortLeavesNoTag(t *testing.T) {
 	t.Setenv("DOCKER_CONFIG", t.TempDir())
 	reg := startRegistry(t, registryOptions{})
-	proxy := cutProxy(t, reg.host, 256<<10)
+	proxy := cutProxy(t, reg.Host, 256<<10)
 	ctx := context.Background()
 	img, err := Build(ctx, options(platforms(t)))
 	require.NoError(t, err)
@@ -280,7 +232,7 @@ func TestPushCutShortLeavesNoTag(t *testing.T) {
 	t.Log(err)
 	assert.Contains(t, err.Error(), "image "+proxy+"/tiny:edge: linux/amd64: pushing the image: the connection to the registry "+proxy+" broke")
 
-	repo, err := rm.repository(must(ParseRef(reg.host + "/tiny:edge")))
+	repo, err := rm.repository(must(ParseRef(reg.Host + "/tiny:edge")))
 	require.NoError(t, err)
 	_, err = repo.Resolve(ctx, "edge")
 	assert.True(t, errors.Is(err, errdef.ErrNotFound), "the tag: %v", err)

@@ -1,0 +1,207 @@
+// Package kvgentest gives the tests of every module in this repository
+// what they share: the root of this checkout of kvgen, throwaway modules
+// that require it (module.go), its kvgen command built once per test
+// binary, programs built and run with a bound, and distribution's
+// registry serving on loopback (registry.go).
+package kvgentest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/mod/modfile"
+)
+
+// Path is kvgen's module path.
+const Path = "github.com/kvgen/kvgen"
+
+// BuildTimeout bounds one go build the tests run; a cold build cache
+// compiles every dependency.
+const BuildTimeout = 5 * time.Minute
+
+// startDir is the test binary's working directory before any test
+// changes it: its package's directory.
+var startDir, startDirErr = os.Getwd()
+
+var root = sync.OnceValues(func() (string, error) {
+	if startDirErr != nil {
+		return "", startDirErr
+	}
+	for dir := startDir; ; {
+		data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && modfile.ModulePath(data) == Path {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no directory above %s holds the go.mod of %s", startDir, Path)
+		}
+		dir = parent
+	}
+})
+
+// Root is the root directory of this checkout: the nearest directory
+// above the test's package whose go.mod is kvgen's. The example modules
+// lie below it, so their tests find it too.
+func Root(t testing.TB) string {
+	t.Helper()
+	dir, err := root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// Runner is what TestMain runs: a *testing.M, or what wraps one.
+type Runner interface{ Run() int }
+
+// shared is the directory of SharedDir, made at the first call; main
+// says whether Main runs the tests, and so will remove it.
+var shared struct {
+	sync.Mutex
+	dir  string
+	main bool
+}
+
+// Main wraps m so that its Run runs the tests and then removes the
+// directory they shared (SharedDir, where KVGen builds). A test package
+// whose tests call either runs them through it, from TestMain:
+//
+//	func TestMain(m *testing.M) { os.Exit(kvgentest.Main(m).Run()) }
+func Main(m Runner) Runner {
+	shared.Lock()
+	shared.main = true
+	shared.Unlock()
+	return mainRunner{m}
+}
+
+type mainRunner struct{ m Runner }
+
+func (r mainRunner) Run() int {
+	code := r.m.Run()
+	shared.Lock()
+	defer shared.Unlock()
+	if shared.dir != "" {
+		if err := os.RemoveAll(shared.dir); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = max(code, 1)
+		}
+	}
+	return code
+}
+
+// SharedDir is a directory that lasts as long as the test binary: what
+// its tests build once for all of them (and -count repetitions) goes
+// there. It needs Main.
+func SharedDir(t testing.TB) string {
+	t.Helper()
+	shared.Lock()
+	defer shared.Unlock()
+	if !shared.main {
+		t.Fatal("kvgentest.SharedDir needs TestMain to run the tests through kvgentest.Main, which removes the directory")
+	}
+	if shared.dir == "" {
+		dir, err := os.MkdirTemp("", "kvgentest-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		shared.dir = dir
+	}
+	return shared.dir
+}
+
+var kvgen struct {
+	sync.Mutex
+	bin string
+	err error
+}
+
+// KVGen is the kvgen command of this checkout, built once per test binary
+// (in SharedDir, so it needs Main). A failed build fails every test that
+// asks for it.
+func KVGen(t testing.TB) string {
+	t.Helper()
+	dir := SharedDir(t)
+	kvgen.Lock()
+	defer kvgen.Unlock()
+	if kvgen.bin == "" && kvgen.err == nil {
+		bin := filepath.Join(dir, "kvgen")
+		res, err := run(Root(t), nil, BuildTimeout, "go", "build", "-o", bin, "./cmd/kvgen")
+		if err == nil && res.Code != 0 {
+			err = fmt.Errorf("go build ./cmd/kvgen: exit %d\n%s", res.Code, res.Stderr)
+		}
+		kvgen.bin, kvgen.err = bin, err
+	}
+	if kvgen.err != nil {
+		t.Fatal(kvgen.err)
+	}
+	return kvgen.bin
+}
+
+// Program builds the main package in dir into a temporary directory and
+// returns the binary, named for dir. It builds with -trimpath, as kvgen
+// build compiles, so that the two share the build cache's compiled
+// packages.
+func Program(t testing.TB, dir string) string {
+	t.Helper()
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), filepath.Base(abs))
+	res := Run(t, abs, nil, BuildTimeout, "go", "build", "-trimpath", "-o", bin, ".")
+	if res.Code != 0 {
+		t.Fatalf("go build %s: exit %d\n%s", abs, res.Code, res.Stderr)
+	}
+	return bin
+}
+
+// Result is what a finished process left.
+type Result struct {
+	Stdout, Stderr string
+	Code           int // its exit code
+}
+
+// Run runs name in dir (the test's working directory if "") with env added
+// to the test's environment, and fails the test if it cannot start or
+// does not exit within timeout. The check cache is off unless env says
+// otherwise: the user's cache is not the tests' to write.
+func Run(t testing.TB, dir string, env []string, timeout time.Duration, name string, args ...string) Result {
+	t.Helper()
+	res, err := run(dir, env, timeout, name, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func run(dir string, env []string, timeout time.Duration, name string, args ...string) (Result, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	cmd.Env = append(append(os.Environ(), "KVGENCACHE=off"), env...)
+	// A child that keeps the output pipes open must not outlast the bound.
+	cmd.WaitDelay = 5 * time.Second
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	line := strings.Join(append([]string{name}, args...), " ")
+	if ctx.Err() != nil {
+		return Result{}, fmt.Errorf("%s: not done within %s\nstderr:\n%s", line, timeout, stderr.String())
+	}
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		return Result{}, fmt.Errorf("%s: %w", line, err)
+	}
+	return Result{Stdout: stdout.String(), Stderr: stderr.String(), Code: cmd.ProcessState.ExitCode()}, nil
+}
