@@ -398,13 +398,13 @@ func (c *Conn) RequestFinished(ctx context.Context, req *kv.Request) error {
 }
 
 // SaveLayer stores a layer's KV.
-func (c *Conn) SaveLayer(ctx context.Context, req *kv.Request, layer string, numTokens int, kv []byte) error {
+func (c *Conn) SaveLayer(ctx context.Context, req *kv.Request, layer string, numTokens int, data []byte) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.layers) >= c.opts.Capacity {
 		return fmt.Errorf("{{.Pkg}}: full at %d layers", c.opts.Capacity)
 	}
-	c.layers[c.key(req, layer)] = append([]byte(nil), kv...)
+	c.layers[c.key(req, layer)] = append([]byte(nil), data...)
 	if c.opts.SpillDir == "" {
 		return nil
 	}
@@ -419,11 +419,11 @@ func (c *Conn) SaveLayer(ctx context.Context, req *kv.Request, layer string, num
 func (c *Conn) LoadLayer(ctx context.Context, req *kv.Request, layer string, numTokens int) ([]byte, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	kv, ok := c.layers[c.key(req, layer)]
+	data, ok := c.layers[c.key(req, layer)]
 	if !ok {
 		return nil, kv.ErrMiss
 	}
-	return kv, nil
+	return data, nil
 }
 
 // WaitForSave returns at once: saves are synchronous.

@@ -78,7 +78,7 @@ func compileModuleAt(b *testing.B, n int) compileModule {
 		fmt.Fprintf(&refs, "\t%s.New,\n", pkg)
 		files[filepath.Join("c", pkg, "c.go")] = smallConnector(pkg, i%2 == 1)
 	}
-	m.floor = "package floor\n\nimport (\n" + imports.String() + "\n\t\"github.com/kvgen/kvgen/registry\"\n)\n\n" +
+	m.floor = "package floor\n\nimport (\n" + imports.String() + "\n\t\"github.com/kvgen/kvgen/registry/kv\"\n)\n\n" +
 		"var _ kv.Factory\n\nvar floor = []any{\n" + refs.String() + "}\n"
 	files["connectors.yaml"] = manifest.String()
 	writeModule(b, m.dir, m.path, files)
