@@ -125,8 +125,10 @@ func Build(ctx context.Context, opts Options) error {
 		return err
 	}
 	// A deployment build never changes go.mod or go.sum, whatever GOFLAGS
-	// says: what it links goes into a temporary copy.
-	env, err := gocmd.ReadOnlyModules(ctx, opts.WorkDir, opts.Env)
+	// says: what it links goes into a temporary copy. The go command says
+	// which target it builds for when none is named: {os} and {arch}
+	// name that one.
+	ports, env, err := goPorts(ctx, opts.WorkDir, opts.Env)
 	if err != nil {
 		return err
 	}
@@ -148,18 +150,18 @@ func Build(ctx context.Context, opts Options) error {
 		}
 		opts.Progress(fmt.Sprintf("linking what %s creates: %s", cmp.Or(opts.ForFile, "the config"), strings.Join(kept, ", ")))
 	}
-	// The go command says which targets there are, and which one it
-	// builds for when none is named: {os} and {arch} name that one.
-	ports, err := goPorts(ctx, opts.WorkDir, opts.Env)
-	if err != nil {
-		return err
-	}
+	// The go command says which targets there are.
 	targets := opts.Targets
 	if len(targets) == 0 {
+		targets = []Target{ports.host}
+	}
+	if err := ports.load(ctx, opts.WorkDir, opts.Env, targets); err != nil {
+		return err
+	}
+	if len(opts.Targets) == 0 {
 		if err := ports.check(ports.host); err != nil {
 			return fmt.Errorf("GOOS=%s GOARCH=%s, from the environment or the go env file: %w", suggest.Show(ports.host.GOOS), suggest.Show(ports.host.GOARCH), err)
 		}
-		targets = []Target{ports.host}
 	}
 	for _, t := range targets {
 		if err := ports.check(t); err != nil {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 
@@ -58,33 +59,40 @@ func (t Target) output(pattern string) string {
 // prints them, and the one it builds for by default: the GOOS and GOARCH
 // of its environment, else the host's.
 type ports struct {
-	list []Target
+	list []Target // nil until the first target that needs it
 	host Target
 }
 
-// goPorts asks the go command, in dir with env, which targets it builds
-// for, and which one it builds for when none is named.
-func goPorts(ctx context.Context, dir string, env []string) (ports, error) {
-	var p ports
-	out, _, err := gocmd.Run(ctx, dir, env, "env", "GOOS", "GOARCH")
+// goPorts asks the go command, in dir with env, which target it builds for
+// when none is named, and returns env with GOFLAGS read-only, as
+// gocmd.ReadOnlyModules makes it: one go command answers both.
+func goPorts(ctx context.Context, dir string, env []string) (ports, []string, error) {
+	env, v, err := gocmd.ReadOnlyModulesEnv(ctx, dir, env, "GOOS", "GOARCH")
 	if err != nil {
-		return p, err
+		return ports{}, nil, err
 	}
-	if f := strings.Fields(string(out)); len(f) == 2 {
-		p.host = Target{f[0], f[1]}
-	} else {
-		return p, fmt.Errorf("go env GOOS GOARCH printed %q, not two words", out)
+	return ports{host: Target{v[0], v[1]}}, env, nil
+}
+
+// load asks go tool dist list, in dir with env, which targets the go
+// command builds for, unless each of targets is the platform kvgen runs
+// on: the go command, which runs there too, builds for that one.
+func (p *ports) load(ctx context.Context, dir string, env []string, targets []Target) error {
+	if !slices.ContainsFunc(targets, func(t Target) bool { return t != Target{runtime.GOOS, runtime.GOARCH} }) {
+		p.list = []Target{{runtime.GOOS, runtime.GOARCH}}
+		return nil
 	}
-	out, _, err = gocmd.Run(ctx, dir, env, "tool", "dist", "list")
+	out, _, err := gocmd.Run(ctx, dir, env, "tool", "dist", "list")
 	if err != nil {
-		return p, err
+		return err
 	}
+	p.list = nil
 	for _, line := range strings.Fields(string(out)) {
 		if goos, goarch, ok := strings.Cut(line, "/"); ok {
 			p.list = append(p.list, Target{goos, goarch})
 		}
 	}
-	return p, nil
+	return nil
 }
 
 // check says what is wrong with t, which the go command does not build
@@ -179,6 +187,6 @@ func (t Target) Output(pattern string) string { return t.output(pattern) }
 // empty: GOOS and GOARCH of env, else of the go env file, else the
 // host's, as the go command in dir says.
 func DefaultTarget(ctx context.Context, dir string, env []string) (Target, error) {
-	p, err := goPorts(ctx, dir, env)
+	p, _, err := goPorts(ctx, dir, env)
 	return p.host, err
 }

@@ -12,6 +12,7 @@ package gocmd
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"slices"
@@ -103,14 +104,34 @@ func Lookup(env []string, key string) string {
 // never. Without it the go command's default holds: read-only, or the
 // vendor directory.
 func ReadOnlyModules(ctx context.Context, dir string, env []string) ([]string, error) {
+	env, _, err := ReadOnlyModulesEnv(ctx, dir, env)
+	return env, err
+}
+
+// ReadOnlyModulesEnv is ReadOnlyModules, and returns as well what the go
+// command says of the variables keys (go env keys...), one value each:
+// one go command run answers both.
+func ReadOnlyModulesEnv(ctx context.Context, dir string, env []string, keys ...string) ([]string, []string, error) {
 	value := Lookup(env, "GOFLAGS")
+	ask := keys
 	if value == "" {
 		// Not set in env: the go env file's apply, if it has any.
-		stdout, _, err := Run(ctx, dir, env, "env", "GOFLAGS")
+		ask = append([]string{"GOFLAGS"}, keys...)
+	}
+	var values []string
+	if len(ask) > 0 {
+		stdout, _, err := Run(ctx, dir, env, append([]string{"env"}, ask...)...)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		value = string(stdout)
+		// One line a variable; no value holds a newline.
+		values = strings.SplitN(strings.TrimSuffix(string(stdout), "\n"), "\n", len(ask))
+		if len(values) != len(ask) {
+			return nil, nil, fmt.Errorf("go env %s printed %d lines, not %d", strings.Join(ask, " "), len(values), len(ask))
+		}
+		if value == "" {
+			value, values = values[0], values[1:]
+		}
 	}
 	kept := slices.DeleteFunc(strings.Fields(value), func(f string) bool {
 		name, value, _ := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(f, "-"), "-"), "=")
@@ -121,5 +142,5 @@ func ReadOnlyModules(ctx context.Context, dir string, env []string) ([]string, e
 	// so the fields join back as they were. An empty GOFLAGS is as good as
 	// none, and the go env file's would apply again: a space sets no flag
 	// and is not empty.
-	return append(slices.Clip(env), "GOFLAGS="+cmp.Or(strings.Join(kept, " "), " ")), nil
+	return append(slices.Clip(env), "GOFLAGS="+cmp.Or(strings.Join(kept, " "), " ")), values, nil
 }

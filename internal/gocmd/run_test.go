@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -59,6 +60,14 @@ func TestReadOnlyModules(t *testing.T) {
 	got, err = ReadOnlyModules(t.Context(), nowhere, append(got, "GOFLAGS=--mod=mod"))
 	require.NoError(t, err)
 	assert.Equal(t, " ", Lookup(got, "GOFLAGS"), "a space, so that the go env file's GOFLAGS do not apply again")
+
+	// Other variables come from the same go env run, GOFLAGS set or not.
+	for _, env := range [][]string{env, append(slices.Clip(env), "GOFLAGS=-mod=mod")} {
+		got, values, err := ReadOnlyModulesEnv(t.Context(), home, append(env, "GOOS=plan9", "GOARCH=arm"), "GOOS", "GOARCH")
+		require.NoError(t, err)
+		assert.Equal(t, []string{"plan9", "arm"}, values)
+		assert.NotContains(t, Lookup(got, "GOFLAGS"), "mod")
+	}
 }
 
 // The go command sees the directory it runs in as Run names it, symbolic
