@@ -3,13 +3,15 @@ package gen
 import (
 	"bytes"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/dave/jennifer/jen"
-	goimports "golang.org/x/tools/imports"
 )
 
 // emit renders the registry file. Every manifest string reaches the file
@@ -105,13 +107,60 @@ func emit(manifestFile, pkgName string, c *Contract, desc string, entries []*Ent
 	if err := f.Render(&buf); err != nil {
 		return nil, fmt.Errorf("rendering the registry: %w", err)
 	}
-	// Standard-library imports in a group of their own, as goimports
-	// leaves a file that a person wrote.
-	out, err := goimports.Process("", buf.Bytes(), &goimports.Options{FormatOnly: true, Comments: true, TabIndent: true, TabWidth: 8})
+	out, err := groupImports(buf.Bytes())
 	if err != nil {
 		return nil, fmt.Errorf("formatting the registry: %w", err)
 	}
 	return out, nil
+}
+
+// groupImports puts the standard library's imports of src, a gofmt'd
+// file whose imports jennifer wrote as one sorted block, in a group of
+// their own ahead of the others, as goimports leaves a file that a person
+// wrote. Only the import block changes, so the file stays gofmt'd without
+// being formatted a second time, which at 10,000 entries took a third of
+// the time emit did.
+func groupImports(src []byte) ([]byte, error) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "", src, parser.ImportsOnly)
+	if err != nil {
+		return nil, err
+	}
+	var block *ast.GenDecl
+	for _, d := range f.Decls {
+		if g, ok := d.(*ast.GenDecl); ok && g.Tok == token.IMPORT && g.Lparen.IsValid() {
+			block = g
+		}
+	}
+	if block == nil {
+		return src, nil
+	}
+	offset := func(p token.Pos) int { return fset.Position(p).Offset }
+	var std, other []byte
+	for _, spec := range block.Specs {
+		is := spec.(*ast.ImportSpec)
+		path, err := strconv.Unquote(is.Path.Value)
+		if err != nil {
+			return nil, err
+		}
+		line := append([]byte("\t"), src[offset(is.Pos()):offset(is.End())]...)
+		line = append(line, '\n')
+		if stdlib(path) {
+			std = append(std, line...)
+		} else {
+			other = append(other, line...)
+		}
+	}
+	if len(std) == 0 || len(other) == 0 {
+		return src, nil
+	}
+	out := make([]byte, 0, len(src)+1)
+	out = append(out, src[:offset(block.Lparen)+1]...)
+	out = append(out, '\n')
+	out = append(out, std...)
+	out = append(out, '\n')
+	out = append(out, other...)
+	return append(out, src[offset(block.Rparen):]...), nil
 }
 
 // factoryType is the type of a table's factories: the named function

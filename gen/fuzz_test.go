@@ -84,7 +84,7 @@ var (
 
 // registryPackage loads package registry's types from its export data,
 // once per process.
-func registryPackage(t *testing.T) (*types.Package, *typedContract) {
+func registryPackage(t testing.TB) (*types.Package, *typedContract) {
 	registryOnce.Do(func() {
 		// Package registry first, whole: package kv's export data holds
 		// only the part of it that kv uses.
