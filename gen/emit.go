@@ -19,8 +19,8 @@ import (
 //
 // The entries are a package-level slice of composite literals holding only
 // constants and functions, which the compiler lays out as static data; a
-// constructor that kv.Adapt would wrap gets a named adapter function
-// of its own instead. No function grows with the number of entries: the
+// constructor whose result is a concrete type gets an adapter, a function
+// literal that captures nothing, in its entry. No function grows with the number of entries: the
 // compiler's passes over one function's code cost more than linear time in
 // its size, and a registry of 10,000 entries built in one call expression
 // took minutes and gigabytes to compile.
@@ -47,7 +47,6 @@ func emit(manifestFile, pkgName string, c *Contract, desc string, entries []*Ent
 	names := newIdents(declared, imports)
 	list := names.free("entries")
 	descName := names.free("manifestDescription")
-	var adapters []jen.Code
 	items := make([]jen.Code, 0, len(entries)+1)
 	for _, e := range entries {
 		field := func(name string, value jen.Code) jen.Code {
@@ -67,11 +66,9 @@ func emit(manifestFile, pkgName string, c *Contract, desc string, entries []*Ent
 		if e.Module != "" {
 			fields = append(fields, field("Module", jen.Lit(e.Module)))
 		}
-		factory := jen.Qual(e.ImportPath, e.Constructor)
+		var factory jen.Code = jen.Qual(e.ImportPath, e.Constructor)
 		if e.Adapt {
-			fn := names.free(adapterName(e.Name))
-			adapters = append(adapters, adapterFunc(fn, e, c), jen.Line())
-			factory = jen.Id(fn)
+			factory = adapterLit(e, c)
 		}
 		if e.Roles != nil {
 			fields = append(fields, field("Roles", rolesLit(e.Roles)))
@@ -98,10 +95,6 @@ func emit(manifestFile, pkgName string, c *Contract, desc string, entries []*Ent
 	f.Line()
 	f.Comment(list + " is static data: constants and functions only.")
 	f.Var().Id(list).Op("=").Index().Add(entry).Values(items...)
-	if len(adapters) > 0 {
-		f.Line()
-		f.Add(adapters...)
-	}
 
 	var buf bytes.Buffer
 	if err := f.Render(&buf); err != nil {
@@ -197,19 +190,6 @@ func (t idents) free(name string) string {
 	}
 	t[id] = true
 	return id
-}
-
-// adapterName is the name of the adapter function for the connector
-// name, as Go names a function: adapt followed by the name's parts, split
-// at dots, dashes and underscores, each capitalised (queue-scorer gives
-// adaptQueueScorer).
-func adapterName(name string) string {
-	var b strings.Builder
-	b.WriteString("adapt")
-	for _, part := range strings.FieldsFunc(name, func(r rune) bool { return r == '.' || r == '-' || r == '_' }) {
-		b.WriteString(strings.ToUpper(part[:1]) + part[1:])
-	}
-	return b.String()
 }
 
 // commentName is a file name as a comment shows it: as it is when every

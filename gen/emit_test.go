@@ -53,18 +53,6 @@ func TestEmitAvoidsTheNamesOfThePackage(t *testing.T) {
 	require.NoError(t, err, "%s", src)
 }
 
-// Adapters are named as Go names functions, whatever the connector's name.
-func TestAdapterName(t *testing.T) {
-	for name, want := range map[string]string{
-		"filesystem":         "adaptFilesystem",
-		"LMCacheConnectorV1": "adaptLMCacheConnectorV1",
-		"queue-scorer":       "adaptQueueScorer",
-		"a.b_c-d":            "adaptABCD",
-	} {
-		assert.Equal(t, want, adapterName(name), name)
-	}
-}
-
 // The file reads as goimports leaves it: the standard library's imports
 // in a group of their own, before the others.
 func TestEmitGroupsImports(t *testing.T) {

@@ -35,7 +35,9 @@ var entries = []registry.Plugin[kv.Factory]{
 		Constructor: "New",
 		Module:      "example.com/kvcase",
 		Roles:       []string{"worker"},
-		Factory:     adaptConcrete,
+		Factory: func(ctx context.Context, cfg kv.Config, role kv.Role) (kv.Connector, error) {
+			return concrete.New(ctx, cfg, role)
+		},
 	},
 	{
 		Name:        "value",
@@ -43,7 +45,9 @@ var entries = []registry.Plugin[kv.Factory]{
 		Constructor: "Open",
 		Module:      "example.com/kvcase",
 		Roles:       []string{"scheduler"},
-		Factory:     adaptValue,
+		Factory: func(ctx context.Context, cfg kv.Config, role kv.Role) (kv.Connector, error) {
+			return value.Open(ctx, cfg, role)
+		},
 	},
 	{
 		Name:        "MultiConnector",
@@ -52,14 +56,4 @@ var entries = []registry.Plugin[kv.Factory]{
 		Module:      "github.com/kvgen/kvgen",
 		Factory:     kv.NewMultiConnector,
 	},
-}
-
-// adaptConcrete adapts concrete.New, which returns a concrete type, to kv.Factory.
-func adaptConcrete(ctx context.Context, cfg kv.Config, role kv.Role) (kv.Connector, error) {
-	return concrete.New(ctx, cfg, role)
-}
-
-// adaptValue adapts value.Open, which returns a concrete type, to kv.Factory.
-func adaptValue(ctx context.Context, cfg kv.Config, role kv.Role) (kv.Connector, error) {
-	return value.Open(ctx, cfg, role)
 }

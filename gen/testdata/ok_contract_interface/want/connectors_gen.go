@@ -29,11 +29,8 @@ var entries = []registry.Plugin[func() contract.Plugin]{
 		ImportPath:  "example.com/kvcase/plugins",
 		Constructor: "NewNamed",
 		Module:      "example.com/kvcase",
-		Factory:     adaptNamed,
+		Factory: func() contract.Plugin {
+			return plugins.NewNamed()
+		},
 	},
-}
-
-// adaptNamed adapts plugins.NewNamed, which returns a concrete type, to func() contract.Plugin.
-func adaptNamed() contract.Plugin {
-	return plugins.NewNamed()
 }

@@ -23,7 +23,9 @@ var entries = []registry.Plugin[stage.Factory]{
 		Constructor: "NewEven",
 		Module:      "example.com/kvcase",
 		Roles:       []string{"filter"},
-		Factory:     adaptEven,
+		Factory: func(name string) (stage.Stage, error) {
+			return stages.NewEven(name)
+		},
 	},
 	{
 		Name:        "high",
@@ -31,7 +33,9 @@ var entries = []registry.Plugin[stage.Factory]{
 		Constructor: "NewHigh",
 		Module:      "example.com/kvcase",
 		Roles:       []string{"scorer"},
-		Factory:     adaptHigh,
+		Factory: func(name string) (stage.Stage, error) {
+			return stages.NewHigh(name)
+		},
 	},
 	{
 		Name:        "both",
@@ -40,14 +44,4 @@ var entries = []registry.Plugin[stage.Factory]{
 		Module:      "example.com/kvcase",
 		Factory:     stages.NewBoth,
 	},
-}
-
-// adaptEven adapts stages.NewEven, which returns a concrete type, to stage.Factory.
-func adaptEven(name string) (stage.Stage, error) {
-	return stages.NewEven(name)
-}
-
-// adaptHigh adapts stages.NewHigh, which returns a concrete type, to stage.Factory.
-func adaptHigh(name string) (stage.Stage, error) {
-	return stages.NewHigh(name)
 }

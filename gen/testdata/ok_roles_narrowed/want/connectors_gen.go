@@ -25,11 +25,8 @@ var entries = []registry.Plugin[kv.Factory]{
 		Constructor: "NewWorkerOnly",
 		Module:      "example.com/kvcase",
 		Roles:       []string{"worker"},
-		Factory:     adaptWo,
+		Factory: func(ctx context.Context, cfg kv.Config, role kv.Role) (kv.Connector, error) {
+			return ctors.NewWorkerOnly(ctx, cfg, role)
+		},
 	},
-}
-
-// adaptWo adapts ctors.NewWorkerOnly, which returns a concrete type, to kv.Factory.
-func adaptWo(ctx context.Context, cfg kv.Config, role kv.Role) (kv.Connector, error) {
-	return ctors.NewWorkerOnly(ctx, cfg, role)
 }

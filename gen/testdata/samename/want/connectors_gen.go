@@ -65,14 +65,18 @@ var entries = []registry.Plugin[kv.Factory]{
 		ImportPath:  "example.com/kvcase/f/ctx",
 		Constructor: "New",
 		Module:      "example.com/kvcase",
-		Factory:     adaptF,
+		Factory: func(ctx context.Context, cfg kv.Config, role kv.Role) (kv.Connector, error) {
+			return ctx2.New(ctx, cfg, role)
+		},
 	},
 	{
 		Name:        "g",
 		ImportPath:  "example.com/kvcase/g/err",
 		Constructor: "New",
 		Module:      "example.com/kvcase",
-		Factory:     adaptG,
+		Factory: func(ctx context.Context, cfg kv.Config, role kv.Role) (kv.Connector, error) {
+			return err1.New(ctx, cfg, role)
+		},
 	},
 	{
 		Name:        "a-again",
@@ -81,14 +85,4 @@ var entries = []registry.Plugin[kv.Factory]{
 		Module:      "example.com/kvcase",
 		Factory:     connector.New,
 	},
-}
-
-// adaptF adapts ctx.New, which returns a concrete type, to kv.Factory.
-func adaptF(ctx context.Context, cfg kv.Config, role kv.Role) (kv.Connector, error) {
-	return ctx2.New(ctx, cfg, role)
-}
-
-// adaptG adapts err.New, which returns a concrete type, to kv.Factory.
-func adaptG(ctx context.Context, cfg kv.Config, role kv.Role) (kv.Connector, error) {
-	return err1.New(ctx, cfg, role)
 }
