@@ -225,7 +225,7 @@ type importName struct {
 // name where it is free, else the name with the smallest free number
 // appended. kvgen assigns them itself because jennifer's collision search
 // grows with the cube of the number of same-named packages. adapt says
-// whether the file declares adapter functions, which import context.
+// whether the file holds adapters, which name context.
 func importNames(c *Contract, entries []*Entry, declared map[string]bool, adapt bool) []importName {
 	// The registry package keeps its name unless the output package
 	// declares it.

@@ -33,7 +33,9 @@ var entries = []registry.Plugin[kv.Factory]{
 		ImportPath:  "github.com/kvgen/kvgen/examples/connectors/filesystem",
 		Constructor: "New",
 		Module:      "github.com/kvgen/kvgen",
-		Factory:     adaptFilesystem,
+		Factory: func(ctx context.Context, cfg kv.Config, role kv.Role) (kv.Connector, error) {
+			return filesystem.New(ctx, cfg, role)
+		},
 	},
 	{
 		Name:        "MultiConnector",
@@ -42,9 +44,4 @@ var entries = []registry.Plugin[kv.Factory]{
 		Module:      "github.com/kvgen/kvgen",
 		Factory:     kv.NewMultiConnector,
 	},
-}
-
-// adaptFilesystem adapts filesystem.New, which returns a concrete type, to kv.Factory.
-func adaptFilesystem(ctx context.Context, cfg kv.Config, role kv.Role) (kv.Connector, error) {
-	return filesystem.New(ctx, cfg, role)
 }

@@ -35,7 +35,9 @@ var entries = []registry.Plugin[plugin.Factory]{
 		Constructor: "NewScorer",
 		Module:      "github.com/kvgen/kvgen/examples/scheduler",
 		Roles:       []string{"scorer"},
-		Factory:     adaptKvCacheUtilizationScorer,
+		Factory: func(name string, params json.RawMessage) (plugin.Plugin, error) {
+			return kvcache.NewScorer(name, params)
+		},
 	},
 	{
 		Name:        "low-queue-filter",
@@ -45,9 +47,4 @@ var entries = []registry.Plugin[plugin.Factory]{
 		Roles:       []string{"filter"},
 		Factory:     lowqueue.New,
 	},
-}
-
-// adaptKvCacheUtilizationScorer adapts kvcache.NewScorer, which returns a concrete type, to plugin.Factory.
-func adaptKvCacheUtilizationScorer(name string, params json.RawMessage) (plugin.Plugin, error) {
-	return kvcache.NewScorer(name, params)
 }
