@@ -98,7 +98,8 @@ func imageRef(name string) (ociimage.Ref, bool) {
 		return ociimage.Ref{}, false
 	}
 	host, _, ok := strings.Cut(strings.TrimPrefix(name, "docker://"), "/")
-	if !ok || (!strings.ContainsAny(host, ".:") && host != "localhost") {
+	// ./bin/srv and ../bin/srv are paths, whether or not they exist.
+	if !ok || host == "." || host == ".." || (!strings.ContainsAny(host, ".:") && host != "localhost") {
 		return ociimage.Ref{}, false
 	}
 	ref, err := ociimage.ParseRef(name)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"go/token"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -116,4 +117,24 @@ func TestSBOMTextIsEscaped(t *testing.T) {
 	require.NoError(t, json.Unmarshal(out.Bytes(), &v))
 	assert.Equal(t, "a\u009b2Jb\u202e", v["name"])
 	assert.Error(t, w.sbom([]byte("not JSON")))
+}
+
+// What inspect takes for an image: a reference with a registry host, or
+// an oci: or docker-archive: name; a path, even one that does not exist,
+// is a file, so that a mistyped ./bin/srv is not looked up on the network.
+func TestImageRef(t *testing.T) {
+	for name, want := range map[string]bool{
+		"registry.example/team/kvserver:edge":                       true,
+		"localhost:5000/kvserver":                                   true,
+		"127.0.0.1:5000/kvserver@sha256:" + strings.Repeat("a", 64): true,
+		"oci:layout":         true,
+		"./missing/h":        false,
+		"../missing/h":       false,
+		"./h":                false,
+		"bin/srv":            false,
+		"/nonexistent/x/srv": false,
+	} {
+		_, got := imageRef(name)
+		assert.Equal(t, want, got, name)
+	}
 }
