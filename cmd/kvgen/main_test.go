@@ -8,15 +8,18 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/rogpeppe/go-internal/goproxytest"
+	"github.com/rogpeppe/go-internal/lockedfile"
 	"github.com/rogpeppe/go-internal/testscript"
 	"golang.org/x/mod/module"
 	modzip "golang.org/x/mod/zip"
@@ -41,15 +44,25 @@ func TestScripts(t *testing.T) {
 	root := kvgentest.Root(t)
 	// Each script's module, example.com/script.
 	module := map[string]string{"go.mod": kvgentest.GoMod(t, "example.com/script"), "go.sum": kvgentest.GoSum(t)}
-	goEnv := goEnvVars(t, "GOCACHE", "GOMODCACHE", "GOPATH", "GOROOT", "GOPROXY")
+	user := goEnvVars(t, "GOCACHE", "GOMODCACHE", "GOROOT", "GOPROXY")
 	proxy := goproxytest.NewTestServer(t, "testdata/mod", "")
 	// A team's private module proxy: it alone serves the modules under
 	// testdata/privatemod, as $PRIVATEPROXY, which scripts put in GOPROXY.
 	private := goproxytest.NewTestServer(t, "testdata/privatemod", "")
 	published, unpublished := publish(t, root)
 	if unpublished == "" && !testing.Short() {
-		unpublished = completeModCache(root, goEnv)
+		unpublished = completeModCache(root, user)
 	}
+	if unpublished != "" && os.Getenv("CI") == "true" {
+		// CI fills the module cache before the tests; a script skipped
+		// there would pass unseen.
+		t.Fatal(unpublished)
+	}
+	// The scripts' own module cache, fed only by the test proxies and the
+	// user's module cache's downloads (MODCACHE_PROXY), never by the
+	// network: a module a script needs and neither has fails, naming it.
+	modcacheProxy := "file://" + filepath.ToSlash(filepath.Join(user["GOMODCACHE"], "cache", "download"))
+	goEnv := scriptGoEnv(t, user, proxy.URL+","+modcacheProxy)
 	warmBuildCache(t, root, goEnv)
 	// The scripts share one check cache of their own: HOME is /no-home in
 	// a script, and the user's cache directory is not the tests' to write.
@@ -63,8 +76,6 @@ func TestScripts(t *testing.T) {
 			for k, v := range goEnv {
 				env.Setenv(k, v)
 			}
-			env.Setenv("GOPROXY", proxy.URL+","+goEnv["GOPROXY"])
-			env.Setenv("GONOSUMDB", "example.com")
 			env.Setenv("PRIVATEPROXY", private.URL)
 			env.Setenv("TESTPROXY", proxy.URL)
 			// kvgen in a script is this test binary; built with -race, it
@@ -77,7 +88,7 @@ func TestScripts(t *testing.T) {
 			// skip, saying why.
 			env.Setenv("KVGEN_PUBLISHED_PROXY", published)
 			env.Setenv("KVGEN_UNPUBLISHED", unpublished)
-			env.Setenv("MODCACHE_PROXY", "file://"+filepath.ToSlash(filepath.Join(goEnv["GOMODCACHE"], "cache", "download")))
+			env.Setenv("MODCACHE_PROXY", modcacheProxy)
 			env.Setenv("PATH", filepath.Join(goEnv["GOROOT"], "bin")+string(os.PathListSeparator)+env.Getenv("PATH"))
 			for name, content := range module {
 				if err := os.WriteFile(filepath.Join(env.WorkDir, name), []byte(content), 0o644); err != nil {
@@ -103,6 +114,88 @@ func TestScripts(t *testing.T) {
 			"registry": startRegistry,
 		},
 	})
+}
+
+// scriptGoEnv is the go environment every script starts with: the user's
+// Go and build cache, and a GOPATH of the tests' own, whose module cache is
+// fed by goproxy alone. It lies at a fixed path (in the user's cache
+// directory), since outside -trimpath a compiled package's cache key holds
+// its directory: a new module cache each run would compile every
+// dependency anew. What the test proxies serve is removed from it first, so
+// that no script passes on a module a proxy no longer has. The test holds
+// a lock on it while it runs.
+func scriptGoEnv(t *testing.T, user map[string]string, goproxy string) map[string]string {
+	base, err := os.UserCacheDir()
+	if err != nil {
+		t.Logf("the scripts' module cache is a new one, for this run only: %v", err)
+		base = t.TempDir()
+	}
+	gopath := filepath.Join(base, "kvgen-test", "gopath")
+	if err := os.MkdirAll(gopath, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	unlock, err := lockedfile.MutexAt(filepath.Join(gopath, "lock")).Lock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(unlock)
+	modcache := filepath.Join(gopath, "pkg", "mod")
+	for _, prefix := range servedPrefixes(t) {
+		for _, dir := range []string{filepath.Join(modcache, prefix), filepath.Join(modcache, "cache", "download", prefix)} {
+			if err := removeModCacheDir(dir); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return map[string]string{
+		"GOROOT":     user["GOROOT"],
+		"GOCACHE":    user["GOCACHE"],
+		"GOPATH":     gopath,
+		"GOMODCACHE": modcache,
+		"GOPROXY":    goproxy,
+		// Nothing a script fetches is looked up in a checksum database:
+		// the test proxies' modules are in none, and the rest are
+		// checked against go.sum.
+		"GOSUMDB": "off",
+		// What the scripts compile, kvgen build compiles with -trimpath:
+		// the rest does too, so that both share compiled packages, and a
+		// copy of this repository at a new path compiles nothing again.
+		"GOFLAGS": "-trimpath",
+	}
+}
+
+// servedPrefixes are the first path elements of the modules the test
+// proxies serve, and publish's github.com/kvgen.
+func servedPrefixes(t *testing.T) []string {
+	prefixes := []string{"github.com/kvgen"}
+	for _, dir := range []string{"testdata/mod", "testdata/privatemod"} {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			host, _, _ := strings.Cut(e.Name(), "_")
+			if !slices.Contains(prefixes, host) {
+				prefixes = append(prefixes, host)
+			}
+		}
+	}
+	return prefixes
+}
+
+// removeModCacheDir removes dir from a module cache, whose directories the
+// go command makes read-only.
+func removeModCacheDir(dir string) error {
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			err = os.Chmod(path, 0o755)
+		}
+		return err
+	})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return os.RemoveAll(dir)
 }
 
 // publish serves github.com/kvgen/kvgen v0.1.0 as a tag at HEAD would make
@@ -227,7 +320,7 @@ func fileInZip(archive []byte, name string) ([]byte, error) {
 // conformance suite, kvgen itself and their dependencies, without -race,
 // into the build cache the scripts share. The scripts run in parallel, so
 // on a cold cache each would compile all of it at the same time as the
-// others. The environment is the scripts': no GOFLAGS, no go env file.
+// others. The environment is the scripts': -trimpath, no go env file.
 func warmBuildCache(t *testing.T, root string, goEnv map[string]string) {
 	cmd := goCommand(root, goEnv, "build", "./registry/...", "./examples/connectors/...", "./cmd/kvgen")
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -264,8 +357,8 @@ func completeModCache(root string, goEnv map[string]string) (why string) {
 	return ""
 }
 
-// goCommand is a go command in dir in the scripts' environment: no
-// GOFLAGS, no go env file.
+// goCommand is a go command in dir in the environment goEnv adds to: no
+// GOFLAGS unless it says, no go env file.
 func goCommand(dir string, goEnv map[string]string, args ...string) *exec.Cmd {
 	cmd := exec.Command("go", args...)
 	cmd.Dir = dir

@@ -135,7 +135,9 @@ func KVGen(t testing.TB) string {
 	defer kvgen.Unlock()
 	if kvgen.bin == "" && kvgen.err == nil {
 		bin := filepath.Join(dir, "kvgen")
-		res, err := run(Root(t), nil, BuildTimeout, "go", "build", "-o", bin, "./cmd/kvgen")
+		// -trimpath, as go tool's builds of kvgen in the scripts are:
+		// one compiled kvgen, whatever the module cache's path.
+		res, err := run(Root(t), nil, BuildTimeout, "go", "build", "-trimpath", "-o", bin, "./cmd/kvgen")
 		if err == nil && res.Code != 0 {
 			err = fmt.Errorf("go build ./cmd/kvgen: exit %d\n%s", res.Code, res.Stderr)
 		}

@@ -46,7 +46,8 @@ func TestMain(m *testing.M) { os.Exit(kvgentest.Main(m).Run()) }
 
 // tiny builds, once per test binary, a small static program for
 // linux/arch that links tinyDescription as a kvgen registry does and
-// prints "tiny" when run, and returns a copy of it in a directory of its
+// prints "tiny" when run (without fmt, and stripped: every image the tests
+// build gzips it, under the race detector), and returns a copy of it in a directory of its
 // own.
 func tiny(t *testing.T, arch string) string {
 	t.Helper()
@@ -59,11 +60,11 @@ func tiny(t *testing.T, arch string) string {
 		dir := filepath.Join(kvgentest.SharedDir(t), "tiny-"+arch)
 		kvgentest.WriteFiles(t, dir, map[string]string{
 			"go.mod":  "module example.com/tiny\n\ngo 1.26.0\n",
-			"main.go": fmt.Sprintf("package main\n\nimport \"fmt\"\n\nvar registry = %q\n\nfunc main() { fmt.Println(\"tiny\", len(registry) > 0) }\n", enc),
+			"main.go": fmt.Sprintf("package main\n\nvar registry = %q\n\nfunc main() { println(\"tiny\", len(registry) > 0) }\n", enc),
 		})
 		bin = filepath.Join(dir, "tiny-"+arch)
 		res := kvgentest.Run(t, dir, []string{"GOOS=linux", "GOARCH=" + arch, "CGO_ENABLED=0", "GOFLAGS="}, kvgentest.BuildTimeout,
-			"go", "build", "-trimpath", "-buildvcs=false", "-o", bin, ".")
+			"go", "build", "-trimpath", "-buildvcs=false", "-ldflags=-s -w", "-o", bin, ".")
 		require.Equal(t, 0, res.Code, "%s", res.Stderr)
 		tinyBuilt[arch] = bin
 	}
