@@ -77,7 +77,14 @@ var shared struct {
 // whose tests call either runs them through it, from TestMain:
 //
 //	func TestMain(m *testing.M) { os.Exit(kvgentest.Main(m).Run()) }
+//
+// Main also adds -trimpath to the GOFLAGS of the test binary's
+// environment, which the go commands the tests start inherit: kvgen build
+// compiles with -trimpath, so the rest compiles so too, and the tests
+// share one build configuration instead of compiling the standard library
+// and every dependency twice.
 func Main(m Runner) Runner {
+	os.Setenv("GOFLAGS", strings.TrimSpace(os.Getenv("GOFLAGS")+" -trimpath"))
 	shared.Lock()
 	shared.main = true
 	shared.Unlock()

@@ -1,0 +1,212 @@
+// Command testall runs the tests of every module in this repository, each
+// module's whether or not an earlier one failed, and exits non-zero if any
+// failed. It prints what go test prints without -v: each package's result
+// line, and the output of the tests that failed; then a line per module and
+// a closing count.
+//
+//	go run ./internal/testall [go test flags]
+//
+// The flags are go test's, given to every module after -race and
+// -timeout=300s (-short for the edit loop; a later -timeout wins).
+//
+// With CI=true in the environment a skipped test fails the run too, unless
+// its reason is its platform's (a program or feature this system lacks) or
+// the conformance suite's (a connector that does not serve what a check
+// needs): CI has everything the tests need, so a skip there would hide a
+// test that did not run.
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"golang.org/x/mod/modfile"
+)
+
+// modules are the repository's modules, by directory from its root; the
+// root's go.mod does not reach into the others.
+var modules = []string{".", "examples/kvserver", "examples/gateway", "examples/scheduler", "examples/external/redis"}
+
+// allowedSkip matches the reasons a test may skip for in CI: what this
+// platform lacks, and checks of the conformance suite that do not apply to
+// the connector under test.
+var allowedSkip = regexp.MustCompile(`(?m)` +
+	// testscript's conditions on the system: [!unix], [!exec:sh] …
+	`\[!(unix|exec:[\w.-]+)\] skip|` +
+	// Go tests that need what one system has.
+	`PWD is a POSIX convention|symbolic links need a privilege on Windows|` +
+	`not a 64-bit little-endian ELF file|` +
+	// The conformance suite: a check for a role or an interface the
+	// connector does not have.
+	`the connector (does not serve|serves one role)|` +
+	`the worker (does not implement|is not a )|Options\.Damage is not set`)
+
+func main() {
+	root, err := repoRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testall:", err)
+		os.Exit(2)
+	}
+	ci := os.Getenv("CI") == "true"
+	args := append([]string{"test", "-json", "-race", "-timeout=300s"}, os.Args[1:]...)
+	args = append(args, "./...")
+
+	var total tally
+	failed := false
+	var lines []string
+	for _, m := range modules {
+		start := time.Now()
+		var t tally
+		err := runModule(filepath.Join(root, m), args, ci, &t)
+		status := "ok"
+		if err != nil || t.failed > 0 || t.badSkips > 0 {
+			status, failed = "FAIL", true
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "testall: %s: %v\n", m, err)
+		}
+		lines = append(lines, fmt.Sprintf("%-4s %-26s %d passed, %d failed, %d skipped (%.0fs)", status, m, t.passed, t.failed, t.skipped, time.Since(start).Seconds()))
+		total.add(t)
+	}
+	fmt.Println()
+	for _, l := range lines {
+		fmt.Println(l)
+	}
+	if total.badSkips > 0 {
+		fmt.Printf("%d tests skipped in CI for a reason that is not their platform's; see SKIP above\n", total.badSkips)
+	}
+	fmt.Printf("%d passed, %d failed, %d skipped\n", total.passed, total.failed, total.skipped)
+	if failed {
+		os.Exit(1)
+	}
+}
+
+// tally counts a run's tests, subtests included.
+type tally struct{ passed, failed, skipped, badSkips int }
+
+func (t *tally) add(o tally) {
+	t.passed += o.passed
+	t.failed += o.failed
+	t.skipped += o.skipped
+	t.badSkips += o.badSkips
+}
+
+// event is one line of go test -json: a test event or a build event.
+type event struct {
+	Action     string
+	Package    string
+	Test       string
+	Output     string
+	ImportPath string // build events
+}
+
+// runModule runs go test in dir and prints what go test would print without
+// -json, counting the tests into t.
+func runModule(dir string, args []string, ci bool, t *tally) error {
+	cmd := exec.Command("go", args...)
+	cmd.Dir = dir
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	perr := report(out, ci, t)
+	werr := cmd.Wait()
+	if perr != nil {
+		return perr
+	}
+	if werr != nil && t.failed == 0 {
+		// go test failed without a failing test: a build or setup failure,
+		// whose output is printed already.
+		t.failed++
+	}
+	return nil
+}
+
+// report reads go test -json from r and prints each package's lines and the
+// output of each failed or wrongly skipped test.
+func report(r io.Reader, ci bool, t *tally) error {
+	// What each running test has printed, kept until it ends.
+	held := map[[2]string]*strings.Builder{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		var e event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			// Not JSON: what go test printed of its own.
+			fmt.Println(sc.Text())
+			continue
+		}
+		if e.ImportPath != "" && e.Action == "build-output" {
+			fmt.Print(e.Output)
+			continue
+		}
+		key := [2]string{e.Package, e.Test}
+		switch {
+		case e.Action == "output" && e.Test == "":
+			// The package's own lines: ok, FAIL, panics and its result.
+			if !strings.HasPrefix(e.Output, "=== ") && !strings.HasPrefix(e.Output, "PASS\n") {
+				fmt.Print(e.Output)
+			}
+		case e.Action == "output":
+			b := held[key]
+			if b == nil {
+				b = new(strings.Builder)
+				held[key] = b
+			}
+			b.WriteString(e.Output)
+		case e.Test == "":
+			// pass, fail or skip of a whole package: its line came as output.
+		case e.Action == "pass":
+			t.passed++
+			delete(held, key)
+		case e.Action == "fail":
+			t.failed++
+			if b := held[key]; b != nil {
+				fmt.Print(b.String())
+			}
+			delete(held, key)
+		case e.Action == "skip":
+			t.skipped++
+			out := ""
+			if b := held[key]; b != nil {
+				out = b.String()
+			}
+			delete(held, key)
+			if ci && !allowedSkip.MatchString(out) {
+				t.badSkips++
+				fmt.Printf("SKIP in CI: %s %s\n%s", e.Package, e.Test, out)
+			}
+		}
+	}
+	return sc.Err()
+}
+
+// repoRoot is the root of kvgen's repository: the nearest directory at or
+// above the working directory whose go.mod is kvgen's.
+func repoRoot() (string, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for dir := wd; ; dir = filepath.Dir(dir) {
+		data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && modfile.ModulePath(data) == "github.com/kvgen/kvgen" {
+			return dir, nil
+		}
+		if filepath.Dir(dir) == dir {
+			return "", fmt.Errorf("no directory at or above %s holds kvgen's go.mod: run it inside kvgen's repository", wd)
+		}
+	}
+}
