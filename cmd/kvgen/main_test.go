@@ -329,30 +329,11 @@ func warmBuildCache(t *testing.T, root string, goEnv map[string]string) {
 }
 
 // completeModCache fills in the module cache's downloads, which stand in
-// for the proxy a published kvgen's dependencies come from, with all a host
-// of kvgen may ask of it: the .info, .mod and .zip of every module version
-// in kvgen's graph. Building kvgen fetches less (no zip of a module it
-// builds no package of), and a host whose graph lacks some of kvgen's
-// requirements selects lower versions. This repository's own modules are
-// left out: they are not published. It returns why, if it could not.
+// for the proxy a published kvgen's dependencies come from
+// (kvgentest.DownloadGraph). It returns why, if it could not.
 func completeModCache(root string, goEnv map[string]string) (why string) {
-	graph, err := goCommand(root, goEnv, "mod", "graph").Output()
-	if err != nil {
-		return fmt.Sprintf("kvgen's module graph: go mod graph: %v", err)
-	}
-	args := []string{"mod", "download"}
-	seen := map[string]bool{}
-	for _, mv := range strings.Fields(string(graph)) {
-		path, _, ok := strings.Cut(mv, "@")
-		if !ok || seen[mv] || path == "go" || path == "toolchain" ||
-			path == "github.com/kvgen/kvgen" || strings.HasPrefix(path, "github.com/kvgen/kvgen/") {
-			continue
-		}
-		seen[mv] = true
-		args = append(args, mv)
-	}
-	if out, err := goCommand(root, goEnv, args...).CombinedOutput(); err != nil {
-		return fmt.Sprintf("the module cache lacks modules of kvgen's graph: go mod download: %v\n%s", err, out)
+	if err := kvgentest.DownloadGraph(root, goCommand(root, goEnv).Env); err != nil {
+		return "the module cache lacks modules of kvgen's graph: " + err.Error()
 	}
 	return ""
 }

@@ -4,10 +4,16 @@
 // line, and the output of the tests that failed; then a line per module and
 // a closing count.
 //
-//	go run ./internal/testall [go test flags]
+//	go run ./internal/testall [-download] [go test flags]
 //
 // The flags are go test's, given to every module after -race and
 // -timeout=300s (-short for the edit loop; a later -timeout wins).
+//
+// First it downloads what the tests need: each module's requirements, and
+// every module version of kvgen's graph, from which the scripts' module
+// proxies serve a published kvgen (kvgentest.DownloadGraph). The tests
+// then run with GOPROXY=off, so none reaches the network. With -download
+// it stops there: CI downloads so, then runs it again with GOPROXY=off.
 //
 // With CI=true in the environment a skipped test fails the run too, unless
 // its reason is its platform's (a program or feature this system lacks) or
@@ -29,6 +35,8 @@ import (
 	"time"
 
 	"golang.org/x/mod/modfile"
+
+	"github.com/kvgen/kvgen/internal/kvgentest"
 )
 
 // modules are the repository's modules, by directory from its root; the
@@ -56,7 +64,19 @@ func main() {
 		os.Exit(2)
 	}
 	ci := os.Getenv("CI") == "true"
-	args := append([]string{"test", "-json", "-race", "-timeout=300s"}, os.Args[1:]...)
+	testFlags := os.Args[1:]
+	downloadOnly := len(testFlags) > 0 && testFlags[0] == "-download"
+	if downloadOnly {
+		testFlags = testFlags[1:]
+	}
+	if err := download(root); err != nil {
+		fmt.Fprintln(os.Stderr, "testall: downloading what the tests need:", err)
+		os.Exit(1)
+	}
+	if downloadOnly {
+		return
+	}
+	args := append([]string{"test", "-json", "-race", "-timeout=300s"}, testFlags...)
 	args = append(args, "./...")
 
 	var total tally
@@ -89,6 +109,18 @@ func main() {
 	}
 }
 
+// download fills the module cache with what the tests need.
+func download(root string) error {
+	for _, m := range modules {
+		cmd := exec.Command("go", "mod", "download")
+		cmd.Dir = filepath.Join(root, m)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("%s: go mod download: %v\n%s", m, err, out)
+		}
+	}
+	return kvgentest.DownloadGraph(root, nil)
+}
+
 // tally counts a run's tests, subtests included.
 type tally struct{ passed, failed, skipped, badSkips int }
 
@@ -113,6 +145,7 @@ type event struct {
 func runModule(dir string, args []string, ci bool, t *tally) error {
 	cmd := exec.Command("go", args...)
 	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOPROXY=off")
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
