@@ -572,3 +572,10 @@ func repoFiles(root string) ([]string, error) {
 	})
 	return files, err
 }
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}

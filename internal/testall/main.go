@@ -14,6 +14,7 @@
 // proxies serve a published kvgen (kvgentest.DownloadGraph). The tests
 // then run with GOPROXY=off, so none reaches the network. With -download
 // it stops there: CI downloads so, then runs it again with GOPROXY=off.
+// Before the tests, it compiles what their go commands build (prebuilds).
 //
 // With CI=true in the environment a skipped test fails the run too, unless
 // its reason is its platform's (a program or feature this system lacks) or
@@ -76,6 +77,10 @@ func main() {
 	if downloadOnly {
 		return
 	}
+	if err := prebuild(root); err != nil {
+		fmt.Fprintln(os.Stderr, "testall: compiling what the tests build:", err)
+		os.Exit(1)
+	}
 	args := append([]string{"test", "-json", "-race", "-timeout=300s"}, testFlags...)
 	args = append(args, "./...")
 
@@ -119,6 +124,38 @@ func download(root string) error {
 		}
 	}
 	return kvgentest.DownloadGraph(root, nil)
+}
+
+// prebuilds are what the tests' go commands compile, without -race and
+// with -trimpath (kvgentest.Main), by module directory: kvgen and its
+// runtime, the example server, and the platforms the image and
+// cross-compiling tests build for. Compiled here, once, they are compiled
+// by one go command instead of by several packages' tests at the same
+// time, each its own copy, on a cold build cache.
+var prebuilds = []struct {
+	dir, goos, goarch string
+	args              []string
+}{
+	{".", "", "", []string{"./..."}},
+	{"examples/kvserver", "", "", []string{"./..."}},
+	{"examples/kvserver", "linux", "arm64", []string{"-o", os.DevNull, "."}},
+	{".", "windows", "amd64", []string{"./registry/...", "./examples/connectors/memory"}},
+}
+
+// prebuild compiles the prebuilds into the build cache.
+func prebuild(root string) error {
+	for _, p := range prebuilds {
+		cmd := exec.Command("go", append([]string{"build", "-trimpath"}, p.args...)...)
+		cmd.Dir = filepath.Join(root, p.dir)
+		cmd.Env = append(os.Environ(), "GOPROXY=off")
+		if p.goos != "" {
+			cmd.Env = append(cmd.Env, "GOOS="+p.goos, "GOARCH="+p.goarch)
+		}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("%s: %s: %v\n%s", p.dir, strings.Join(cmd.Args, " "), err, out)
+		}
+	}
+	return nil
 }
 
 // tally counts a run's tests, subtests included.

@@ -1,4 +1,4 @@
-package main
+package gen_test
 
 import (
 	"os"
@@ -13,14 +13,11 @@ import (
 	"github.com/kvgen/kvgen/internal/kvgentest"
 )
 
-// runTimeout bounds one run of kvgen or of the go command in these tests.
-const runTimeout = 3 * time.Minute
-
-// runIn runs name in dir and returns its exit code and output, stdout
-// then stderr.
+// runIn runs name in dir, with a bound, and returns its exit code and
+// output, stdout then stderr.
 func runIn(t *testing.T, dir string, name string, args ...string) (int, string) {
 	t.Helper()
-	res := kvgentest.Run(t, dir, nil, runTimeout, name, args...)
+	res := kvgentest.Run(t, dir, nil, 3*time.Minute, name, args...)
 	return res.Code, res.Stdout + res.Stderr
 }
 
@@ -61,8 +58,10 @@ func New(ctx context.Context, cfg kv.Config, role kv.Role) (kv.Connector, error)
 		dir := filepath.Join(filepath.Dir(host), name+"kv")
 		kvgentest.WriteModule(t, dir, "example.com/"+name+"kv", map[string]string{"kv.go": connector(name + "kv")})
 	}
-	gomod := must(os.ReadFile(filepath.Join(host, "go.mod")))
-	gosum := must(os.ReadFile(filepath.Join(host, "go.sum")))
+	gomod, err := os.ReadFile(filepath.Join(host, "go.mod"))
+	require.NoError(t, err)
+	gosum, err := os.ReadFile(filepath.Join(host, "go.sum"))
+	require.NoError(t, err)
 
 	for round := range 5 {
 		require.NoError(t, os.WriteFile(filepath.Join(host, "go.mod"), gomod, 0o644))
@@ -73,7 +72,9 @@ func New(ctx context.Context, cfg kv.Config, role kv.Role) (kv.Connector, error)
 			wg.Go(func() { codes[i], outs[i] = runIn(t, host, kvgen, "-manifest", m) })
 		}
 		wg.Wait()
-		final := string(must(os.ReadFile(filepath.Join(host, "go.mod"))))
+		finalMod, err := os.ReadFile(filepath.Join(host, "go.mod"))
+		require.NoError(t, err)
+		final := string(finalMod)
 		for i, name := range []string{"a", "b"} {
 			if codes[i] != 0 {
 				// A run that lost the race may fail, but must say so.
@@ -88,11 +89,4 @@ func New(ctx context.Context, cfg kv.Config, role kv.Role) (kv.Connector, error)
 			assert.Equal(t, 0, code, "round %d: go build: %s", round, out)
 		}
 	}
-}
-
-func must[T any](v T, err error) T {
-	if err != nil {
-		panic(err)
-	}
-	return v
 }
