@@ -1,50 +1,38 @@
 package kvgentest
 
 import (
-	"errors"
 	"fmt"
+	"os"
 	"os/exec"
-	"strings"
+	"path/filepath"
 )
 
-// DownloadGraph downloads, into the module cache of env (the process's
-// environment if nil), the .info, .mod and .zip of every module version in
-// the module graph of the module in dir but this repository's own, which
-// are not published. The scripts' module proxies serve a published kvgen's
-// dependencies from those downloads: a host that requires kvgen resolves
-// its graph, and one whose graph lacks some of kvgen's requirements selects
-// lower versions, so every version must be there, not only those a build
-// selects.
-func DownloadGraph(dir string, env []string) error {
-	graph := exec.Command("go", "mod", "graph")
-	graph.Dir, graph.Env = dir, env
-	out, err := graph.Output()
+// DownloadAll downloads into the module cache of env (the process's
+// environment if nil) what go mod download all would for the module in
+// dir: the .info, .mod and .zip of every module in its build list, which
+// is what its tests, and the scripts' module proxies serving a published
+// kvgen's dependencies from those downloads, can ask of it. go mod download
+// all records the sums of those modules in go.sum; this leaves go.mod and
+// go.sum as they are, by downloading through copies of them (-modfile).
+func DownloadAll(dir string, env []string) error {
+	tmp, err := os.MkdirTemp("", "kvgen-download-")
 	if err != nil {
-		return fmt.Errorf("go mod graph: %v%s", err, stderrOf(err))
+		return err
 	}
-	args := []string{"mod", "download"}
-	seen := map[string]bool{}
-	for _, mv := range strings.Fields(string(out)) {
-		path, _, ok := strings.Cut(mv, "@")
-		if !ok || seen[mv] || path == "go" || path == "toolchain" || path == Path || strings.HasPrefix(path, Path+"/") {
-			continue
+	defer os.RemoveAll(tmp)
+	for _, name := range []string{"go.mod", "go.sum"} {
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil && !(name == "go.sum" && os.IsNotExist(err)) {
+			return err
 		}
-		seen[mv] = true
-		args = append(args, mv)
+		if err := os.WriteFile(filepath.Join(tmp, name), data, 0o644); err != nil {
+			return err
+		}
 	}
-	download := exec.Command("go", args...)
-	download.Dir, download.Env = dir, env
-	if out, err := download.CombinedOutput(); err != nil {
-		return fmt.Errorf("go mod download: %v\n%s", err, out)
+	cmd := exec.Command("go", "mod", "download", "-modfile="+filepath.Join(tmp, "go.mod"), "all")
+	cmd.Dir, cmd.Env = dir, env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%s: go mod download all: %v\n%s", dir, err, out)
 	}
 	return nil
-}
-
-// stderrOf is what a command that failed printed on stderr, if Output kept
-// it.
-func stderrOf(err error) string {
-	if ee, ok := errors.AsType[*exec.ExitError](err); ok && len(ee.Stderr) > 0 {
-		return "\n" + string(ee.Stderr)
-	}
-	return ""
 }

@@ -10,9 +10,9 @@
 // -timeout=300s and -vet=off (-short for the edit loop; a later flag
 // wins).
 //
-// First it downloads what the tests need: each module's requirements, and
-// every module version of kvgen's graph, from which the scripts' module
-// proxies serve a published kvgen (kvgentest.DownloadGraph). The tests
+// First it downloads what the tests need, what each module's go mod
+// download all fetches (kvgentest.DownloadAll): the scripts' module proxies
+// serve a published kvgen's dependencies from those downloads. The tests
 // then run with GOPROXY=off, so none reaches the network. With -download
 // it stops there: CI downloads so, then runs it again with GOPROXY=off.
 // Before the tests, it compiles what their go commands build (prebuilds).
@@ -116,16 +116,15 @@ func main() {
 	}
 }
 
-// download fills the module cache with what the tests need.
+// download fills the module cache with what the tests need: what each
+// module's go mod download all fetches, without writing go.sum.
 func download(root string) error {
 	for _, m := range modules {
-		cmd := exec.Command("go", "mod", "download")
-		cmd.Dir = filepath.Join(root, m)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("%s: go mod download: %v\n%s", m, err, out)
+		if err := kvgentest.DownloadAll(filepath.Join(root, m), nil); err != nil {
+			return err
 		}
 	}
-	return kvgentest.DownloadGraph(root, nil)
+	return nil
 }
 
 // prebuilds are what the tests' go commands compile, without -race and
@@ -193,7 +192,7 @@ func runModule(dir string, args []string, ci bool, t *tally) error {
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	perr := report(out, ci, t)
+	perr := report(os.Stdout, out, ci, t)
 	werr := cmd.Wait()
 	if perr != nil {
 		return perr
@@ -206,9 +205,9 @@ func runModule(dir string, args []string, ci bool, t *tally) error {
 	return nil
 }
 
-// report reads go test -json from r and prints each package's lines and the
-// output of each failed or wrongly skipped test.
-func report(r io.Reader, ci bool, t *tally) error {
+// report reads go test -json from r and prints to w each package's lines
+// and the output of each failed or wrongly skipped test.
+func report(w io.Writer, r io.Reader, ci bool, t *tally) error {
 	// What each running test has printed, kept until it ends.
 	held := map[[2]string]*strings.Builder{}
 	sc := bufio.NewScanner(r)
@@ -217,11 +216,11 @@ func report(r io.Reader, ci bool, t *tally) error {
 		var e event
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			// Not JSON: what go test printed of its own.
-			fmt.Println(sc.Text())
+			fmt.Fprintln(w, sc.Text())
 			continue
 		}
 		if e.ImportPath != "" && e.Action == "build-output" {
-			fmt.Print(e.Output)
+			fmt.Fprint(w, e.Output)
 			continue
 		}
 		key := [2]string{e.Package, e.Test}
@@ -229,7 +228,7 @@ func report(r io.Reader, ci bool, t *tally) error {
 		case e.Action == "output" && e.Test == "":
 			// The package's own lines: ok, FAIL, panics and its result.
 			if !strings.HasPrefix(e.Output, "=== ") && !strings.HasPrefix(e.Output, "PASS\n") {
-				fmt.Print(e.Output)
+				fmt.Fprint(w, e.Output)
 			}
 		case e.Action == "output":
 			b := held[key]
@@ -246,7 +245,7 @@ func report(r io.Reader, ci bool, t *tally) error {
 		case e.Action == "fail":
 			t.failed++
 			if b := held[key]; b != nil {
-				fmt.Print(b.String())
+				fmt.Fprint(w, b.String())
 			}
 			delete(held, key)
 		case e.Action == "skip":
@@ -258,7 +257,7 @@ func report(r io.Reader, ci bool, t *tally) error {
 			delete(held, key)
 			if ci && !allowedSkip.MatchString(out) {
 				t.badSkips++
-				fmt.Printf("SKIP in CI: %s %s\n%s", e.Package, e.Test, out)
+				fmt.Fprintf(w, "SKIP in CI: %s %s\n%s", e.Package, e.Test, out)
 			}
 		}
 	}

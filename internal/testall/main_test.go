@@ -1,0 +1,54 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// stream is go test -json of a package with a failing test, a passing one,
+// a script skipped for its platform and one skipped for -short.
+const stream = `{"Action":"start","Package":"p"}
+{"Action":"run","Package":"p","Test":"TestFails"}
+{"Action":"output","Package":"p","Test":"TestFails","Output":"=== RUN   TestFails\n"}
+{"Action":"output","Package":"p","Test":"TestFails","Output":"    x_test.go:9: got 1, want 2\n"}
+{"Action":"output","Package":"p","Test":"TestFails","Output":"--- FAIL: TestFails (0.00s)\n"}
+{"Action":"fail","Package":"p","Test":"TestFails"}
+{"Action":"output","Package":"p","Test":"TestPasses","Output":"    x_test.go:12: quiet on success\n"}
+{"Action":"pass","Package":"p","Test":"TestPasses"}
+{"Action":"output","Package":"p","Test":"TestScripts/fifo","Output":"        > [!unix] skip 'FIFOs'\n"}
+{"Action":"skip","Package":"p","Test":"TestScripts/fifo"}
+{"Action":"output","Package":"p","Test":"TestScripts/slow","Output":"        > [short] skip 'builds whole programs'\n"}
+{"Action":"skip","Package":"p","Test":"TestScripts/slow"}
+{"ImportPath":"q [q.test]","Action":"build-output","Output":"q/x.go:3:1: syntax error\n"}
+{"Action":"output","Package":"p","Output":"FAIL\tp\t0.01s\n"}
+{"Action":"fail","Package":"p"}
+`
+
+func TestReportPrintsWhatGoTestPrints(t *testing.T) {
+	out, tl := runReport(t, false)
+	assert.Equal(t, tally{passed: 1, failed: 1, skipped: 2}, tl)
+	assert.Contains(t, out, "x_test.go:9: got 1, want 2\n--- FAIL: TestFails")
+	assert.Contains(t, out, "q/x.go:3:1: syntax error\n")
+	assert.Contains(t, out, "FAIL\tp\t0.01s\n")
+	assert.NotContains(t, out, "quiet on success", "a passing test's output, as without -v")
+	assert.NotContains(t, out, "SKIP")
+}
+
+func TestReportFailsSkipsInCIButThePlatformsOwn(t *testing.T) {
+	out, tl := runReport(t, true)
+	assert.Equal(t, 1, tl.badSkips)
+	assert.Contains(t, out, "SKIP in CI: p TestScripts/slow\n")
+	assert.NotContains(t, out, "TestScripts/fifo")
+}
+
+// runReport runs report over stream and returns what it printed.
+func runReport(t *testing.T, ci bool) (string, tally) {
+	t.Helper()
+	var out strings.Builder
+	var tl tally
+	require.NoError(t, report(&out, strings.NewReader(stream), ci, &tl))
+	return out.String(), tl
+}
