@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,10 +38,11 @@ func TestMain(m *testing.M) {
 // TestScripts runs the txtar scripts under testdata/script. Each runs in a
 // module, example.com/script, that requires this checkout of kvgen; $ROOT is
 // the checkout. The modules under testdata/mod are published through a
-// local module proxy, tried before the usual one; example.com modules are
-// not in the checksum database. Those under testdata/privatemod are served
-// by another, $PRIVATEPROXY, which no script's GOPROXY names unless it says
-// so.
+// local module proxy ($TESTPROXY), tried before the user module cache's
+// downloads ($MODCACHE_PROXY), and nothing else: no script reaches the
+// network, and none consults a checksum database. Those under
+// testdata/privatemod are served by another, $PRIVATEPROXY, which no
+// script's GOPROXY names unless it says so.
 func TestScripts(t *testing.T) {
 	root := kvgentest.Root(t)
 	// Each script's module, example.com/script.
@@ -59,9 +62,9 @@ func TestScripts(t *testing.T) {
 		t.Fatal(unpublished)
 	}
 	// The scripts' own module cache, fed only by the test proxies and the
-	// user's module cache's downloads (MODCACHE_PROXY), never by the
-	// network: a module a script needs and neither has fails, naming it.
-	modcacheProxy := "file://" + filepath.ToSlash(filepath.Join(user["GOMODCACHE"], "cache", "download"))
+	// user's module cache's downloads, never by the network: a module a
+	// script needs and neither has fails, naming it.
+	modcacheProxy := downloadsProxy(t, filepath.Join(user["GOMODCACHE"], "cache", "download"))
 	goEnv := scriptGoEnv(t, user, proxy.URL+","+modcacheProxy)
 	warmBuildCache(t, root, goEnv)
 	// The scripts share one check cache of their own: HOME is /no-home in
@@ -119,21 +122,29 @@ func TestScripts(t *testing.T) {
 // scriptGoEnv is the go environment every script starts with: the user's
 // Go and build cache, and a GOPATH of the tests' own, whose module cache is
 // fed by goproxy alone. It lies at a fixed path (in the user's cache
-// directory), since outside -trimpath a compiled package's cache key holds
-// its directory: a new module cache each run would compile every
-// dependency anew. What the test proxies serve is removed from it first, so
-// that no script passes on a module a proxy no longer has. The test holds
-// a lock on it while it runs.
+// directory), so that a second run extracts no module again, and a build
+// outside -trimpath (a script may set GOFLAGS) finds its packages compiled:
+// their cache keys hold their directories. What the test proxies serve is
+// removed from it first, so that no script passes on a module a proxy no
+// longer has. The test holds a lock on it while it runs.
 func scriptGoEnv(t *testing.T, user map[string]string, goproxy string) map[string]string {
 	base, err := os.UserCacheDir()
 	if err != nil {
 		t.Logf("the scripts' module cache is a new one, for this run only: %v", err)
 		base = t.TempDir()
+		// Registered after TempDir's, so run before it: the go command
+		// makes a module cache read-only.
+		t.Cleanup(func() {
+			if err := removeModCacheDir(base); err != nil {
+				t.Error(err)
+			}
+		})
 	}
 	gopath := filepath.Join(base, "kvgen-test", "gopath")
 	if err := os.MkdirAll(gopath, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("the scripts' module cache: %s (waiting for any other run of these tests to finish with it)", gopath)
 	unlock, err := lockedfile.MutexAt(filepath.Join(gopath, "lock")).Lock()
 	if err != nil {
 		t.Fatal(err)
@@ -162,6 +173,28 @@ func scriptGoEnv(t *testing.T, user map[string]string, goproxy string) map[strin
 		// copy of this repository at a new path compiles nothing again.
 		"GOFLAGS": "-trimpath",
 	}
+}
+
+// downloadsProxy serves a module cache's downloads (its cache/download
+// directory) as a module proxy, and returns its URL, as a file:// GOPROXY
+// would, but for the modules the test proxies serve (servedPrefixes): those
+// it does not have. A module cache that earlier runs of these tests
+// filled may hold versions a test proxy no longer serves, and the go
+// command would go on to find them here.
+func downloadsProxy(t *testing.T, dir string) string {
+	prefixes := servedPrefixes(t)
+	files := http.FileServerFS(os.DirFS(dir))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for _, p := range prefixes {
+			if path := strings.TrimPrefix(r.URL.Path, "/"); path == p || strings.HasPrefix(path, p+"/") {
+				http.NotFound(w, r)
+				return
+			}
+		}
+		files.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
 }
 
 // servedPrefixes are the first path elements of the modules the test

@@ -29,8 +29,12 @@ func DownloadAll(dir string, env []string) error {
 			return err
 		}
 	}
+	if env == nil {
+		env = os.Environ()
+	}
 	cmd := exec.Command("go", "mod", "download", "-modfile="+filepath.Join(tmp, "go.mod"), "all")
-	cmd.Dir, cmd.Env = dir, env
+	// -modfile is not for workspaces; each module is downloaded for.
+	cmd.Dir, cmd.Env = dir, append(env, "GOWORK=off")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("%s: go mod download all: %v\n%s", dir, err, out)
 	}

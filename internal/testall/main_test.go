@@ -20,6 +20,7 @@ const stream = `{"Action":"start","Package":"p"}
 {"Action":"pass","Package":"p","Test":"TestPasses"}
 {"Action":"output","Package":"p","Test":"TestScripts/fifo","Output":"        > [!unix] skip 'FIFOs'\n"}
 {"Action":"skip","Package":"p","Test":"TestScripts/fifo"}
+{"Action":"output","Package":"p","Test":"TestScripts/slow","Output":"        > [!exec:sh] skip 'the blocks are shell'\n"}
 {"Action":"output","Package":"p","Test":"TestScripts/slow","Output":"        > [short] skip 'builds whole programs'\n"}
 {"Action":"skip","Package":"p","Test":"TestScripts/slow"}
 {"ImportPath":"q [q.test]","Action":"build-output","Output":"q/x.go:3:1: syntax error\n"}
@@ -31,12 +32,15 @@ func TestReportPrintsWhatGoTestPrints(t *testing.T) {
 	out, tl := runReport(t, false)
 	assert.Equal(t, tally{passed: 1, failed: 1, skipped: 2}, tl)
 	assert.Contains(t, out, "x_test.go:9: got 1, want 2\n--- FAIL: TestFails")
+	assert.NotContains(t, out, "=== RUN", "progress lines, which go test prints only with -v")
 	assert.Contains(t, out, "q/x.go:3:1: syntax error\n")
 	assert.Contains(t, out, "FAIL\tp\t0.01s\n")
 	assert.NotContains(t, out, "quiet on success", "a passing test's output, as without -v")
 	assert.NotContains(t, out, "SKIP")
 }
 
+// A script that reached a platform's skip line, whose condition did not
+// hold, and then skipped for -short skipped for -short.
 func TestReportFailsSkipsInCIButThePlatformsOwn(t *testing.T) {
 	out, tl := runReport(t, true)
 	assert.Equal(t, 1, tl.badSkips)
