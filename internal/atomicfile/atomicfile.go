@@ -27,7 +27,7 @@ func Write(path string, data []byte) error {
 
 // WriteFrom is Write of what r holds, copied as it is read: a blob need
 // not be in memory whole.
-func WriteFrom(path string, r io.Reader) (err error) {
+func WriteFrom(path string, r io.Reader) error {
 	// Write through a symbolic link, not over it; a link that leads
 	// nowhere is not replaced by a file either.
 	if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
@@ -37,13 +37,32 @@ func WriteFrom(path string, r io.Reader) (err error) {
 		}
 		path = resolved
 	}
-	if err := RemoveStaleTemps(path); err != nil {
-		return err
-	}
 	perm := fs.FileMode(0o644)
 	if fi, err := os.Stat(path); err == nil {
 		perm = fi.Mode().Perm()
 	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return write(path, r, perm)
+}
+
+// Replace writes what r holds to a new file at path, as WriteFrom does,
+// but never through what is there: a symbolic link at path is replaced by
+// the file, not followed, and the file is 0644 whatever was there. It is
+// for files in a directory whose content someone else may have planted,
+// such as an image layout a build adds to: nothing outside it is written.
+func Replace(path string, r io.Reader) error {
+	if fi, err := os.Lstat(path); err == nil && fi.IsDir() {
+		return fmt.Errorf("%s is a directory", suggest.Show(path))
+	}
+	return write(path, r, 0o644)
+}
+
+// write writes r to a temporary file beside path, with permissions perm,
+// and renames it over path, which a rename replaces whatever it is (a
+// link included), but a directory.
+func write(path string, r io.Reader, perm fs.FileMode) (err error) {
+	if err := RemoveStaleTemps(path); err != nil {
 		return err
 	}
 	dir := filepath.Dir(path)

@@ -2,6 +2,7 @@ package ociimage
 
 import (
 	"archive/tar"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -168,11 +169,14 @@ func (img *Image) indexEntries(tag string) []ocispec.Descriptor {
 // writeLayout adds the image to the OCI layout at ref.Path, creating it if
 // need be: its blobs, then index.json, written whole and renamed into
 // place, where the image replaces one of the same tag, and its SBOMs any
-// with the same subject.
+// with the same subject. What the layout holds may have been planted: no
+// file in it is written through (a link is replaced, not followed), a blob
+// already there is kept only if its bytes are the blob's, and index.json is
+// read as a bounded regular file.
 func (img *Image) writeLayout(ref Ref) (err error) {
 	ctx := context.Background()
 	dir := ref.Path
-	if _, serr := os.Stat(dir); errors.Is(serr, os.ErrNotExist) {
+	if _, serr := os.Lstat(dir); errors.Is(serr, os.ErrNotExist) {
 		// A layout this write makes goes again if the write fails.
 		defer func() {
 			if err != nil {
@@ -184,9 +188,9 @@ func (img *Image) writeLayout(ref Ref) (err error) {
 		return err
 	}
 	layoutFile := filepath.Join(dir, ocispec.ImageLayoutFile)
-	if _, err := os.Stat(layoutFile); errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Lstat(layoutFile); errors.Is(err, os.ErrNotExist) {
 		data, _ := json.Marshal(ocispec.ImageLayout{Version: ocispec.ImageLayoutVersion})
-		if err := atomicfile.Write(layoutFile, data); err != nil {
+		if err := atomicfile.Replace(layoutFile, bytes.NewReader(data)); err != nil {
 			return err
 		}
 	}
@@ -196,7 +200,7 @@ func (img *Image) writeLayout(ref Ref) (err error) {
 	}
 	for _, d := range blobs {
 		name := filepath.Join(dir, ocispec.ImageBlobsDir, d.Digest.Algorithm().String(), d.Digest.Encoded())
-		if fi, err := os.Stat(name); err == nil && fi.Size() == d.Size {
+		if hasBlob(name, d) {
 			continue
 		}
 		if err := img.copyBlobTo(ctx, d, name); err != nil {
@@ -205,12 +209,12 @@ func (img *Image) writeLayout(ref Ref) (err error) {
 	}
 	index := ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex}
 	indexFile := filepath.Join(dir, ocispec.ImageIndexFile)
-	if data, err := os.ReadFile(indexFile); err == nil {
+	if data, err := readfile.ReadIfExists(indexFile, maxJSON); err != nil {
+		return fmt.Errorf("the layout's index: %w", err)
+	} else if data != nil {
 		if err := json.Unmarshal(data, &index); err != nil {
 			return fmt.Errorf("%s: %w", suggest.Show(indexFile), err)
 		}
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return err
 	}
 	subjects := map[string]bool{}
 	for _, pi := range img.Platforms {
@@ -233,7 +237,25 @@ func (img *Image) writeLayout(ref Ref) (err error) {
 	if err != nil {
 		return err
 	}
-	return atomicfile.Write(indexFile, data)
+	return atomicfile.Replace(indexFile, bytes.NewReader(data))
+}
+
+// hasBlob reports whether the file name is a regular file, not a link,
+// that holds the blob d: its size and digest.
+func hasBlob(name string, d ocispec.Descriptor) bool {
+	if fi, err := os.Lstat(name); err != nil || !fi.Mode().IsRegular() || fi.Size() != d.Size {
+		return false
+	}
+	f, err := readfile.Open(name)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	vr := content.NewVerifyReader(f, d)
+	if _, err := io.Copy(io.Discard, vr); err != nil {
+		return false
+	}
+	return vr.Verify() == nil
 }
 
 // prune drops from a layout's index.json entries the SBOMs whose subject
@@ -294,7 +316,7 @@ func (img *Image) copyBlobTo(ctx context.Context, d ocispec.Descriptor, name str
 	defer r.Close()
 	// The blob is checked as it is copied: a wrong one never replaces
 	// the file.
-	return atomicfile.WriteFrom(name, verified{content.NewVerifyReader(r, d)})
+	return atomicfile.Replace(name, verified{content.NewVerifyReader(r, d)})
 }
 
 // verified reads a blob and, at its end, checks what it read against its
@@ -327,6 +349,10 @@ func (img *Image) writeArchive(ref Ref) error {
 		return fmt.Errorf("a docker archive holds one platform's image, and there are %d; give one -target, or write an OCI layout (oci:DIR) or to a registry", len(img.Platforms))
 	}
 	pi := img.Platforms[0]
+	// Nothing is written when the archive cannot be: its SBOM goes first.
+	if fi, err := os.Lstat(ref.Path); err == nil && fi.IsDir() {
+		return fmt.Errorf("%s is a directory; name the archive's file", suggest.Show(ref.Path))
+	}
 	m, err := fetchManifest(ctx, img, pi.Manifest)
 	if err != nil {
 		return err
@@ -415,7 +441,7 @@ func (img *Image) writeArchive(ref Ref) error {
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.Write(ref.Path+".sbom.cdx.json", pi.SBOMData); err != nil {
+	if err := atomicfile.Replace(ref.Path+".sbom.cdx.json", bytes.NewReader(pi.SBOMData)); err != nil {
 		return err
 	}
 	return os.Rename(tmp.Name(), ref.Path)

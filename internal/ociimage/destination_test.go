@@ -1,0 +1,143 @@
+package ociimage
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// What a destination holds may have been planted by someone else: a
+// build writes no file through a link in it, keeps no blob whose bytes are
+// not the blob's, reads its index.json as a bounded regular file, and
+// writes nothing when the destination cannot take the image.
+
+var oneImage = struct {
+	sync.Mutex
+	img *Image
+}{}
+
+// image is one platform's image, built once for these tests: building
+// it again gives the same one.
+func image(t *testing.T) *Image {
+	t.Helper()
+	oneImage.Lock()
+	defer oneImage.Unlock()
+	if oneImage.img == nil {
+		img, err := Build(context.Background(), options(platforms(t)[:1]))
+		require.NoError(t, err)
+		oneImage.img = img
+	}
+	return oneImage.img
+}
+
+// blobFile is where a layout keeps blob d.
+func blobFile(dir string, d ocispec.Descriptor) string {
+	return filepath.Join(dir, ocispec.ImageBlobsDir, d.Digest.Algorithm().String(), d.Digest.Encoded())
+}
+
+// outsideFile is a file outside any destination, with its content.
+func outsideFile(t *testing.T) (string, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "precious")
+	require.NoError(t, os.WriteFile(path, []byte("precious"), 0o644))
+	return path, "precious"
+}
+
+func assertUnchanged(t *testing.T, path, want string) {
+	t.Helper()
+	got, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, want, string(got), "a file outside the destination was written")
+}
+
+func TestLayoutWritesNoBlobThroughALink(t *testing.T) {
+	ctx := context.Background()
+	img := image(t)
+	dir := filepath.Join(t.TempDir(), "layout")
+	outside, content := outsideFile(t)
+	// Every blob the image writes is a link to the file outside; the
+	// empty config of its SBOM has the same name in every build.
+	blobs, err := img.blobs(ctx)
+	require.NoError(t, err)
+	for _, d := range blobs {
+		require.NoError(t, os.MkdirAll(filepath.Dir(blobFile(dir, d)), 0o755))
+		require.NoError(t, os.Symlink(outside, blobFile(dir, d)))
+	}
+
+	require.NoError(t, Write(ctx, img, must(ParseRef("oci:"+dir+":t")), Remote{}))
+	assertUnchanged(t, outside, content)
+	for _, d := range blobs {
+		fi, err := os.Lstat(blobFile(dir, d))
+		require.NoError(t, err)
+		assert.True(t, fi.Mode().IsRegular(), "%s is still a link", d.Digest)
+	}
+	_, err = Inspect(ctx, must(ParseRef("oci:"+dir+":t")), Remote{}, false)
+	require.NoError(t, err)
+}
+
+func TestLayoutReplacesABlobWhoseBytesAreWrong(t *testing.T) {
+	ctx := context.Background()
+	img := image(t)
+	dir := filepath.Join(t.TempDir(), "layout")
+	require.NoError(t, Write(ctx, img, must(ParseRef("oci:"+dir+":t")), Remote{}))
+
+	// A planted layer of the right size, every byte wrong.
+	m, err := fetchManifest(ctx, img, img.Platforms[0].Manifest)
+	require.NoError(t, err)
+	layer := blobFile(dir, m.Layers[0])
+	require.NoError(t, os.Chmod(layer, 0o644))
+	require.NoError(t, os.WriteFile(layer, make([]byte, m.Layers[0].Size), 0o644))
+
+	require.NoError(t, Write(ctx, img, must(ParseRef("oci:"+dir+":t")), Remote{}))
+	assert.True(t, hasBlob(layer, m.Layers[0]), "the planted layer was kept")
+}
+
+func TestLayoutIndexIsReadAsARegularFile(t *testing.T) {
+	ctx := context.Background()
+	img := image(t)
+	dir := filepath.Join(t.TempDir(), "layout")
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, ocispec.ImageIndexFile), 0o755))
+	err := Write(ctx, img, must(ParseRef("oci:"+dir+":t")), Remote{})
+	require.ErrorContains(t, err, "the layout's index")
+	require.ErrorContains(t, err, "directory")
+}
+
+func TestLayoutKeepsADanglingLinkItCouldNotWriteThrough(t *testing.T) {
+	ctx := context.Background()
+	img := image(t)
+	link := filepath.Join(t.TempDir(), "layout")
+	require.NoError(t, os.Symlink(filepath.Join(t.TempDir(), "nowhere", "deeper"), link))
+	require.Error(t, Write(ctx, img, must(ParseRef("oci:"+link+":t")), Remote{}))
+	fi, err := os.Lstat(link)
+	require.NoError(t, err, "the user's link was removed")
+	assert.NotZero(t, fi.Mode()&os.ModeSymlink)
+}
+
+func TestArchiveWritesItsSBOMOverALinkNotThroughIt(t *testing.T) {
+	ctx := context.Background()
+	img := image(t)
+	archive := filepath.Join(t.TempDir(), "img.tar")
+	outside, content := outsideFile(t)
+	require.NoError(t, os.Symlink(outside, archive+".sbom.cdx.json"))
+
+	require.NoError(t, Write(ctx, img, must(ParseRef("docker-archive:"+archive)), Remote{}))
+	assertUnchanged(t, outside, content)
+	fi, err := os.Lstat(archive + ".sbom.cdx.json")
+	require.NoError(t, err)
+	assert.True(t, fi.Mode().IsRegular())
+}
+
+func TestArchiveIntoADirectoryWritesNothing(t *testing.T) {
+	ctx := context.Background()
+	img := image(t)
+	archive := t.TempDir()
+	err := Write(ctx, img, must(ParseRef("docker-archive:"+archive)), Remote{})
+	require.ErrorContains(t, err, "is a directory")
+	assert.NoFileExists(t, archive+".sbom.cdx.json")
+}
