@@ -141,3 +141,26 @@ func TestArchiveIntoADirectoryWritesNothing(t *testing.T) {
 	require.ErrorContains(t, err, "is a directory")
 	assert.NoFileExists(t, archive+".sbom.cdx.json")
 }
+
+// A base whose layer was swapped for other bytes of its size is refused
+// when its blobs are copied into a docker archive, as into a layout.
+func TestArchiveRefusesABaseBlobWhoseBytesAreWrong(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "base")
+	require.NoError(t, Write(ctx, image(t), must(ParseRef("oci:"+dir+":b")), Remote{}))
+	opts := options(platforms(t)[:1])
+	opts.Base = "oci:" + dir + ":b"
+	img, err := Build(ctx, opts)
+	require.NoError(t, err)
+	m, err := fetchManifest(ctx, image(t), image(t).Platforms[0].Manifest)
+	require.NoError(t, err)
+	layer := blobFile(dir, m.Layers[0])
+	require.NoError(t, os.Chmod(layer, 0o644))
+	require.NoError(t, os.WriteFile(layer, make([]byte, m.Layers[0].Size), 0o644))
+
+	archive := filepath.Join(t.TempDir(), "img.tar")
+	err = Write(ctx, img, must(ParseRef("docker-archive:"+archive)), Remote{})
+	require.ErrorContains(t, err, m.Layers[0].Digest.String())
+	assert.NoFileExists(t, archive)
+	require.Error(t, Write(ctx, img, must(ParseRef("oci:"+filepath.Join(t.TempDir(), "out"))), Remote{}), "a layout refuses it too")
+}

@@ -417,7 +417,11 @@ func (img *Image) writeArchive(ref Ref) error {
 		}
 		var r io.ReadCloser
 		if r, err = img.Fetch(ctx, d); err == nil {
-			err = put(blobPath(d), d.Size, content.NewVerifyReader(r, d))
+			// Checked at its end, as a layout's blobs are: a base's blob
+			// whose bytes are not its digest's is no part of the archive.
+			if err = put(blobPath(d), d.Size, verified{content.NewVerifyReader(r, d)}); err != nil {
+				err = fmt.Errorf("blob %s: %w", d.Digest, err)
+			}
 			r.Close()
 		}
 	}
