@@ -143,11 +143,15 @@ func encodeJSON(v any, prefix string) ([]byte, error) {
 // printableJSON escapes, as \uXXXX, each character of JSON text that is
 // neither printable nor a newline; outside strings JSON text is printable
 // ASCII, so the escapes land in strings, where they mean what they replace.
+// A byte that is no UTF-8 becomes \ufffd, the replacement character, as
+// encoding/json makes it: the output is valid UTF-8 whatever came in.
 func printableJSON(data []byte) []byte {
 	var b bytes.Buffer
 	for len(data) > 0 {
 		r, n := utf8.DecodeRune(data)
-		if r == '\n' || strconv.IsPrint(r) {
+		if r == utf8.RuneError && n == 1 {
+			b.WriteString(`\ufffd`)
+		} else if r == '\n' || strconv.IsPrint(r) {
 			b.Write(data[:n])
 		} else if r1, r2 := utf16.EncodeRune(r); r1 != utf8.RuneError {
 			fmt.Fprintf(&b, `\u%04x\u%04x`, r1, r2)

@@ -9,6 +9,7 @@ import (
 	"go/token"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -117,6 +118,25 @@ func TestSBOMTextIsEscaped(t *testing.T) {
 	require.NoError(t, json.Unmarshal(out.Bytes(), &v))
 	assert.Equal(t, "a\u009b2Jb\u202e", v["name"])
 	assert.Error(t, w.sbom([]byte("not JSON")))
+}
+
+// Bytes that are no UTF-8 (an 8-bit CSI, 0xff) leave as \ufffd, in text
+// and in a -json report alike: the output is valid UTF-8 JSON.
+func TestSBOMInvalidUTF8IsEscaped(t *testing.T) {
+	sbom := []byte("{\"name\": \"a\x9b2Jb\xff\"}")
+	var text bytes.Buffer
+	require.NoError(t, (&binaryWriter{e: &env{stdout: &text}}).sbom(sbom))
+	assert.Equal(t, "{\n  \"name\": \"a\\ufffd2Jb\\ufffd\"\n}\n", text.String())
+
+	var report bytes.Buffer
+	e := &env{stdout: &report, asJSON: true}
+	e.json.w = &report
+	require.NoError(t, (&binaryWriter{e: e, list: "sboms"}).sbom(sbom))
+	require.NoError(t, e.json.end())
+	assert.True(t, utf8.Valid(report.Bytes()), "%q", report.String())
+	var v struct{ SBOMs []map[string]string }
+	require.NoError(t, json.Unmarshal(report.Bytes(), &v), report.String())
+	assert.Equal(t, "a\ufffd2Jb\ufffd", v.SBOMs[0]["name"])
 }
 
 // What inspect takes for an image: a reference with a registry host, or
