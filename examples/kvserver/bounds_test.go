@@ -285,6 +285,30 @@ func TestSlowBodyIsCut(t *testing.T) {
 	assert.Less(t, time.Since(start), 5*time.Second)
 }
 
+// A request past -max-requests is answered 503 at once, even while its
+// chunked body trickles in: net/http once read what was left of the body
+// first, so the 503 came only at -read-timeout.
+func TestBusyAnswersBeforeTheBody(t *testing.T) {
+	s := serveInProcess(t, testRegistry(&testConn{}), "-max-requests", "1", "-read-timeout", "30s")
+	addr := strings.TrimPrefix(s.base, "http://")
+	trickle := func() net.Conn {
+		c, err := net.Dial("tcp", addr)
+		require.NoError(t, err)
+		t.Cleanup(func() { c.Close() })
+		_, err = io.WriteString(c, "POST /prefill HTTP/1.1\r\nHost: kvserver\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{ \r\n")
+		require.NoError(t, err)
+		return c
+	}
+	trickle() // holds the one request in flight, its body unfinished
+	require.Eventually(t, func() bool { return metric(t, s.base, "kvserver_requests_in_flight") == 1 }, 10*time.Second, time.Millisecond)
+	c := trickle()
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(10*time.Second)))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	require.NoError(t, err, "no answer before -read-timeout")
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	assert.Equal(t, "1", resp.Header.Get("Retry-After"))
+}
+
 // A stop cuts request bodies that stall after -shutdown-read-timeout (5 s
 // by default), instead of waiting for them for the whole -shutdown-timeout.
 // A connection trickling its body once held the stop for 30 s, and the

@@ -161,6 +161,10 @@ func (s *server) step(w http.ResponseWriter, r *http.Request) {
 	name := r.URL.Path[1:]
 	if !s.requests.take(1) {
 		s.steps.WithLabelValues(name, "busy").Inc()
+		// The body is still on its way, and net/http would read what is
+		// left of it before answering, at the client's pace: closing
+		// the connection after the answer sends the answer now.
+		w.Header().Set("Connection", "close")
 		busy(w, fmt.Sprintf("%d requests in flight (-max-requests)", s.lim.Requests))
 		return
 	}
