@@ -132,6 +132,10 @@ func (o *binaryWriter) binary(b *inspect.Binary) {
 // whitespace is spaces and newlines, and every other character that is
 // not printable, which then lies in a string, is escaped, as in a report.
 func (o *binaryWriter) sbom(data []byte) error {
+	// Text and a -json report alike are indented.
+	if err := indentable(data); err != nil {
+		return err
+	}
 	if o.e.asJSON {
 		return o.e.json.item(o.list, json.RawMessage(data))
 	}
@@ -193,4 +197,40 @@ func errs(err error) []error {
 		return nil
 	}
 	return []error{err}
+}
+
+// Bounds on an SBOM inspect prints indented: re-indenting costs each
+// token a line as deep as it is nested, so a small SBOM nested deep would
+// print as gigabytes.
+const (
+	maxSBOMDepth    = 64
+	maxIndentedSBOM = 64 << 20
+)
+
+// indentable checks that data is JSON that indents within the bounds,
+// from its tokens alone: each is given a line of its own, at most, as
+// deep as it is nested.
+func indentable(data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	depth, size := 0, int64(len(data))
+	for {
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("not JSON: %w", err)
+		}
+		switch tok {
+		case json.Delim('['), json.Delim('{'):
+			if depth++; depth > maxSBOMDepth {
+				return fmt.Errorf("nested more than %d deep, deeper than an SBOM inspect prints", maxSBOMDepth)
+			}
+		case json.Delim(']'), json.Delim('}'):
+			depth--
+		}
+		if size += int64(2*depth + 1); size > maxIndentedSBOM {
+			return fmt.Errorf("more than %d bytes once indented, more than an SBOM inspect prints", maxIndentedSBOM)
+		}
+	}
 }

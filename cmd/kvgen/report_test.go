@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"go/token"
+	"runtime"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -137,6 +138,61 @@ func TestSBOMInvalidUTF8IsEscaped(t *testing.T) {
 	var v struct{ SBOMs []map[string]string }
 	require.NoError(t, json.Unmarshal(report.Bytes(), &v), report.String())
 	assert.Equal(t, "a\ufffd2Jb\ufffd", v.SBOMs[0]["name"])
+}
+
+// B3: a small SBOM nested deep, which re-indented would print as
+// gigabytes, is refused, its indented size bounded from its tokens before
+// it is indented; in a -json report, which is indented too, as in text.
+func TestSBOMNestedDeepIsRefusedBeforeIndenting(t *testing.T) {
+	deep := []byte(strings.Repeat("[", 30000) + strings.Repeat("]", 30000))
+	// Shallow but wide: a million tokens at depth 63.
+	wide := []byte(strings.Repeat("[", 63) + strings.Repeat("1,", 1<<20) + "1" + strings.Repeat("]", 63))
+	for _, asJSON := range []bool{false, true} {
+		var out bytes.Buffer
+		e := &env{stdout: &out, asJSON: asJSON}
+		e.json.w = &out
+		w := &binaryWriter{e: e, list: "sboms"}
+		require.ErrorContains(t, w.sbom(deep), "nested more than 64 deep")
+		require.ErrorContains(t, w.sbom(wide), "more than 67108864 bytes once indented")
+		assert.Empty(t, out.String())
+	}
+}
+
+// FuzzSBOM prints any bytes as an image's SBOM, in text and in a -json
+// report: no panic; what prints is valid UTF-8, JSON, and within the
+// bound an indented SBOM's tokens give it; and memory stays in proportion.
+func FuzzSBOM(f *testing.F) {
+	f.Add([]byte(`{"bomFormat":"CycloneDX","components":[{"name":"a\u009b"}]}`))
+	f.Add([]byte("[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]"))
+	f.Add([]byte("{\"a\":\"\xff\x9b\"}"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, asJSON := range []bool{false, true} {
+			var out bytes.Buffer
+			e := &env{stdout: &out, asJSON: asJSON}
+			e.json.w = &out
+			var err error
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			err = (&binaryWriter{e: e, list: "sboms"}).sbom(data)
+			if err == nil && asJSON {
+				err = e.json.end()
+			}
+			runtime.ReadMemStats(&after)
+			if err != nil {
+				continue
+			}
+			bound := int64(len(data))*(2*maxSBOMDepth+2) + 64
+			if int64(out.Len()) > bound {
+				t.Fatalf("printed %d bytes of %d", out.Len(), len(data))
+			}
+			if a := after.TotalAlloc - before.TotalAlloc; a > uint64(16*bound)+1<<20 {
+				t.Fatalf("allocated %d bytes for %d", a, len(data))
+			}
+			if !utf8.Valid(out.Bytes()) || !json.Valid(out.Bytes()) {
+				t.Fatalf("printed %q", out.String())
+			}
+		}
+	})
 }
 
 // What inspect takes for an image: a reference with a registry host, or

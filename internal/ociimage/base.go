@@ -42,15 +42,15 @@ func openBase(ctx context.Context, ref string, platforms []Platform, rm Remote) 
 	if r.Kind == Archive {
 		return nil, fmt.Errorf("-base %s: a base image comes from a registry or an OCI layout (oci:DIR[:TAG])", suggest.Show(ref))
 	}
-	src, root, err := rm.open(ctx, r)
+	src, root, err := rm.open(ctx, r, newBudget())
 	if err != nil {
 		return nil, fmt.Errorf("base %w", err)
 	}
 	b := &baseImage{ref: ref, store: src}
 	switch root.MediaType {
 	case ocispec.MediaTypeImageIndex, dockerList:
-		var index ocispec.Index
-		if err := fetchJSON(ctx, src, root, &index); err != nil {
+		index, err := fetchIndex(ctx, src, root)
+		if err != nil {
 			return nil, fmt.Errorf("base image %s: %w", suggest.Show(ref), err)
 		}
 		b.images = index.Manifests
@@ -127,12 +127,12 @@ func (b *baseImage) platform(ctx context.Context, p Platform) (ocispec.Image, oc
 	return cfg, m, nil
 }
 
-// maxJSON bounds a manifest, index or config read from a store.
-const maxJSON = 4 << 20
-
 func fetchJSON(ctx context.Context, src content.Fetcher, d ocispec.Descriptor, v any) error {
 	if d.Size > maxJSON {
 		return fmt.Errorf("%s is %d bytes, more than the %d of a manifest or config", d.Digest, d.Size, maxJSON)
+	}
+	if err := checkDigest(d); err != nil {
+		return err
 	}
 	data, err := content.FetchAll(ctx, src, d)
 	if err != nil {
@@ -141,8 +141,43 @@ func fetchJSON(ctx context.Context, src content.Fetcher, d ocispec.Descriptor, v
 	return json.Unmarshal(data, v)
 }
 
+// fetchManifest reads an image's manifest, of at most maxLayers layers.
 func fetchManifest(ctx context.Context, src content.Fetcher, d ocispec.Descriptor) (ocispec.Manifest, error) {
 	var m ocispec.Manifest
-	err := fetchJSON(ctx, src, d, &m)
-	return m, err
+	switch d.MediaType {
+	case ocispec.MediaTypeImageManifest, dockerManifest:
+	case ocispec.MediaTypeImageIndex, dockerList:
+		return m, fmt.Errorf("%s is an image index inside an index, which kvgen does not read", d.Digest)
+	default:
+		return m, fmt.Errorf("%s is a %s, not an image manifest", d.Digest, suggest.Quote(d.MediaType))
+	}
+	if err := fetchJSON(ctx, src, d, &m); err != nil {
+		return m, err
+	}
+	if len(m.Layers) > maxLayers {
+		return m, fmt.Errorf("%s has %d layers, more than %d", d.Digest, len(m.Layers), maxLayers)
+	}
+	for _, l := range append([]ocispec.Descriptor{m.Config}, m.Layers...) {
+		if err := checkDigest(l); err != nil {
+			return m, fmt.Errorf("%s: %w", d.Digest, err)
+		}
+	}
+	return m, nil
+}
+
+// fetchIndex reads an image index, of at most maxManifests images.
+func fetchIndex(ctx context.Context, src content.Fetcher, d ocispec.Descriptor) (ocispec.Index, error) {
+	var index ocispec.Index
+	if err := fetchJSON(ctx, src, d, &index); err != nil {
+		return index, err
+	}
+	if len(index.Manifests) > maxManifests {
+		return index, fmt.Errorf("%s lists %d images, more than %d", d.Digest, len(index.Manifests), maxManifests)
+	}
+	for _, m := range index.Manifests {
+		if err := checkDigest(m); err != nil {
+			return index, fmt.Errorf("%s: %w", d.Digest, err)
+		}
+	}
+	return index, nil
 }

@@ -24,7 +24,7 @@ var oneImage = struct {
 
 // image is one platform's image, built once for these tests: building
 // it again gives the same one.
-func image(t *testing.T) *Image {
+func image(t testing.TB) *Image {
 	t.Helper()
 	oneImage.Lock()
 	defer oneImage.Unlock()

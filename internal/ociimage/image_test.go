@@ -49,7 +49,7 @@ func TestMain(m *testing.M) { os.Exit(kvgentest.Main(m).Run()) }
 // prints "tiny" when run (without fmt, and stripped: every image the tests
 // build gzips it, under the race detector), and returns a copy of it in a directory of its
 // own.
-func tiny(t *testing.T, arch string) string {
+func tiny(t testing.TB, arch string) string {
 	t.Helper()
 	tinyMu.Lock()
 	defer tinyMu.Unlock()
@@ -77,7 +77,7 @@ func tiny(t *testing.T, arch string) string {
 
 // platforms are tiny's images for linux/amd64 and linux/arm64, each
 // binary in a directory of its own.
-func platforms(t *testing.T) []Platform {
+func platforms(t testing.TB) []Platform {
 	return []Platform{
 		{OS: "linux", Architecture: "amd64", Binary: tiny(t, "amd64")},
 		{OS: "linux", Architecture: "arm64", Binary: tiny(t, "arm64")},
@@ -221,7 +221,7 @@ func runFromImage(t *testing.T, ref Ref, rm Remote) {
 		return
 	}
 	ctx := context.Background()
-	src, root, err := rm.open(ctx, ref)
+	src, root, err := rm.open(ctx, ref, newBudget())
 	require.NoError(t, err)
 	d := root
 	if root.MediaType == ocispec.MediaTypeImageIndex {
@@ -238,7 +238,7 @@ func runFromImage(t *testing.T, ref Ref, rm Remote) {
 	bin := filepath.Join(t.TempDir(), "tiny")
 	f, err := os.OpenFile(bin, os.O_CREATE|os.O_WRONLY, 0o755)
 	require.NoError(t, err)
-	_, err = extract(ctx, src, m.Layers, "usr/local/bin/tiny", f)
+	_, err = extract(ctx, src, m.Layers, "usr/local/bin/tiny", f, newBudget())
 	require.NoError(t, err)
 	require.NoError(t, f.Close())
 	out, err := exec.Command(bin).CombinedOutput()
@@ -277,7 +277,9 @@ func TestLayoutAndArchiveReadBack(t *testing.T) {
 	named := must(ParseRef("docker-archive:" + tarball + ":team/tiny:edge"))
 	require.NoError(t, Write(ctx, one, named, Remote{}))
 	inspectBack(t, named, Remote{}, one)
-	data, err := fileInTar(tarball, "manifest.json")
+	s, err := openLocal(ctx, named, newBudget())
+	require.NoError(t, err)
+	data, err := s.readSmall("manifest.json")
 	require.NoError(t, err)
 	assert.Contains(t, string(data), `"RepoTags":["team/tiny:edge"]`)
 }
@@ -378,9 +380,9 @@ func TestLayoutTags(t *testing.T) {
 	one, err := Build(ctx, oneOpts)
 	require.NoError(t, err)
 	require.NoError(t, Write(ctx, one, must(ParseRef("oci:"+dir+":one")), Remote{}))
-	index, err := layoutIndex(must(ParseRef("oci:" + dir)))
+	s, err := openLocal(ctx, must(ParseRef("oci:"+dir)), newBudget())
 	require.NoError(t, err)
-	assert.Len(t, index.Manifests, 1+2+1+1) // two and its SBOMs, one and its SBOM
+	assert.Len(t, s.index.Manifests, 1+2+1+1) // two and its SBOMs, one and its SBOM
 
 	// Untagged, the layout has two images: which one must be said.
 	_, err = Inspect(ctx, must(ParseRef("oci:"+dir)), Remote{}, false)
@@ -394,10 +396,10 @@ func TestLayoutTags(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEqual(t, two.Root.Digest, newer.Root.Digest)
 	require.NoError(t, Write(ctx, newer, must(ParseRef("oci:"+dir+":two")), Remote{}))
-	index, err = layoutIndex(must(ParseRef("oci:" + dir)))
+	s, err = openLocal(ctx, must(ParseRef("oci:"+dir)), newBudget())
 	require.NoError(t, err)
-	assert.Len(t, index.Manifests, 1+2+1+1)
-	for _, d := range index.Manifests {
+	assert.Len(t, s.index.Manifests, 1+2+1+1)
+	for _, d := range s.index.Manifests {
 		assert.NotEqual(t, two.Root.Digest, d.Digest)
 		for _, pi := range two.Platforms {
 			assert.NotEqual(t, pi.SBOM.Digest, d.Digest)

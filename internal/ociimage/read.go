@@ -43,7 +43,8 @@ const maxSBOM = 64 << 20
 // image (beside the tarball, for a docker archive). A platform's own
 // trouble is in its Found; the error is for the image's.
 func Inspect(ctx context.Context, ref Ref, rm Remote, sbom bool) ([]Found, error) {
-	src, root, err := rm.open(ctx, ref)
+	b := newBudget()
+	src, root, err := rm.open(ctx, ref, b)
 	if err != nil {
 		return nil, err
 	}
@@ -51,8 +52,8 @@ func Inspect(ctx context.Context, ref Ref, rm Remote, sbom bool) ([]Found, error
 	var images []ocispec.Descriptor
 	switch root.MediaType {
 	case ocispec.MediaTypeImageIndex, dockerList:
-		var index ocispec.Index
-		if err := fetchJSON(ctx, src, root, &index); err != nil {
+		index, err := fetchIndex(ctx, src, root)
+		if err != nil {
 			return nil, fmt.Errorf("image %s: %w", shown, err)
 		}
 		for _, d := range index.Manifests {
@@ -62,6 +63,9 @@ func Inspect(ctx context.Context, ref Ref, rm Remote, sbom bool) ([]Found, error
 			}
 			images = append(images, d)
 		}
+		if len(images) > maxPlatforms {
+			return nil, fmt.Errorf("image %s has %d platforms' images, more than the %d inspect reads", shown, len(images), maxPlatforms)
+		}
 	case ocispec.MediaTypeImageManifest, dockerManifest:
 		images = []ocispec.Descriptor{root}
 	default:
@@ -70,7 +74,7 @@ func Inspect(ctx context.Context, ref Ref, rm Remote, sbom bool) ([]Found, error
 	var found []Found
 	for _, d := range images {
 		f := Found{Manifest: d}
-		f.Binary, f.Err = inspectImage(ctx, src, ref, d, &f.Platform)
+		f.Binary, f.Err = inspectImage(ctx, src, ref, d, &f.Platform, b)
 		if f.Err != nil {
 			f.Err = fmt.Errorf("image %s, %s: %w", shown, f.Platform, f.Err)
 		}
@@ -87,7 +91,7 @@ func Inspect(ctx context.Context, ref Ref, rm Remote, sbom bool) ([]Found, error
 
 // inspectImage reads what one image's entrypoint links, and sets its
 // platform from its config.
-func inspectImage(ctx context.Context, src source, ref Ref, d ocispec.Descriptor, p *Platform) (*inspect.Binary, error) {
+func inspectImage(ctx context.Context, src source, ref Ref, d ocispec.Descriptor, p *Platform, b *budget) (*inspect.Binary, error) {
 	if q := d.Platform; q != nil {
 		*p = Platform{OS: q.OS, Architecture: q.Architecture, Variant: q.Variant}
 	}
@@ -113,16 +117,16 @@ func inspectImage(ctx context.Context, src source, ref Ref, d ocispec.Descriptor
 	}
 	defer os.Remove(tmp.Name())
 	defer tmp.Close()
-	size, err := extract(ctx, src, m.Layers, cleanPath(entry), tmp)
+	size, err := extract(ctx, src, m.Layers, cleanPath(entry), tmp, b)
 	if err != nil {
 		return nil, fmt.Errorf("the entrypoint %s: %w", suggest.Quote(entry), err)
 	}
-	b, err := inspect.Reader(ctx, entry, tmp, size)
-	if b != nil {
-		b.Image, b.ImageDigest = ref.String(), d.Digest.String()
-		b.Platform = p.String()
+	bin, err := inspect.Reader(ctx, entry, tmp, size)
+	if bin != nil {
+		bin.Image, bin.ImageDigest = ref.String(), d.Digest.String()
+		bin.Platform = p.String()
 	}
-	return b, err
+	return bin, err
 }
 
 // errNotInLayers says an image's layers do not have a file.
@@ -130,9 +134,9 @@ var errNotInLayers = errors.New("no layer of the image has it")
 
 // extract copies the file name (a path without a leading slash) from the
 // topmost layer that has it, unless a layer above deletes it.
-func extract(ctx context.Context, src content.Fetcher, layers []ocispec.Descriptor, name string, w io.Writer) (int64, error) {
+func extract(ctx context.Context, src content.Fetcher, layers []ocispec.Descriptor, name string, w io.Writer, b *budget) (int64, error) {
 	for _, l := range slices.Backward(layers) {
-		n, err := fromLayer(ctx, src, l, name, w)
+		n, err := fromLayer(ctx, src, l, name, w, b)
 		if !errors.Is(err, errNotInLayers) {
 			return n, err
 		}
@@ -143,12 +147,43 @@ func extract(ctx context.Context, src content.Fetcher, layers []ocispec.Descript
 // errDeleted says a layer deletes a file (a whiteout).
 var errDeleted = errors.New("a layer deletes it")
 
-func fromLayer(ctx context.Context, src content.Fetcher, l ocispec.Descriptor, name string, w io.Writer) (int64, error) {
-	rc, err := src.Fetch(ctx, l)
+// fetchBlob opens a blob of any store, checked as it is read against its
+// descriptor's size and digest, stopped by ctx and spending from b.
+func fetchBlob(ctx context.Context, src content.Fetcher, d ocispec.Descriptor, b *budget) (io.ReadCloser, error) {
+	if err := checkDigest(d); err != nil {
+		return nil, err
+	}
+	if s, ok := src.(*localStore); ok {
+		return s.Fetch(ctx, d) // checked and spent there
+	}
+	if err := b.opens.spend(1); err != nil {
+		return nil, err
+	}
+	rc, err := src.Fetch(ctx, d)
 	if err != nil {
-		return 0, err
+		return nil, err
+	}
+	r := spend(ctx, rc, &b.read)
+	return readCloser{verified{content.NewVerifyReader(r, d)}, rc}, nil
+}
+
+// fromLayer copies the file name out of the layer l. What it finds (the
+// file, its whiteout, or neither) holds only once the layer's bytes are
+// checked: whatever it finds, it reads the rest of the layer.
+func fromLayer(ctx context.Context, src content.Fetcher, l ocispec.Descriptor, name string, w io.Writer, b *budget) (n int64, err error) {
+	rc, err := fetchBlob(ctx, src, l, b)
+	if err != nil {
+		return 0, fmt.Errorf("layer %s: %w", l.Digest, err)
 	}
 	defer rc.Close()
+	defer func() {
+		if ctx.Err() != nil {
+			return
+		}
+		if _, verr := io.Copy(io.Discard, rc); verr != nil {
+			n, err = 0, fmt.Errorf("layer %s: %w", l.Digest, verr)
+		}
+	}()
 	var r io.Reader = rc
 	// Non-distributable layers are deprecated for new images, but base
 	// images made before may still have them: inspect reads them.
@@ -159,7 +194,7 @@ func fromLayer(ctx context.Context, src content.Fetcher, l ocispec.Descriptor, n
 		if err != nil {
 			return 0, err
 		}
-		r = zr
+		r = spend(ctx, zr, &b.unpacked)
 	//lint:ignore SA1019 reading an older image's layer, not writing one
 	case ocispec.MediaTypeImageLayer, ocispec.MediaTypeImageLayerNonDistributable, "application/vnd.docker.image.rootfs.diff.tar":
 	default:

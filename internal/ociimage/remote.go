@@ -1,27 +1,21 @@
 package ociimage
 
 import (
-	"archive/tar"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
-	"path/filepath"
 	"time"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2"
-	"oras.land/oras-go/v2/content/oci"
 	"oras.land/oras-go/v2/registry/remote"
 	"oras.land/oras-go/v2/registry/remote/auth"
 	"oras.land/oras-go/v2/registry/remote/credentials"
 
-	"github.com/kvgen/kvgen/internal/readfile"
 	"github.com/kvgen/kvgen/internal/suggest"
 )
 
@@ -87,8 +81,9 @@ type source interface {
 	oras.ReadOnlyGraphTarget
 }
 
-// open opens the image at ref to read, and resolves its root.
-func (rm Remote) open(ctx context.Context, ref Ref) (source, ocispec.Descriptor, error) {
+// open opens the image at ref to read, and resolves its root; a layout's
+// or an archive's reads spend from b.
+func (rm Remote) open(ctx context.Context, ref Ref, b *budget) (source, ocispec.Descriptor, error) {
 	var src source
 	var name string
 	switch ref.Kind {
@@ -98,32 +93,31 @@ func (rm Remote) open(ctx context.Context, ref Ref) (source, ocispec.Descriptor,
 			return nil, ocispec.Descriptor{}, fmt.Errorf("image %s: %w", suggest.Show(ref.String()), err)
 		}
 		src, name = repo, ref.Remote.Reference
-	case Layout:
-		fi, err := os.Stat(ref.Path)
+	case Layout, Archive:
+		if ref.Kind == Layout {
+			fi, err := os.Stat(ref.Path)
+			if err != nil {
+				return nil, ocispec.Descriptor{}, fmt.Errorf("image %s: %w", suggest.Show(ref.String()), err)
+			}
+			if !fi.IsDir() {
+				return nil, ocispec.Descriptor{}, fmt.Errorf("image %s: %s is not a directory", suggest.Show(ref.String()), suggest.Show(ref.Path))
+			}
+		}
+		s, err := openLocal(ctx, ref, b)
 		if err != nil {
 			return nil, ocispec.Descriptor{}, fmt.Errorf("image %s: %w", suggest.Show(ref.String()), err)
 		}
-		if !fi.IsDir() {
-			return nil, ocispec.Descriptor{}, fmt.Errorf("image %s: %s is not a directory", suggest.Show(ref.String()), suggest.Show(ref.Path))
-		}
-		s, err := oci.NewFromFS(ctx, os.DirFS(ref.Path))
-		if err != nil {
-			return nil, ocispec.Descriptor{}, fmt.Errorf("image %s: %w", suggest.Show(ref.String()), err)
-		}
-		src, name = s, ref.Tag
-	case Archive:
-		s, err := oci.NewFromTar(ctx, ref.Path)
-		if err != nil {
-			return nil, ocispec.Descriptor{}, fmt.Errorf("image %s: %w", suggest.Show(ref.String()), err)
-		}
-		src = s // its one image, whatever its name
+		src = s
+		if ref.Kind == Layout {
+			name = ref.Tag
+		} // an archive's one image, whatever its name
 	}
 	var root ocispec.Descriptor
 	var err error
 	if name != "" {
 		root, err = src.Resolve(ctx, name)
 	} else {
-		root, err = onlyRoot(ctx, src, ref)
+		root, err = onlyRoot(ctx, src.(*localStore), ref)
 	}
 	if err != nil {
 		return nil, root, fmt.Errorf("image %s: %w", suggest.Show(ref.String()), err)
@@ -134,22 +128,10 @@ func (rm Remote) open(ctx context.Context, ref Ref) (source, ocispec.Descriptor,
 // onlyRoot is the one image of a layout or archive given without a tag:
 // the one manifest or index its index.json lists that is not an artifact
 // such as an SBOM.
-func onlyRoot(ctx context.Context, src source, ref Ref) (ocispec.Descriptor, error) {
-	index, err := layoutIndex(ref)
+func onlyRoot(ctx context.Context, s *localStore, ref Ref) (ocispec.Descriptor, error) {
+	roots, err := s.roots(ctx)
 	if err != nil {
 		return ocispec.Descriptor{}, err
-	}
-	var roots []ocispec.Descriptor
-	for _, d := range index.Manifests {
-		if d.ArtifactType != "" {
-			continue
-		}
-		if d.MediaType == ocispec.MediaTypeImageManifest {
-			if m, err := fetchManifest(ctx, src, d); err == nil && m.Subject != nil {
-				continue
-			}
-		}
-		roots = append(roots, d)
 	}
 	switch len(roots) {
 	case 1:
@@ -158,48 +140,4 @@ func onlyRoot(ctx context.Context, src source, ref Ref) (ocispec.Descriptor, err
 		return ocispec.Descriptor{}, errors.New("holds no image")
 	}
 	return ocispec.Descriptor{}, fmt.Errorf("holds %d images; name one as %s:TAG", len(roots), suggest.Show(ref.String()))
-}
-
-// layoutIndex reads the index.json of a layout or an archive.
-func layoutIndex(ref Ref) (ocispec.Index, error) {
-	var index ocispec.Index
-	var data []byte
-	var err error
-	if ref.Kind == Layout {
-		data, err = readfile.Read(filepath.Join(ref.Path, ocispec.ImageIndexFile), maxJSON)
-	} else {
-		data, err = fileInTar(ref.Path, ocispec.ImageIndexFile)
-	}
-	if err != nil {
-		return index, err
-	}
-	if err := json.Unmarshal(data, &index); err != nil {
-		return index, fmt.Errorf("%s: %w", ocispec.ImageIndexFile, err)
-	}
-	return index, nil
-}
-
-// fileInTar reads a small file from a tarball.
-func fileInTar(tarball, name string) ([]byte, error) {
-	f, err := readfile.Open(tarball)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	tr := tar.NewReader(f)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("%s has no %s", suggest.Show(tarball), name)
-		}
-		if err != nil {
-			return nil, err
-		}
-		if cleanPath(h.Name) == name {
-			if h.Size > maxJSON {
-				return nil, fmt.Errorf("%s in %s is %d bytes, more than %d", name, suggest.Show(tarball), h.Size, maxJSON)
-			}
-			return io.ReadAll(tr)
-		}
-	}
 }

@@ -42,9 +42,9 @@ func Write(ctx context.Context, img *Image, ref Ref, rm Remote) error {
 	case Registry:
 		err = img.pushRemote(ctx, ref, rm)
 	case Layout:
-		err = img.writeLayout(ref)
+		err = img.writeLayout(ctx, ref)
 	case Archive:
-		err = img.writeArchive(ref)
+		err = img.writeArchive(ctx, ref)
 	}
 	if err != nil {
 		return fmt.Errorf("image %s: %w", suggest.Show(ref.String()), err)
@@ -122,6 +122,11 @@ func (img *Image) blobs(ctx context.Context) ([]ocispec.Descriptor, error) {
 		if _, ok := seen[d.Digest.String()]; ok {
 			return nil
 		}
+		// A base's descriptors are outside input, and a digest becomes
+		// a file's name.
+		if err := checkDigest(d); err != nil {
+			return err
+		}
 		seen[d.Digest.String()] = ocispec.Descriptor{MediaType: d.MediaType, Digest: d.Digest, Size: d.Size}
 		succ, err := content.Successors(ctx, img, d)
 		if err != nil {
@@ -173,8 +178,7 @@ func (img *Image) indexEntries(tag string) []ocispec.Descriptor {
 // file in it is written through (a link is replaced, not followed), a blob
 // already there is kept only if its bytes are the blob's, and index.json is
 // read as a bounded regular file.
-func (img *Image) writeLayout(ref Ref) (err error) {
-	ctx := context.Background()
+func (img *Image) writeLayout(ctx context.Context, ref Ref) (err error) {
 	dir := ref.Path
 	if _, serr := os.Lstat(dir); errors.Is(serr, os.ErrNotExist) {
 		// A layout this write makes goes again if the write fails.
@@ -199,7 +203,7 @@ func (img *Image) writeLayout(ref Ref) (err error) {
 		return err
 	}
 	for _, d := range blobs {
-		name := filepath.Join(dir, ocispec.ImageBlobsDir, d.Digest.Algorithm().String(), d.Digest.Encoded())
+		name := filepath.Join(dir, filepath.FromSlash(blobPath(d)))
 		if hasBlob(name, d) {
 			continue
 		}
@@ -262,8 +266,16 @@ func hasBlob(name string, d ocispec.Descriptor) bool {
 // is no longer there: neither an image it lists, nor one of an index it
 // lists, nor one of img's. Their blobs stay, as they do when a tag moves.
 func prune(dir string, entries []ocispec.Descriptor, img *Image) []ocispec.Descriptor {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return entries
+	}
+	defer root.Close()
 	blob := func(d ocispec.Descriptor, v any) bool {
-		data, err := readfile.Read(filepath.Join(dir, ocispec.ImageBlobsDir, d.Digest.Algorithm().String(), d.Digest.Encoded()), maxJSON)
+		if checkDigest(d) != nil {
+			return false
+		}
+		data, err := readfile.ReadIn(root, blobPath(d), maxJSON)
 		return err == nil && json.Unmarshal(data, v) == nil
 	}
 	live := map[string]bool{}
@@ -343,8 +355,7 @@ type dockerManifestEntry struct {
 // writeArchive writes the image as docker save does: an OCI layout in a
 // tarball, with the manifest.json docker load reads. It holds one
 // platform's image; the SBOM goes beside it.
-func (img *Image) writeArchive(ref Ref) error {
-	ctx := context.Background()
+func (img *Image) writeArchive(ctx context.Context, ref Ref) error {
 	if len(img.Platforms) != 1 {
 		return fmt.Errorf("a docker archive holds one platform's image, and there are %d; give one -target, or write an OCI layout (oci:DIR) or to a registry", len(img.Platforms))
 	}
@@ -356,9 +367,6 @@ func (img *Image) writeArchive(ref Ref) error {
 	m, err := fetchManifest(ctx, img, pi.Manifest)
 	if err != nil {
 		return err
-	}
-	blobPath := func(d ocispec.Descriptor) string {
-		return ocispec.ImageBlobsDir + "/" + d.Digest.Algorithm().String() + "/" + d.Digest.Encoded()
 	}
 	entry := dockerManifestEntry{Config: blobPath(m.Config), RepoTags: []string{}}
 	if ref.Tag != "" {

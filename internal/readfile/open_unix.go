@@ -12,3 +12,8 @@ import (
 func openNonBlocking(path string) (*os.File, error) {
 	return os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 }
+
+// openInNonBlocking is openNonBlocking of name inside root.
+func openInNonBlocking(root *os.Root, name string) (*os.File, error) {
+	return root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+}

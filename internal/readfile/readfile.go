@@ -12,6 +12,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 
 	"github.com/kvgen/kvgen/internal/suggest"
 )
@@ -68,6 +69,21 @@ func Open(path string) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
+	return regular(f, path)
+}
+
+// OpenIn is Open of name inside root: a link may lead elsewhere in root,
+// never out of it.
+func OpenIn(root *os.Root, name string) (*os.File, error) {
+	f, err := openInNonBlocking(root, name)
+	if err != nil {
+		return nil, err
+	}
+	return regular(f, filepath.Join(root.Name(), name))
+}
+
+// regular returns f if it is a regular file, and closes it if not.
+func regular(f *os.File, path string) (*os.File, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
@@ -87,7 +103,26 @@ func Read(path string, limit int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return readAll(f, path, limit)
+}
+
+// ReadIn is Read of name inside root, opened as OpenIn opens it.
+func ReadIn(root *os.Root, name string, limit int64) ([]byte, error) {
+	f, err := OpenIn(root, name)
+	if err != nil {
+		return nil, err
+	}
+	return readAll(f, filepath.Join(root.Name(), name), limit)
+}
+
+// readAll reads and closes f, the file at path.
+func readAll(f *os.File, path string, limit int64) ([]byte, error) {
 	defer f.Close()
+	// A file larger than the bound is refused unread; one that grows
+	// while it is read is cut at the bound below.
+	if fi, err := f.Stat(); err == nil && fi.Size() > limit {
+		return nil, &TooLargeError{Path: path, Limit: limit}
+	}
 	data, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
 		return nil, err

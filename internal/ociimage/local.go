@@ -1,0 +1,480 @@
+package ociimage
+
+import (
+	"archive/tar"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"sync/atomic"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2/content"
+	"oras.land/oras-go/v2/errdef"
+
+	"github.com/kvgen/kvgen/internal/readfile"
+	"github.com/kvgen/kvgen/internal/suggest"
+)
+
+// Bounds on what kvgen reads of an image it did not make; SECURITY.md
+// names each. An image within them is far larger than any real one.
+const (
+	// maxJSON bounds a manifest, index, config or index.json.
+	maxJSON = 4 << 20
+	// maxIndexEntries bounds the images a layout's or archive's
+	// index.json lists, tags and SBOMs included.
+	maxIndexEntries = 4096
+	// maxManifests bounds the images of an image index.
+	maxManifests = 256
+	// maxPlatforms bounds the platforms' images inspect reads of an
+	// index, each extracting its entrypoint to a temporary file in turn.
+	maxPlatforms = 64
+	// maxLayers bounds the layers of an image.
+	maxLayers = 256
+	// maxArchiveFiles bounds the files of a docker archive.
+	maxArchiveFiles = 10000
+	// maxOpens bounds the files one read of an image opens.
+	maxOpens = 10000
+	// maxRead bounds the blob bytes one read of an image reads: a base
+	// image is copied whole into a layout.
+	maxRead = 16 << 30
+	// maxUnpacked bounds the layer bytes one read of an image
+	// decompresses, looking for its entrypoint.
+	maxUnpacked = 4 << 30
+)
+
+// budget is what one read of an image may still spend, across every
+// blob it opens: a layout of many small files or an archive of gzip
+// bombs ends with an error, not after hours.
+type budget struct {
+	opens, read, unpacked allowance
+}
+
+// allowance is what is left of a bound of limit units of what.
+type allowance struct {
+	left  atomic.Int64
+	limit int64
+	what  string
+}
+
+func (a *allowance) set(limit int64, what string) {
+	a.left.Store(limit)
+	a.limit, a.what = limit, what
+}
+
+// spend takes n from what is left.
+func (a *allowance) spend(n int64) error {
+	if a.left.Add(-n) < 0 {
+		return fmt.Errorf("the image has more than %d %s to read", a.limit, a.what)
+	}
+	return nil
+}
+
+func newBudget() *budget {
+	b := &budget{}
+	b.opens.set(maxOpens, "files")
+	b.read.set(maxRead, "bytes of blobs")
+	b.unpacked.set(maxUnpacked, "bytes of decompressed layers")
+	return b
+}
+
+// spend is r, stopped by ctx and spending from a as it is read.
+func spend(ctx context.Context, r io.Reader, a *allowance) io.Reader {
+	return &spending{ctx: ctx, r: r, a: a}
+}
+
+type spending struct {
+	ctx context.Context
+	r   io.Reader
+	a   *allowance
+}
+
+func (s *spending) Read(p []byte) (int, error) {
+	if err := s.ctx.Err(); err != nil {
+		return 0, err
+	}
+	n, err := s.r.Read(p)
+	if serr := s.a.spend(int64(n)); serr != nil {
+		return n, serr
+	}
+	return n, err
+}
+
+// localStore is an OCI layout, or the one in a docker archive, read as
+// kvgen reads what it did not write: only regular files, opened without
+// blocking, from inside the layout (a link cannot lead out); index.json
+// and every blob bounded before anything is allocated; every blob checked
+// against its descriptor's size and digest as it is read; and every read
+// spending from one budget and stopped by the command's context. It reads
+// nothing of the image graph until asked: opening it reads index.json
+// alone.
+type localStore struct {
+	ref    Ref
+	index  ocispec.Index
+	files  map[string]tarFile // an archive's regular files
+	budget *budget
+}
+
+// tarFile is where a file's bytes are in a tarball.
+type tarFile struct{ offset, size int64 }
+
+// openLocal opens the layout or archive ref names, reading its
+// index.json; an archive's manifest.json, which docker load reads, must
+// name the images its index.json does.
+func openLocal(ctx context.Context, ref Ref, b *budget) (*localStore, error) {
+	s := &localStore{ref: ref, budget: b}
+	read := s.readLayout
+	if ref.Kind == Archive {
+		var err error
+		if s.files, err = scanTar(ref.Path); err != nil {
+			return nil, err
+		}
+		read = s.readSmall
+	}
+	data, err := read(ocispec.ImageLayoutFile)
+	if err != nil {
+		return nil, err
+	}
+	var layout ocispec.ImageLayout
+	if err := json.Unmarshal(data, &layout); err != nil || layout.Version != ocispec.ImageLayoutVersion {
+		return nil, fmt.Errorf("%s does not say %s, the version of OCI layout kvgen reads", ocispec.ImageLayoutFile, suggest.Quote(`{"imageLayoutVersion":"1.0.0"}`))
+	}
+	if data, err = read(ocispec.ImageIndexFile); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(data, &s.index); err != nil {
+		return nil, fmt.Errorf("%s: %w", ocispec.ImageIndexFile, err)
+	}
+	if n := len(s.index.Manifests); n > maxIndexEntries {
+		return nil, fmt.Errorf("%s lists %d images, more than %d", ocispec.ImageIndexFile, n, maxIndexEntries)
+	}
+	if ref.Kind == Archive {
+		if err := s.checkDockerManifest(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// readLayout reads a small file of a layout, bounded as a manifest is.
+func (s *localStore) readLayout(name string) ([]byte, error) {
+	root, err := os.OpenRoot(s.ref.Path)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	return readfile.ReadIn(root, name, maxJSON)
+}
+
+// readSmall reads a small file of an archive, bounded as a manifest is;
+// nil and no error for none.
+func (s *localStore) readSmall(name string) ([]byte, error) {
+	tf, ok := s.files[name]
+	if !ok {
+		return nil, fmt.Errorf("%s has no %s", suggest.Show(s.ref.Path), name)
+	}
+	if tf.size > maxJSON {
+		return nil, fmt.Errorf("%s in %s is %d bytes, more than %d", name, suggest.Show(s.ref.Path), tf.size, maxJSON)
+	}
+	f, err := readfile.Open(s.ref.Path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data := make([]byte, tf.size)
+	if _, err := f.ReadAt(data, tf.offset); err != nil {
+		return nil, fmt.Errorf("%s in %s: %w", name, suggest.Show(s.ref.Path), err)
+	}
+	return data, nil
+}
+
+// scanTar lists the regular files of a tarball, and where their bytes
+// are, reading its headers alone: the file is sought past each entry's
+// bytes, never read. A file listed twice, or one a tar reader would not
+// read as it is stored (a sparse one), is an error.
+func scanTar(name string) (map[string]tarFile, error) {
+	f, err := readfile.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	files := map[string]tarFile{}
+	tr := tar.NewReader(f)
+	for n := 0; ; n++ {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return files, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", suggest.Show(name), err)
+		}
+		if n >= maxArchiveFiles {
+			return nil, fmt.Errorf("%s holds more than %d files", suggest.Show(name), maxArchiveFiles)
+		}
+		if h.Typeflag != tar.TypeReg {
+			continue
+		}
+		for k := range h.PAXRecords {
+			if strings.HasPrefix(k, "GNU.sparse.") {
+				return nil, fmt.Errorf("%s: %s is a sparse file, which no image has", suggest.Show(name), suggest.Quote(h.Name))
+			}
+		}
+		// The reader stops at an entry's first byte.
+		off, err := f.Seek(0, io.SeekCurrent)
+		if err != nil {
+			return nil, err
+		}
+		if h.Size > fi.Size()-off {
+			return nil, fmt.Errorf("%s: %s is %d bytes, past the tarball's end", suggest.Show(name), suggest.Quote(h.Name), h.Size)
+		}
+		p := cleanPath(h.Name)
+		if _, dup := files[p]; dup {
+			return nil, fmt.Errorf("%s holds %s twice", suggest.Show(name), suggest.Quote(p))
+		}
+		files[p] = tarFile{offset: off, size: h.Size}
+	}
+}
+
+// checkDockerManifest checks that the images an archive's manifest.json
+// lists, which docker load loads, are the ones its index.json leads to,
+// which kvgen reads: an archive whose two disagree is refused, not
+// reported as one image while it loads as another.
+func (s *localStore) checkDockerManifest(ctx context.Context) error {
+	if _, ok := s.files["manifest.json"]; !ok {
+		return nil
+	}
+	data, err := s.readSmall("manifest.json")
+	if err != nil {
+		return err
+	}
+	var entries []dockerManifestEntry
+	if err := json.Unmarshal(data, &entries); err != nil {
+		return fmt.Errorf("manifest.json: %w", err)
+	}
+	if len(entries) > maxIndexEntries {
+		return fmt.Errorf("manifest.json lists %d images, more than %d", len(entries), maxIndexEntries)
+	}
+	// What index.json leads to: each image as manifest.json would name it.
+	var images []string
+	var roots []string
+	var add func(d ocispec.Descriptor, depth int) error
+	add = func(d ocispec.Descriptor, depth int) error {
+		switch d.MediaType {
+		case ocispec.MediaTypeImageIndex, dockerList:
+			if depth > 0 {
+				return fmt.Errorf("index.json: %s is an index inside an index, which kvgen does not read", d.Digest)
+			}
+			index, err := fetchIndex(ctx, s, d)
+			if err != nil {
+				return err
+			}
+			for _, m := range index.Manifests {
+				if err := add(m, depth+1); err != nil {
+					return err
+				}
+			}
+		case ocispec.MediaTypeImageManifest, dockerManifest:
+			m, err := fetchManifest(ctx, s, d)
+			if err != nil {
+				return err
+			}
+			key := dockerKey(m)
+			images = append(images, key)
+			if depth == 0 && m.Subject == nil && d.ArtifactType == "" {
+				roots = append(roots, key)
+			}
+		}
+		return nil
+	}
+	for _, d := range s.index.Manifests {
+		if d.ArtifactType != "" {
+			continue
+		}
+		if err := add(d, 0); err != nil {
+			return err
+		}
+	}
+	var loaded []string
+	for _, e := range entries {
+		key := strings.Join(append([]string{e.Config}, e.Layers...), " ")
+		if !slices.Contains(images, key) {
+			return fmt.Errorf("manifest.json, which docker load reads, lists an image (config %s) that index.json does not: the archive holds two images under one name", suggest.Quote(e.Config))
+		}
+		loaded = append(loaded, key)
+	}
+	for _, r := range roots {
+		if !slices.Contains(loaded, r) {
+			return errors.New("index.json lists an image that manifest.json, which docker load reads, does not: the archive holds two images under one name")
+		}
+	}
+	return nil
+}
+
+// dockerKey is an image as manifest.json names it: its config's and
+// layers' paths in the archive.
+func dockerKey(m ocispec.Manifest) string {
+	key := []string{blobPath(m.Config)}
+	for _, l := range m.Layers {
+		key = append(key, blobPath(l))
+	}
+	return strings.Join(key, " ")
+}
+
+// blobPath is where a layout holds a blob; its digest must have been
+// checked (checkDigest).
+func blobPath(d ocispec.Descriptor) string {
+	return ocispec.ImageBlobsDir + "/" + d.Digest.Algorithm().String() + "/" + d.Digest.Encoded()
+}
+
+// checkDigest checks that d's digest is one: its text becomes a file's
+// name, and a hostile one could name any file.
+func checkDigest(d ocispec.Descriptor) error {
+	if err := d.Digest.Validate(); err != nil {
+		return fmt.Errorf("a descriptor's digest %s: %w", suggest.Quote(string(d.Digest)), err)
+	}
+	return nil
+}
+
+// Fetch opens a blob, checked as it is read against d's size and digest:
+// the reader's last Read is an error naming the blob if its bytes are not
+// d's.
+func (s *localStore) Fetch(ctx context.Context, d ocispec.Descriptor) (io.ReadCloser, error) {
+	if err := checkDigest(d); err != nil {
+		return nil, err
+	}
+	if err := s.budget.opens.spend(1); err != nil {
+		return nil, err
+	}
+	name := blobPath(d)
+	var f *os.File
+	var r io.Reader
+	var size int64
+	if s.ref.Kind == Layout {
+		root, err := os.OpenRoot(s.ref.Path)
+		if err != nil {
+			return nil, err
+		}
+		f, err = readfile.OpenIn(root, name)
+		root.Close()
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("blob %s: %w", d.Digest, errdef.ErrNotFound)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("blob %s: %w", d.Digest, err)
+		}
+		fi, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		r, size = f, fi.Size()
+	} else {
+		tf, ok := s.files[name]
+		if !ok {
+			return nil, fmt.Errorf("blob %s: %w", d.Digest, errdef.ErrNotFound)
+		}
+		var err error
+		if f, err = readfile.Open(s.ref.Path); err != nil {
+			return nil, err
+		}
+		r, size = io.NewSectionReader(f, tf.offset, tf.size), tf.size
+	}
+	if size != d.Size {
+		f.Close()
+		return nil, fmt.Errorf("blob %s is %d bytes, not the %d its descriptor says", d.Digest, size, d.Size)
+	}
+	r = spend(ctx, r, &s.budget.read)
+	return readCloser{verified{content.NewVerifyReader(r, d)}, f}, nil
+}
+
+type readCloser struct {
+	io.Reader
+	io.Closer
+}
+
+// Exists reports whether the layout or archive has the blob.
+func (s *localStore) Exists(ctx context.Context, d ocispec.Descriptor) (bool, error) {
+	if err := checkDigest(d); err != nil {
+		return false, err
+	}
+	if s.ref.Kind == Archive {
+		_, ok := s.files[blobPath(d)]
+		return ok, nil
+	}
+	root, err := os.OpenRoot(s.ref.Path)
+	if err != nil {
+		return false, err
+	}
+	defer root.Close()
+	fi, err := root.Lstat(blobPath(d))
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	return err == nil && fi.Mode().IsRegular(), err
+}
+
+// Resolve is the image index.json lists under a tag, or by digest.
+func (s *localStore) Resolve(ctx context.Context, reference string) (ocispec.Descriptor, error) {
+	var found []ocispec.Descriptor
+	for _, d := range s.index.Manifests {
+		if d.Annotations[ocispec.AnnotationRefName] == reference || d.Digest.String() == reference {
+			found = append(found, d)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return ocispec.Descriptor{}, fmt.Errorf("no image is tagged %s: %w", suggest.Quote(reference), errdef.ErrNotFound)
+	case 1:
+		return found[0], nil
+	}
+	return ocispec.Descriptor{}, fmt.Errorf("%d images are tagged %s", len(found), suggest.Quote(reference))
+}
+
+// Predecessors are the manifests index.json lists whose subject is node:
+// the SBOMs attached to it.
+func (s *localStore) Predecessors(ctx context.Context, node ocispec.Descriptor) ([]ocispec.Descriptor, error) {
+	var list []ocispec.Descriptor
+	for _, d := range s.index.Manifests {
+		if d.ArtifactType == "" || d.MediaType != ocispec.MediaTypeImageManifest || slices.ContainsFunc(list, func(l ocispec.Descriptor) bool { return l.Digest == d.Digest }) {
+			continue
+		}
+		m, err := fetchManifest(ctx, s, d)
+		if err != nil {
+			return nil, err
+		}
+		if m.Subject != nil && m.Subject.Digest == node.Digest {
+			list = append(list, d)
+		}
+	}
+	return list, nil
+}
+
+// roots are the images of a layout or archive that are not artifacts
+// such as an SBOM: those a reference without a tag may mean.
+func (s *localStore) roots(ctx context.Context) ([]ocispec.Descriptor, error) {
+	var roots []ocispec.Descriptor
+	for _, d := range s.index.Manifests {
+		if d.ArtifactType != "" || slices.ContainsFunc(roots, func(r ocispec.Descriptor) bool { return r.Digest == d.Digest }) {
+			continue
+		}
+		if d.MediaType == ocispec.MediaTypeImageManifest {
+			m, err := fetchManifest(ctx, s, d)
+			if err != nil {
+				return nil, err
+			}
+			if m.Subject != nil {
+				continue
+			}
+		}
+		roots = append(roots, d)
+	}
+	return roots, nil
+}

@@ -1,0 +1,289 @@
+package ociimage
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/opencontainers/go-digest"
+	specs "github.com/opencontainers/image-spec/specs-go"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// An image kvgen reads, from a layout, an archive or a base, may have been
+// made by an attacker: it is read bounded before anything is allocated,
+// every blob is checked against its digest and size, and counts and
+// nesting are capped.
+
+// writtenLayout is image(t) written as a layout, tagged t.
+func writtenLayout(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "layout")
+	require.NoError(t, Write(context.Background(), image(t), must(ParseRef("oci:"+dir+":t")), Remote{}))
+	return dir
+}
+
+// putBlob adds a blob to a layout.
+func putBlob(t *testing.T, dir, mediaType string, data []byte) ocispec.Descriptor {
+	t.Helper()
+	d := ocispec.Descriptor{MediaType: mediaType, Digest: digest.FromBytes(data), Size: int64(len(data))}
+	require.NoError(t, os.WriteFile(blobFile(dir, d), data, 0o644))
+	return d
+}
+
+// putJSON adds v's JSON to a layout as a blob.
+func putJSON(t *testing.T, dir, mediaType string, v any) ocispec.Descriptor {
+	t.Helper()
+	data, err := json.Marshal(v)
+	require.NoError(t, err)
+	return putBlob(t, dir, mediaType, data)
+}
+
+// setIndex makes a layout's index.json list entries, the first tagged t.
+func setIndex(t *testing.T, dir string, entries ...ocispec.Descriptor) {
+	t.Helper()
+	entries[0].Annotations = map[string]string{ocispec.AnnotationRefName: "t"}
+	data, err := json.Marshal(ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex, Manifests: entries})
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, ocispec.ImageIndexFile), data, 0o644))
+}
+
+// allocated is what f allocates on the heap.
+func allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// inspectLayout is inspectErr of the layout's image tagged t.
+func inspectLayout(dir string) error {
+	return inspectErr(must(ParseRef("oci:" + dir + ":t")))
+}
+
+// inspectErr is the error of inspecting ref, or its platforms'.
+func inspectErr(ref Ref) error {
+	found, err := Inspect(context.Background(), ref, Remote{}, false)
+	for _, f := range found {
+		err = errors.Join(err, f.Err)
+	}
+	return err
+}
+
+// B1: a manifest that says it is a gigabyte, sparse on disk, is refused
+// by its size before a byte of it is read; so is a large index.json.
+func TestLargeManifestAndIndexAreRefusedUnread(t *testing.T) {
+	dir := writtenLayout(t)
+	big := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: digest.FromString("big"), Size: 1 << 30}
+	f, err := os.Create(blobFile(dir, big))
+	require.NoError(t, err)
+	require.NoError(t, f.Truncate(big.Size))
+	require.NoError(t, f.Close())
+	setIndex(t, dir, big)
+	var ierr error
+	assert.Less(t, allocated(func() { ierr = inspectLayout(dir) }), uint64(16<<20))
+	require.ErrorContains(t, ierr, "more than the 4194304 of a manifest")
+
+	index := filepath.Join(dir, ocispec.ImageIndexFile)
+	require.NoError(t, os.Truncate(index, 256<<20))
+	assert.Less(t, allocated(func() { ierr = inspectLayout(dir) }), uint64(16<<20))
+	require.ErrorContains(t, ierr, "larger than 4194304 bytes")
+}
+
+// B1, B11: an index inside an index is not followed, and an index of
+// more platforms, a layout of more images or an image of more layers
+// than kvgen reads is an error before any is read.
+func TestCountsAndNestingAreCapped(t *testing.T) {
+	ctx := context.Background()
+	img := image(t)
+	m, err := fetchManifest(ctx, img, img.Platforms[0].Manifest)
+	require.NoError(t, err)
+	manifest := img.Platforms[0].Manifest
+
+	t.Run("nested", func(t *testing.T) {
+		dir := writtenLayout(t)
+		inner := putJSON(t, dir, ocispec.MediaTypeImageIndex, ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, Manifests: []ocispec.Descriptor{manifest}})
+		outer := putJSON(t, dir, ocispec.MediaTypeImageIndex, ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, Manifests: []ocispec.Descriptor{inner}})
+		setIndex(t, dir, outer)
+		require.ErrorContains(t, inspectLayout(dir), "an image index inside an index")
+	})
+	t.Run("platforms", func(t *testing.T) {
+		dir := writtenLayout(t)
+		var many []ocispec.Descriptor
+		for i := range maxPlatforms + 1 {
+			d := manifest
+			d.Platform = &ocispec.Platform{OS: "linux", Architecture: "amd64", Variant: strings.Repeat("v", i+1)}
+			many = append(many, d)
+		}
+		setIndex(t, dir, putJSON(t, dir, ocispec.MediaTypeImageIndex, ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, Manifests: many}))
+		require.ErrorContains(t, inspectLayout(dir), "65 platforms' images, more than the 64 inspect reads")
+	})
+	t.Run("index.json", func(t *testing.T) {
+		dir := writtenLayout(t)
+		many := make([]ocispec.Descriptor, maxIndexEntries+1)
+		for i := range many {
+			many[i] = manifest
+		}
+		setIndex(t, dir, many...)
+		require.ErrorContains(t, inspectLayout(dir), "lists 4097 images, more than 4096")
+	})
+	t.Run("layers", func(t *testing.T) {
+		dir := writtenLayout(t)
+		many := m
+		many.Layers = nil
+		for range maxLayers + 1 {
+			many.Layers = append(many.Layers, m.Layers[0])
+		}
+		setIndex(t, dir, putJSON(t, dir, ocispec.MediaTypeImageManifest, many))
+		require.ErrorContains(t, inspectLayout(dir), "257 layers, more than 256")
+	})
+	t.Run("digest", func(t *testing.T) {
+		dir := writtenLayout(t)
+		bad := m
+		bad.Layers = []ocispec.Descriptor{{MediaType: ocispec.MediaTypeImageLayerGzip, Digest: "sha256:../../../../etc/passwd", Size: 10}}
+		setIndex(t, dir, putJSON(t, dir, ocispec.MediaTypeImageManifest, bad))
+		require.ErrorContains(t, inspectLayout(dir), "a descriptor's digest")
+	})
+}
+
+// B7: a layer swapped for another binary's is found out, whether or not
+// it has the declared size, and nothing is reported under the genuine
+// digest.
+func TestSwappedLayerIsFoundOut(t *testing.T) {
+	ctx := context.Background()
+	img := image(t)
+	m, err := fetchManifest(ctx, img, img.Platforms[0].Manifest)
+	require.NoError(t, err)
+	genuine := m.Layers[0]
+	cfg := ocispec.Image{}
+	require.NoError(t, fetchJSON(ctx, img, m.Config, &cfg))
+	// Another Go binary at the entrypoint, as small as the genuine one:
+	// tiny for arm64, stripped further of what a layer does not need.
+	other, err := os.ReadFile(tiny(t, "arm64"))
+	require.NoError(t, err)
+	var l *layer
+	for ; ; other = other[:len(other)*9/10] {
+		l, err = writeLayer([]file{{name: cleanPath(cfg.Config.Entrypoint[0]), mode: 0o755, data: other}}, cfg.Created.UTC())
+		require.NoError(t, err)
+		if len(l.blob) < int(genuine.Size) {
+			break
+		}
+	}
+
+	for name, blob := range map[string][]byte{
+		"other size": l.blob,
+		// Padded to the declared size: a reader that stops at the tar's
+		// end never sees the padding.
+		"same size": append(bytes.Clone(l.blob), make([]byte, int(genuine.Size)-len(l.blob))...),
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := writtenLayout(t)
+			path := blobFile(dir, genuine)
+			require.NoError(t, os.Chmod(path, 0o644))
+			require.NoError(t, os.WriteFile(path, blob, 0o644))
+			found, err := Inspect(ctx, must(ParseRef("oci:"+dir+":t")), Remote{}, false)
+			require.NoError(t, err)
+			require.Len(t, found, 1)
+			require.Error(t, found[0].Err)
+			assert.Contains(t, found[0].Err.Error(), genuine.Digest.String())
+			assert.Nil(t, found[0].Binary)
+		})
+	}
+}
+
+// B11: decompressing layers spends from a budget: a gzip bomb ends with
+// an error once it is spent.
+func TestDecompressionIsBudgeted(t *testing.T) {
+	ctx := context.Background()
+	dir := writtenLayout(t)
+	l, err := writeLayer([]file{{name: "bomb", mode: 0o644, data: make([]byte, 8<<20)}}, time.Unix(0, 0))
+	require.NoError(t, err)
+	d := putBlob(t, dir, ocispec.MediaTypeImageLayerGzip, l.blob)
+	s, err := openLocal(ctx, must(ParseRef("oci:"+dir+":t")), newBudget())
+	require.NoError(t, err)
+	b := newBudget()
+	b.unpacked.set(1<<20, "bytes of decompressed layers")
+	_, err = extract(ctx, s, []ocispec.Descriptor{d}, "usr/local/bin/tiny", io.Discard, b)
+	require.ErrorContains(t, err, "more than 1048576 bytes of decompressed layers")
+}
+
+// A docker archive whose manifest.json, which docker load reads, names
+// another image than its index.json, which kvgen reads, is refused.
+func TestArchiveWhoseTwoManifestsDisagree(t *testing.T) {
+	ctx := context.Background()
+	archive := filepath.Join(t.TempDir(), "img.tar")
+	require.NoError(t, Write(ctx, image(t), must(ParseRef("docker-archive:"+archive)), Remote{}))
+	_, err := Inspect(ctx, must(ParseRef("docker-archive:"+archive)), Remote{}, false)
+	require.NoError(t, err)
+
+	rewriteTar(t, archive, func(name string, data []byte) []byte {
+		if name != "manifest.json" {
+			return data
+		}
+		var entries []dockerManifestEntry
+		require.NoError(t, json.Unmarshal(data, &entries))
+		entries[0].Config = entries[0].Layers[0] // any other blob
+		return must(json.Marshal(entries))
+	})
+	_, err = Inspect(ctx, must(ParseRef("docker-archive:"+archive)), Remote{}, false)
+	require.ErrorContains(t, err, "manifest.json, which docker load reads, lists an image")
+}
+
+// An archive that holds a file twice, or a sparse one, is refused: which
+// of the two a reader takes would be anyone's guess.
+func TestArchiveWithAFileTwice(t *testing.T) {
+	ctx := context.Background()
+	archive := filepath.Join(t.TempDir(), "img.tar")
+	require.NoError(t, Write(ctx, image(t), must(ParseRef("docker-archive:"+archive)), Remote{}))
+	data, err := os.ReadFile(archive)
+	require.NoError(t, err)
+	var b bytes.Buffer
+	tw := tar.NewWriter(&b)
+	require.NoError(t, tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: "index.json", Size: 2, Mode: 0o644}))
+	_, err = tw.Write([]byte("{}"))
+	require.NoError(t, err)
+	require.NoError(t, tw.Flush())
+	require.NoError(t, os.WriteFile(archive, append(b.Bytes(), data...), 0o644))
+	_, err = Inspect(ctx, must(ParseRef("docker-archive:"+archive)), Remote{}, false)
+	require.ErrorContains(t, err, `holds "index.json" twice`)
+}
+
+// rewriteTar rewrites each regular file of a tarball through edit.
+func rewriteTar(t *testing.T, name string, edit func(name string, data []byte) []byte) {
+	t.Helper()
+	in, err := os.ReadFile(name)
+	require.NoError(t, err)
+	var out bytes.Buffer
+	tr := tar.NewReader(bytes.NewReader(in))
+	tw := tar.NewWriter(&out)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		require.NoError(t, err)
+		data, err := io.ReadAll(tr)
+		require.NoError(t, err)
+		if h.Typeflag == tar.TypeReg {
+			data = edit(h.Name, data)
+			h.Size = int64(len(data))
+		}
+		require.NoError(t, tw.WriteHeader(h))
+		_, err = tw.Write(data)
+		require.NoError(t, err)
+	}
+	require.NoError(t, tw.Close())
+	require.NoError(t, os.WriteFile(name, out.Bytes(), 0o644))
+}
