@@ -84,6 +84,7 @@ func (rm Remote) repository(ref Ref) (*remote.Repository, error) {
 	}
 	repo.PlainHTTP = rm.Insecure
 	repo.MaxMetadataBytes = maxJSON
+	repo.ReferrerListMaxPages = maxReferrerPages
 	store, err := credentials.NewStoreFromDocker(credentials.StoreOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("reading Docker's credentials: %w", err)

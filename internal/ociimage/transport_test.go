@@ -405,6 +405,53 @@ func TestRegistryCredentialsStayWithTheirHost(t *testing.T) {
 	assert.Zero(t, tokens.authorized.Load(), "requests to the token realm with credentials")
 }
 
+// inspect -sbom reads at most 16 pages of an image's referrers (B2),
+// however many the registry links, and 1000 referrers.
+func TestRegistryReferrersAreCapped(t *testing.T) {
+	t.Setenv("DOCKER_CONFIG", t.TempDir())
+	img := tinyImage(t)
+	var pages atomic.Int64
+	reg := &fakeRegistry{img: img}
+	reg.hook = func(w http.ResponseWriter, r *http.Request) bool {
+		if !strings.Contains(r.URL.Path, "/referrers/") {
+			return false
+		}
+		if pages.Add(1) > 200 {
+			http.Error(w, "enough", http.StatusTeapot)
+			return true
+		}
+		w.Header().Set("Content-Type", ocispec.MediaTypeImageIndex)
+		w.Header().Set("Link", fmt.Sprintf(`<%s?page=%d>; rel="next"`, r.URL.Path, pages.Load()))
+		io.WriteString(w, `{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[]}`)
+		return true
+	}
+	srv := serve(t, listen(t, "127.0.0.1:0"), reg, nil)
+	ref := srv.Listener.Addr().String() + "/tiny:edge"
+	err := inspectErr(t, ref, Remote{Insecure: true}, true)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "finding its SBOM: the registry lists its referrers in more than 16 pages, the most kvgen reads")
+	assert.Equal(t, int64(16), pages.Load())
+
+	sbom := img.Platforms[0].SBOM
+	reg.hook = func(w http.ResponseWriter, r *http.Request) bool {
+		if !strings.Contains(r.URL.Path, "/referrers/") {
+			return false
+		}
+		index := ocispec.Index{MediaType: ocispec.MediaTypeImageIndex}
+		for i := range 1001 {
+			d := sbom
+			d.Digest = digest.FromString(fmt.Sprint(i))
+			index.Manifests = append(index.Manifests, d)
+		}
+		w.Header().Set("Content-Type", ocispec.MediaTypeImageIndex)
+		json.NewEncoder(w).Encode(index)
+		return true
+	}
+	err = inspectErr(t, ref, Remote{Insecure: true}, true)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "the registry lists more than 1000 referrers of its SBOM's type, the most kvgen reads")
+}
+
 // The fake registry serves what Inspect reads back whole.
 func TestFakeRegistryServesTheImage(t *testing.T) {
 	t.Setenv("DOCKER_CONFIG", t.TempDir())
