@@ -20,7 +20,7 @@ import (
 type imageFlags struct {
 	ref, base, caBundle string
 	labels              labelsFlag
-	insecure            bool
+	remote              remoteFlags
 }
 
 func (f *imageFlags) register(fs *flag.FlagSet) {
@@ -28,7 +28,7 @@ func (f *imageFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.base, "base", "", "with -image, the base image (a registry's or oci:DIR[:TAG]), which must have every target's platform (default: none, and the binary is built with CGO_ENABLED=0)")
 	fs.StringVar(&f.caBundle, "ca-bundle", "", "with -image, a PEM file of CA certificates to put at "+ociimage.CAFile)
 	fs.Var(&f.labels, "image-label", "with -image, a KEY=VALUE label for the image's config, over kvgen's; repeat it for several")
-	fs.BoolVar(&f.insecure, "insecure", false, "reach a registry on this machine's loopback over plain HTTP")
+	f.remote.register(fs)
 }
 
 // labelsFlag collects -image-label KEY=VALUE.
@@ -99,7 +99,11 @@ func (f *imageFlags) build(ctx context.Context, e *env, opts deploy.Options) int
 	for _, t := range opts.Targets {
 		platforms = append(platforms, ociimage.Platform{OS: t.GOOS, Architecture: t.GOARCH, Variant: variant(t, opts.Env)})
 	}
-	rm := ociimage.Remote{Insecure: f.insecure}
+	rm, err := f.remote.remote()
+	if err != nil {
+		e.errorf("%v", err)
+		return exitUsage
+	}
 	if err := rm.Check(ref); err != nil {
 		e.errorf("-image %s: %v", suggest.Show(ref.String()), err)
 		return exitUsage

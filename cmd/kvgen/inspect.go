@@ -19,13 +19,18 @@ import (
 func runInspect(ctx context.Context, e *env, args []string) int {
 	fs := newFlags(e, "inspect", "[-json] [-sbom] [-insecure] BINARY|DIR|IMAGE...")
 	sbom := false
-	var rm ociimage.Remote
+	var remote remoteFlags
 	e.jsonFlag(fs, "{binaries, problems}, or with -sbom {sboms, problems}")
 	fs.BoolVar(&sbom, "sbom", false, "print the CycloneDX SBOM of each binary, or the one attached to each platform's image, one JSON document after another")
-	fs.BoolVar(&rm.Insecure, "insecure", false, "reach a registry on this machine's loopback over plain HTTP")
+	remote.register(fs)
 	files, code := parseMixed(e, fs, args)
 	if code >= 0 {
 		return code
+	}
+	rm, err := remote.remote()
+	if err != nil {
+		e.errorf("%v", err)
+		return exitUsage
 	}
 	if len(files) == 0 {
 		e.errorf("inspect: name a binary, a directory of binaries, or an image")

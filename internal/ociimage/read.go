@@ -14,7 +14,6 @@ import (
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/content"
-	"oras.land/oras-go/v2/registry"
 
 	"github.com/kvgen/kvgen/internal/inspect"
 	"github.com/kvgen/kvgen/internal/readfile"
@@ -235,7 +234,7 @@ func attachedSBOM(ctx context.Context, src source, ref Ref, d ocispec.Descriptor
 		}
 		return data, err
 	}
-	refs, err := registry.Referrers(ctx, src, d, SBOMArtifactType)
+	refs, err := sbomReferrers(ctx, src, d)
 	if err != nil {
 		return nil, fmt.Errorf("finding its SBOM: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/base64"
@@ -78,6 +79,28 @@ func startRegistry(t *testing.T, opts registryOptions) *kvgentest.Registry {
 
 // selfSigned writes a self-signed certificate for 127.0.0.1 and its key.
 func selfSigned(t *testing.T, dir string) (cert, key string) {
+	der, priv := testCert(t, net.IPv4(127, 0, 0, 1))
+	keyDER, err := x509.MarshalECPrivateKey(priv)
+	require.NoError(t, err)
+	cert, key = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	require.NoError(t, os.WriteFile(cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644))
+	require.NoError(t, os.WriteFile(key, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600))
+	return cert, key
+}
+
+// loopbackCert is a certificate for 127.0.0.1 and 127.0.0.2, and a pool
+// that trusts it.
+func loopbackCert(t *testing.T) (*tls.Certificate, *x509.CertPool) {
+	der, priv := testCert(t, net.IPv4(127, 0, 0, 1), net.IPv4(127, 0, 0, 2))
+	leaf, err := x509.ParseCertificate(der)
+	require.NoError(t, err)
+	pool := x509.NewCertPool()
+	pool.AddCert(leaf)
+	return &tls.Certificate{Certificate: [][]byte{der}, PrivateKey: priv, Leaf: leaf}, pool
+}
+
+// testCert is a self-signed certificate for ips, in DER, and its key.
+func testCert(t *testing.T, ips ...net.IP) ([]byte, *ecdsa.PrivateKey) {
 	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	require.NoError(t, err)
 	tmpl := &x509.Certificate{
@@ -87,18 +110,13 @@ func selfSigned(t *testing.T, dir string) (cert, key string) {
 		NotAfter:              time.Now().Add(time.Hour),
 		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
 		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
+		IPAddresses:           ips,
 		BasicConstraintsValid: true,
 		IsCA:                  true,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &priv.PublicKey, priv)
 	require.NoError(t, err)
-	keyDER, err := x509.MarshalECPrivateKey(priv)
-	require.NoError(t, err)
-	cert, key = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	require.NoError(t, os.WriteFile(cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644))
-	require.NoError(t, os.WriteFile(key, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600))
-	return cert, key
+	return der, priv
 }
 
 // dockerConfig points DOCKER_CONFIG at a config.json that logs in to host

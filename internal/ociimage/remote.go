@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/netip"
+	"net/url"
 	"os"
 	"time"
 
@@ -19,24 +21,53 @@ import (
 	"github.com/kvgen/kvgen/internal/suggest"
 )
 
-// Remote says how to reach registries.
+// Remote says how to reach registries. Copies of a Remote share its
+// total time (WithTotal): one command's exchanges count against one clock.
 type Remote struct {
 	// Insecure reaches loopback registries over plain HTTP; it is refused
-	// for any other host.
+	// for any other host, and allows plain HTTP to the registry named
+	// alone, not to where it redirects or sends for a token.
 	Insecure bool
 	// Timeout bounds each HTTP request's wait for a response's headers;
 	// zero is a minute.
 	Timeout time.Duration
+	// MinRate is the least a body, sent or received, must move per
+	// second, measured over each period of 30 s from its start: a body
+	// slower than that ends its exchange with an error. Zero is no
+	// minimum.
+	MinRate int64
 	// RootCAs, when set, are the certificate authorities a registry's
 	// TLS certificate is checked against, instead of the system's (which
 	// SSL_CERT_FILE and SSL_CERT_DIR can name).
 	RootCAs *x509.CertPool
+
+	clock *clock
+	// grace is MinRate's period; zero is 30 s. Tests shorten it.
+	grace time.Duration
+	// realms, when set, replaces oras's denylist of token realm
+	// addresses, which refuses loopback realms; tests serve their realms
+	// on loopback.
+	realms []netip.Prefix
+}
+
+// WithTotal returns rm with a total time for the registry exchanges made
+// through it and its copies: the time during which at least one is under
+// way, so that what a command does between them (compiling, between a
+// base's reads and a push) is not counted. An exchange still under way
+// when it runs out ends with an error; zero is no total.
+func (rm Remote) WithTotal(d time.Duration) Remote {
+	rm.clock = nil
+	if d > 0 {
+		rm.clock = &clock{limit: d}
+	}
+	return rm
 }
 
 // repository is the registry repository of ref, with the credentials of
 // Docker's configuration ($DOCKER_CONFIG/config.json, else
 // ~/.docker/config.json) and its credential helpers, as docker and oras
-// use them.
+// use them. Every request it makes passes a transport that holds it to
+// rm's host policy and bounds.
 func (rm Remote) repository(ref Ref) (*remote.Repository, error) {
 	repo, err := remote.NewRepository(ref.Remote.Registry + "/" + ref.Remote.Repository)
 	if err != nil {
@@ -46,6 +77,8 @@ func (rm Remote) repository(ref Ref) (*remote.Repository, error) {
 		return nil, err
 	}
 	repo.PlainHTTP = rm.Insecure
+	repo.MaxMetadataBytes = maxJSON
+	repo.ReferrerListMaxPages = maxReferrerPages
 	store, err := credentials.NewStoreFromDocker(credentials.StoreOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("reading Docker's credentials: %w", err)
@@ -54,15 +87,28 @@ func (rm Remote) repository(ref Ref) (*remote.Repository, error) {
 	if timeout == 0 {
 		timeout = time.Minute
 	}
-	transport := http.DefaultTransport.(*http.Transport).Clone()
-	transport.ResponseHeaderTimeout = timeout
+	next := http.DefaultTransport.(*http.Transport).Clone()
+	next.ResponseHeaderTimeout = timeout
 	if rm.RootCAs != nil {
-		transport.TLSClientConfig = &tls.Config{RootCAs: rm.RootCAs}
+		next.TLSClientConfig = &tls.Config{RootCAs: rm.RootCAs}
+	}
+	scheme := "https"
+	if rm.Insecure {
+		scheme = "http"
+	}
+	t := &transport{
+		next:      next,
+		registry:  hostPort(&url.URL{Scheme: scheme, Host: ref.Remote.Host()}),
+		plainHTTP: rm.Insecure,
+		clock:     rm.clock,
+		minRate:   rm.MinRate,
+		grace:     rm.grace,
 	}
 	repo.Client = &auth.Client{
-		Client:     &http.Client{Transport: transport},
-		Cache:      auth.NewCache(),
-		Credential: credentials.Credential(store),
+		Client:               &http.Client{Transport: t},
+		Cache:                auth.NewCache(),
+		Credential:           credentials.Credential(store),
+		BlockedRealmPrefixes: rm.realms,
 	}
 	return repo, nil
 }

@@ -69,15 +69,19 @@ func allocated(f func()) uint64 {
 }
 
 // inspectLayout is inspectErr of the layout's image tagged t.
-func inspectLayout(dir string) error {
-	return inspectErr(must(ParseRef("oci:" + dir + ":t")))
+func inspectLayout(t *testing.T, dir string) error {
+	return inspectErr(t, "oci:"+dir+":t", Remote{}, false)
 }
 
-// inspectErr is the error of inspecting ref, or its platforms'.
-func inspectErr(ref Ref) error {
-	found, err := Inspect(context.Background(), ref, Remote{}, false)
+// inspectErr is the error of inspecting the image at ref: the image's,
+// and its platforms'.
+func inspectErr(t *testing.T, ref string, rm Remote, sbom bool) error {
+	found, err := Inspect(context.Background(), must(ParseRef(ref)), rm, sbom)
 	for _, f := range found {
 		err = errors.Join(err, f.Err)
+	}
+	if err != nil {
+		t.Log(err)
 	}
 	return err
 }
@@ -93,12 +97,12 @@ func TestLargeManifestAndIndexAreRefusedUnread(t *testing.T) {
 	require.NoError(t, f.Close())
 	setIndex(t, dir, big)
 	var ierr error
-	assert.Less(t, allocated(func() { ierr = inspectLayout(dir) }), uint64(16<<20))
+	assert.Less(t, allocated(func() { ierr = inspectLayout(t, dir) }), uint64(16<<20))
 	require.ErrorContains(t, ierr, "more than the 4194304 of a manifest")
 
 	index := filepath.Join(dir, ocispec.ImageIndexFile)
 	require.NoError(t, os.Truncate(index, 256<<20))
-	assert.Less(t, allocated(func() { ierr = inspectLayout(dir) }), uint64(16<<20))
+	assert.Less(t, allocated(func() { ierr = inspectLayout(t, dir) }), uint64(16<<20))
 	require.ErrorContains(t, ierr, "larger than 4194304 bytes")
 }
 
@@ -117,7 +121,7 @@ func TestCountsAndNestingAreCapped(t *testing.T) {
 		inner := putJSON(t, dir, ocispec.MediaTypeImageIndex, ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, Manifests: []ocispec.Descriptor{manifest}})
 		outer := putJSON(t, dir, ocispec.MediaTypeImageIndex, ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, Manifests: []ocispec.Descriptor{inner}})
 		setIndex(t, dir, outer)
-		require.ErrorContains(t, inspectLayout(dir), "an image index inside an index")
+		require.ErrorContains(t, inspectLayout(t, dir), "an image index inside an index")
 	})
 	t.Run("platforms", func(t *testing.T) {
 		dir := writtenLayout(t)
@@ -128,7 +132,7 @@ func TestCountsAndNestingAreCapped(t *testing.T) {
 			many = append(many, d)
 		}
 		setIndex(t, dir, putJSON(t, dir, ocispec.MediaTypeImageIndex, ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, Manifests: many}))
-		require.ErrorContains(t, inspectLayout(dir), "65 platforms' images, more than the 64 inspect reads")
+		require.ErrorContains(t, inspectLayout(t, dir), "65 platforms' images, more than the 64 inspect reads")
 	})
 	t.Run("index.json", func(t *testing.T) {
 		dir := writtenLayout(t)
@@ -137,7 +141,7 @@ func TestCountsAndNestingAreCapped(t *testing.T) {
 			many[i] = manifest
 		}
 		setIndex(t, dir, many...)
-		require.ErrorContains(t, inspectLayout(dir), "lists 4097 images, more than 4096")
+		require.ErrorContains(t, inspectLayout(t, dir), "lists 4097 images, more than 4096")
 	})
 	t.Run("layers", func(t *testing.T) {
 		dir := writtenLayout(t)
@@ -147,14 +151,14 @@ func TestCountsAndNestingAreCapped(t *testing.T) {
 			many.Layers = append(many.Layers, m.Layers[0])
 		}
 		setIndex(t, dir, putJSON(t, dir, ocispec.MediaTypeImageManifest, many))
-		require.ErrorContains(t, inspectLayout(dir), "257 layers, more than 256")
+		require.ErrorContains(t, inspectLayout(t, dir), "257 layers, more than 256")
 	})
 	t.Run("digest", func(t *testing.T) {
 		dir := writtenLayout(t)
 		bad := m
 		bad.Layers = []ocispec.Descriptor{{MediaType: ocispec.MediaTypeImageLayerGzip, Digest: "sha256:../../../../etc/passwd", Size: 10}}
 		setIndex(t, dir, putJSON(t, dir, ocispec.MediaTypeImageManifest, bad))
-		require.ErrorContains(t, inspectLayout(dir), "a descriptor's digest")
+		require.ErrorContains(t, inspectLayout(t, dir), "a descriptor's digest")
 	})
 }
 

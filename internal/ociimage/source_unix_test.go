@@ -45,10 +45,10 @@ func TestFIFOsAreRefusedAtOnce(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			r := must(ParseRef(ref(t)))
+			r := ref(t)
 			done := make(chan error, 1)
 			go func() {
-				done <- inspectErr(r)
+				done <- inspectErr(t, r, Remote{}, false)
 			}()
 			select {
 			case err := <-done:
