@@ -70,8 +70,13 @@ func TestLayoutWritesNoBlobThroughALink(t *testing.T) {
 		require.NoError(t, os.Symlink(outside, blobFile(dir, d)))
 	}
 
+	require.NoError(t, os.Symlink(outside, filepath.Join(dir, ocispec.ImageLayoutFile)))
+
 	require.NoError(t, Write(ctx, img, must(ParseRef("oci:"+dir+":t")), Remote{}))
 	assertUnchanged(t, outside, content)
+	fi, err := os.Lstat(filepath.Join(dir, ocispec.ImageLayoutFile))
+	require.NoError(t, err)
+	assert.True(t, fi.Mode().IsRegular(), "oci-layout is still a link, which no reader follows out of the layout")
 	for _, d := range blobs {
 		fi, err := os.Lstat(blobFile(dir, d))
 		require.NoError(t, err)

@@ -74,13 +74,19 @@ func Inspect(ctx context.Context, ref Ref, rm Remote, sbom bool) ([]Found, error
 	for _, d := range images {
 		f := Found{Manifest: d}
 		f.Binary, f.Err = inspectImage(ctx, src, ref, d, &f.Platform, b)
+		// A manifest that could not be read says no platform; its
+		// error names it.
+		where := shown
+		if f.Platform.OS != "" {
+			where += ", " + f.Platform.String()
+		}
 		if f.Err != nil {
-			f.Err = fmt.Errorf("image %s, %s: %w", shown, f.Platform, f.Err)
+			f.Err = fmt.Errorf("image %s: %w", where, f.Err)
 		}
 		if sbom && f.Binary != nil {
 			var err error
 			if f.SBOM, err = attachedSBOM(ctx, src, ref, d); err != nil {
-				f.Err = errors.Join(f.Err, fmt.Errorf("image %s, %s: %w", shown, f.Platform, err))
+				f.Err = errors.Join(f.Err, fmt.Errorf("image %s: %w", where, err))
 			}
 		}
 		found = append(found, f)

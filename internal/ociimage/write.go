@@ -18,6 +18,7 @@ import (
 	"net"
 	"net/http"
 
+	"github.com/opencontainers/go-digest"
 	specs "github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2"
@@ -191,10 +192,12 @@ func (img *Image) writeLayout(ctx context.Context, ref Ref) (err error) {
 	if err := os.MkdirAll(filepath.Join(dir, ocispec.ImageBlobsDir, "sha256"), 0o755); err != nil {
 		return err
 	}
+	// oci-layout is written unless it is a regular file, not a link,
+	// that says the version.
 	layoutFile := filepath.Join(dir, ocispec.ImageLayoutFile)
-	if _, err := os.Lstat(layoutFile); errors.Is(err, os.ErrNotExist) {
-		data, _ := json.Marshal(ocispec.ImageLayout{Version: ocispec.ImageLayoutVersion})
-		if err := atomicfile.Replace(layoutFile, bytes.NewReader(data)); err != nil {
+	layout, _ := json.Marshal(ocispec.ImageLayout{Version: ocispec.ImageLayoutVersion})
+	if !hasBlob(layoutFile, ocispec.Descriptor{Digest: digest.FromBytes(layout), Size: int64(len(layout))}) {
+		if err := atomicfile.Replace(layoutFile, bytes.NewReader(layout)); err != nil {
 			return err
 		}
 	}
