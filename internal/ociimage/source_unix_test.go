@@ -3,6 +3,7 @@
 package ociimage
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -58,4 +59,24 @@ func TestFIFOsAreRefusedAtOnce(t *testing.T) {
 			}
 		})
 	}
+}
+
+// B5: a destination whose index.json is a FIFO is an error at once, and
+// the FIFO stays.
+func TestLayoutDestinationIndexFIFO(t *testing.T) {
+	dir := writtenLayout(t)
+	index := filepath.Join(dir, "index.json")
+	require.NoError(t, os.Remove(index))
+	require.NoError(t, syscall.Mkfifo(index, 0o644))
+	done := make(chan error, 1)
+	go func() { done <- Write(context.Background(), image(t), must(ParseRef("oci:"+dir+":t")), Remote{}) }()
+	select {
+	case err := <-done:
+		require.ErrorContains(t, err, "is not a regular file but a FIFO")
+	case <-time.After(20 * time.Second):
+		t.Fatal("the build waits on the FIFO")
+	}
+	fi, err := os.Lstat(index)
+	require.NoError(t, err)
+	require.NotZero(t, fi.Mode()&os.ModeNamedPipe)
 }
