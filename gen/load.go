@@ -271,15 +271,18 @@ type listing struct {
 	pkgs        map[string]*loadedPackage // by import path
 	// goMod is the main module's go.mod as the go command used it.
 	goMod string
-	// missing are the packages no module provides.
-	missing []*loadedPackage
+	// missing are the packages no module provides; explained, whether
+	// their errors say why.
+	missing   []*loadedPackage
+	explained bool
 }
 
 // explainMissing says why no module provides each missing package.
 // mods are the modules go.mod requires, the main module first.
 func (l *listing) explainMissing(ctx context.Context, lc loadConfig, mods []string) {
-	if len(l.missing) > 0 {
+	if len(l.missing) > 0 && !l.explained {
 		explainMissing(ctx, lc, mods, l.missing)
+		l.explained = true
 	}
 }
 
@@ -492,6 +495,17 @@ func loadLinked(ctx context.Context, errs *diag.List, opts Options, m *manifest.
 		paths = importPaths(m)
 	}
 	vendored := main.Vendored(opts.Env)
+	// A vendored module is looked at in the module cache: vendor/ holds
+	// only the packages it builds, and the go command reads nothing else.
+	nlc, nested, nerr := lc, listed, err
+	if vendored && (err != nil || len(listed.missing) > 0) {
+		nlc.fromCache = true
+		nested, nerr = load(ctx, nlc, overlay, paths)
+	}
+	var notes map[string]string
+	if nerr == nil && len(nested.missing) > 0 {
+		notes = linkNested(ctx, nlc, opts, m, main, plan, nested)
+	}
 	if len(plan.Lacks) > 0 {
 		if opts.ReadOnlyModules {
 			lerr := plan.Err()
@@ -525,8 +539,9 @@ func loadLinked(ctx context.Context, errs *diag.List, opts Options, m *manifest.
 		listed, err = load(ctx, lc, overlay, paths)
 		ld.modules.ModFile = "" // the scratch go.mod goes with this run
 	} else if vendored {
-		if ld.vendor, err = vendorLacks(opts, main, nil); err != nil {
-			return nil, stop(err)
+		var verr error
+		if ld.vendor, verr = vendorLacks(opts, main, nil); verr != nil {
+			return nil, stop(verr)
 		}
 		if ld.vendor != nil {
 			if opts.ReadOnlyModules {
@@ -546,9 +561,47 @@ func loadLinked(ctx context.Context, errs *diag.List, opts Options, m *manifest.
 		mods, versions = ld.modules.Requires(), ld.modules.Versions()
 	}
 	listed.explainMissing(ctx, lc, mods)
+	for path, note := range notes {
+		var nim *notInModuleError
+		if lp := listed.pkgs[path]; lp != nil && errors.As(lp.err, &nim) && !strings.HasSuffix(nim.msg, note) {
+			nim.msg += note
+		}
+	}
 	listed.explainNotCached(mods, versions)
 	ld.listing = listed
 	return ld, nil
+}
+
+// linkNested adds to the plan, for each entry whose package a module
+// go.mod requires lacks, the module nested in that one which provides it,
+// as go get would find it: at the entry's version:, else the latest. An
+// entry that no nested module provides keeps its error, which its note
+// (by import path) completes: none has it, or none could be looked up.
+func linkNested(ctx context.Context, lc loadConfig, opts Options, m *manifest.Manifest, main *gomod.Main, plan *gomod.Plan, listed *listing) (notes map[string]string) {
+	listed.explainMissing(ctx, lc, main.Requires())
+	notes = map[string]string{}
+	for i := range m.Connectors {
+		c := &m.Connectors[i]
+		lp := listed.pkgs[c.Import.V]
+		var nim *notInModuleError
+		if c.Invalid || plan.Bad[i] || c.Replace.Set || lp == nil || !errors.As(lp.err, &nim) || !nim.nested {
+			continue
+		}
+		pos := c.Import.Pos
+		if c.Version.Set {
+			pos = c.Version.Pos
+		}
+		mod, version, err := gomod.Nested(ctx, main.Dir, opts.Env, c.Import.V, nim.module, c.Version.V)
+		switch {
+		case err != nil:
+			notes[c.Import.V] = fmt.Sprintf(", and no module nested in it could be looked up: %v", err)
+		case mod == "":
+			notes[c.Import.V] = ", nor does any module nested in it"
+		default:
+			plan.Lacks = append(plan.Lacks, gomod.Lack{Pos: pos, Label: c.Label(i), Import: c.Import.V, Module: mod, Version: version})
+		}
+	}
+	return notes
 }
 
 // vendorLacks returns what main's vendor directory lacks of goMod, the

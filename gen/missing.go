@@ -106,12 +106,25 @@ func missingInModule(importPath, mod string, isMain bool, dir string, rel func(s
 		}
 		return nil
 	}
-	msg := fmt.Sprintf("%s has no such package", which)
+	e := &notInModuleError{module: mod, msg: fmt.Sprintf("%s has no such package", which)}
 	if near := suggest.Nearest(sub, packagesIn(dir), 1); len(near) > 0 {
-		msg += fmt.Sprintf("; did you mean %s?", path.Join(mod, near[0]))
+		e.msg += fmt.Sprintf("; did you mean %s?", path.Join(mod, near[0]))
+	} else {
+		// Not a typo of one of its packages: a module nested in it may
+		// have the package, which only the main module could not.
+		e.nested = !isMain
 	}
-	return errors.New(msg)
+	return e
 }
+
+// notInModuleError says that a module go.mod requires lacks a package
+// under its path; nested, that a module nested in it may provide it.
+type notInModuleError struct {
+	module, msg string
+	nested      bool
+}
+
+func (e *notInModuleError) Error() string { return e.msg }
 
 // packagesIn lists the package directories of the module rooted at root,
 // as slash-separated paths relative to it, skipping what the go command
