@@ -68,6 +68,7 @@ type connectorV1 struct {
 	Replace     Value[string]   `yaml:"replace" example:"../kvredis" doc:"Local directory of the connector's module, relative to the manifest: kvgen generate adds a replace line for it to go.mod (kvgen build to a temporary copy)."`
 	Invalid     bool            `yaml:"-"`
 	OnlyNames   bool            `yaml:"-"`
+	Pin         token.Position  `yaml:"-"`
 	Dir         string          `yaml:"-"`
 }
 

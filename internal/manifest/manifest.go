@@ -118,6 +118,9 @@ type Connector struct {
 	// that another entry took): gen still checks the entry's package and
 	// constructor, so that one run reports their problems too.
 	OnlyNames bool
+	// Pin is where a manifest that extends the one the entry is in pins
+	// it (the name of its pin: entry), and invalid where none does.
+	Pin token.Position
 	// Dir is the directory Replace is relative to, relative to the
 	// manifest given to LoadIn and with forward slashes: "" for that
 	// manifest's own entries and pins, the extended manifest's directory
