@@ -358,6 +358,7 @@ func checkEntries(errs *diag.List, m *manifest.Manifest, ld *linked, contract *C
 		namePos token.Position
 		lp      *loadedPackage
 		key     string
+		link    bool
 	}
 	var misses []miss
 	var decode []*loadedPackage
@@ -374,33 +375,42 @@ func checkEntries(errs *diag.List, m *manifest.Manifest, ld *linked, contract *C
 	outPath := ld.importPath
 	entries := make([]*Entry, len(m.Connectors))
 	for i, c := range m.Connectors {
-		rolesOK := !contractOK || checkRoles(errs, c, i, contract)
-		if c.Invalid || !rolesOK {
+		// A roles: problem does not stop the check: the constructor is
+		// checked for the roles that are right, so that one run reports
+		// every problem the entry has.
+		rolesOK, roles := true, c.RoleNames()
+		if contractOK {
+			rolesOK, roles = checkRoles(errs, c, i, contract)
+		}
+		if c.Invalid && !c.OnlyNames {
 			continue // its problems are reported already
 		}
+		// An entry with a problem is checked, but not linked.
+		link := rolesOK && !c.Invalid
 		if outPath != "" && c.Import.V == outPath {
 			errs.Add(c.Import.Pos, "%s: %s is the package the registry is generated into, and a package cannot import itself; move the connector to its own package, or generate the registry elsewhere with output:", c.Label(i), c.Import.V)
 			continue
 		}
 		lp := ld.pkgs[c.Import.V]
 		e, namePos := prepareEntry(errs, c, i, lp)
-		if e == nil {
+		if e == nil || !contractOK {
 			continue
 		}
-		if !contractOK {
-			continue
-		}
-		key := cache.key(regExport, lp.pkg.ExportFile, e.ImportPath, e.Constructor, e.Roles, contractKey)
-		if r, ok := cache.get(key); ok {
-			e.Adapt = r.Adapt
-			e.Decl = position(token.Position{Filename: r.DeclFile, Line: r.DeclLine}, e.ImportPath, lp.pkg.GoFiles, rel)
-			entries[i] = e
-			continue
+		e.Roles = roles // without a roles: problem, the entry's own
+		var key string
+		if link {
+			key = cache.key(regExport, lp.pkg.ExportFile, e.ImportPath, e.Constructor, e.Roles, contractKey)
+			if r, ok := cache.get(key); ok {
+				e.Adapt = r.Adapt
+				e.Decl = position(token.Position{Filename: r.DeclFile, Line: r.DeclLine}, e.ImportPath, lp.pkg.GoFiles, rel)
+				entries[i] = e
+				continue
+			}
 		}
 		if lp.types == nil && !slices.Contains(decode, lp) {
 			decode = append(decode, lp)
 		}
-		misses = append(misses, miss{i, e, namePos, lp, key})
+		misses = append(misses, miss{i, e, namePos, lp, key, link})
 	}
 	if len(decode) > 0 {
 		if err := ld.decode(decode, contract); err != nil {
@@ -408,7 +418,7 @@ func checkEntries(errs *diag.List, m *manifest.Manifest, ld *linked, contract *C
 		}
 	}
 	for _, ms := range misses {
-		if ok, decl := checkTypes(errs, ms.e, ms.index, ms.namePos, ms.lp, rel); ok {
+		if ok, decl := checkTypes(errs, ms.e, ms.index, ms.namePos, ms.lp, rel); ok && ms.link {
 			entries[ms.index] = ms.e
 			cache.put(ms.key, cachedCheck{Adapt: ms.e.Adapt, DeclFile: decl.Filename, DeclLine: decl.Line})
 		}
@@ -417,19 +427,23 @@ func checkEntries(errs *diag.List, m *manifest.Manifest, ld *linked, contract *C
 }
 
 // checkRoles checks that the roles entry c lists are roles the contract
-// declares, and reports those that are not at their positions.
-func checkRoles(errs *diag.List, c manifest.Connector, index int, contract *Contract) bool {
+// declares, and reports those that are not at their positions. It returns
+// whether all are, and the roles to check the constructor for: those of
+// c's roles the contract declares, nil (every role) if c lists none or the
+// contract declares none.
+func checkRoles(errs *diag.List, c manifest.Connector, index int, contract *Contract) (bool, []string) {
 	if len(c.Roles) == 0 {
-		return true
+		return true, c.RoleNames()
 	}
 	declared := contract.RoleNames()
 	if len(declared) == 0 {
 		errs.Add(c.Roles[0].Pos, "%s: roles: the contract %s declares no roles (with a %s line), so remove roles:", c.Label(index), contract.String(), MarkerRoles)
-		return false
+		return false, nil
 	}
-	ok := true
+	ok, known := true, []string{}
 	for _, r := range c.Roles {
 		if slices.Contains(declared, r.V) {
+			known = append(known, r.V)
 			continue
 		}
 		msg := fmt.Sprintf("%s: unknown role %s", c.Label(index), suggest.Quote(r.V))
@@ -441,5 +455,5 @@ func checkRoles(errs *diag.List, c manifest.Connector, index int, contract *Cont
 		errs.Add(r.Pos, "%s", msg)
 		ok = false
 	}
-	return ok
+	return ok, known
 }

@@ -195,6 +195,31 @@ func resolve(ctx context.Context, opts Options, forWrite bool) (*Result, *checkC
 	if err != nil {
 		return nil, nil, err
 	}
+	res, cache, err := resolveManifest(ctx, opts, forWrite, m, slices.Clone(errs))
+	return res, cache, atPins(m, err, errs)
+}
+
+// atPins places the problems in err that checking m's entries found at the
+// pin: lines that changed those entries (see manifest.AtPin); the
+// manifest's own problems, in parsed, stay where they were found.
+func atPins(m *manifest.Manifest, err error, parsed diag.List) error {
+	list, ok := err.(diag.List)
+	if !ok {
+		return err
+	}
+	moved := make(diag.List, len(list))
+	for i, e := range list {
+		moved[i] = e
+		if !slices.Contains(parsed, e) {
+			moved[i] = m.AtPin(e)
+		}
+	}
+	return moved.Sort()
+}
+
+// resolveManifest is resolve for the manifest m, with the problems found
+// in it so far in errs.
+func resolveManifest(ctx context.Context, opts Options, forWrite bool, m *manifest.Manifest, errs diag.List) (*Result, *checkCache, error) {
 	out := placeOutput(&errs, opts, m)
 	if opts.Dir == "" {
 		opts.Dir = defaultLoadDir(opts, out.abs)

@@ -491,6 +491,7 @@ func loadLinked(ctx context.Context, errs *diag.List, opts Options, m *manifest.
 		for i := range m.Connectors {
 			c := &m.Connectors[i]
 			c.Invalid = c.Invalid || plan.Bad[i]
+			c.OnlyNames = c.OnlyNames && !plan.Bad[i]
 		}
 		paths = importPaths(m)
 	}
@@ -638,11 +639,11 @@ func mainModule(ctx context.Context, listed *listing, loadErr error, dir string,
 }
 
 // importPaths lists the import paths of m's entries that have no problem
-// reported yet.
+// reported yet, or only problems with their names.
 func importPaths(m *manifest.Manifest) []string {
 	paths := make([]string, 0, len(m.Connectors))
 	for _, c := range m.Connectors {
-		if !c.Invalid {
+		if !c.Invalid || c.OnlyNames {
 			paths = append(paths, c.Import.V)
 		}
 	}

@@ -157,7 +157,8 @@ type DocRow struct {
 }
 
 // RenderDoc renders the Markdown table of a manifest's connectors; factory
-// is the contract the manifest's factory: names, or "" for the KV
+// is the type of the constructors of the contract the manifest's factory:
+// names (a func() returning it, for an interface), or "" for the KV
 // connectors', whose table has a column of roles.
 func RenderDoc(manifest, factory string, rows []DocRow) ([]byte, error) {
 	return render("doc.md.tmpl", struct {

@@ -31,7 +31,11 @@ func runDoc(ctx context.Context, e *env, args []string) int {
 		}
 	}
 	var factory string
-	if contract.String() != gen.DefaultFactory {
+	switch {
+	case contract.Interface:
+		// Constructors of an interface contract return it.
+		factory = "func() " + contract.String()
+	case contract.String() != gen.DefaultFactory:
 		factory = contract.String()
 	}
 	out, err := templates.RenderDoc(suggest.Show(filepath.Base(g.manifest)), factory, rows)

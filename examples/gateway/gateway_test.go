@@ -1,6 +1,10 @@
 package main
 
 import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -55,4 +59,25 @@ func TestGatewayUnknownPlugin(t *testing.T) {
 	out, err := exec.Command("go", "run", "-trimpath", ".", "-config", cfg, "-request", "/").CombinedOutput()
 	require.Error(t, err)
 	assert.Contains(t, string(out), `gateway: `+cfg+`: step 1: unknown plugin "header" (did you mean "headers" or "bearer"?); linked: auth, cors, headers`)
+}
+
+// With -listen 127.0.0.1:0 the gateway says which port it got, and serves
+// there.
+func TestServeSaysWhere(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	r, w := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- serve(ln, http.HandlerFunc(backend), w) }()
+	line, err := bufio.NewReader(r).ReadString('\n')
+	require.NoError(t, err)
+	assert.Equal(t, "gateway: serving on http://"+ln.Addr().String()+"\n", line)
+	resp, err := http.Get(strings.TrimSpace(strings.TrimPrefix(line, "gateway: serving on ")) + "/hi")
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	assert.Equal(t, "hello from /hi\n", string(body))
+	ln.Close()
+	assert.Error(t, <-done)
 }

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -75,10 +76,21 @@ func main() {
 		h.ServeHTTP(w, r)
 		printResponse(os.Stdout, w.Result())
 	case *listen != "":
-		log.Fatal(http.ListenAndServe(*listen, h))
+		ln, err := net.Listen("tcp", *listen)
+		if err != nil {
+			log.Fatal(err)
+		}
+		log.Fatal(serve(ln, h, os.Stdout))
 	default:
 		log.Fatal("give -listen ADDR or -request PATH")
 	}
+}
+
+// serve serves h on ln, first saying where, as kvserver does: with
+// -listen 127.0.0.1:0 that is the port the system chose.
+func serve(ln net.Listener, h http.Handler, stdout io.Writer) error {
+	fmt.Fprintf(stdout, "gateway: serving on http://%s\n", ln.Addr())
+	return http.Serve(ln, h)
 }
 
 // backend is what the chain guards: it greets the path.

@@ -249,6 +249,7 @@ func merge(m, base *Manifest, baseDir string, errs *diag.List) {
 		}
 		c.Dir = path.Join(baseDir, c.Dir)
 		if p, ok := pins[i]; ok {
+			c.Pin = p.Name.Pos
 			if p.Version.Set {
 				c.Version = p.Version
 			}
@@ -261,6 +262,26 @@ func merge(m, base *Manifest, baseDir string, errs *diag.List) {
 	own := m.Connectors
 	conflicts(merged, own, base.File, errs)
 	m.Connectors = append(merged, own...)
+}
+
+// AtPin places e, a problem found in checking m's entries, at the pin:
+// that changes the entry it lies in, if a manifest that extends the entry's
+// pins it (the problem may be in its package as the pinned version or
+// directory holds it): that is the line the user wrote. The entry is named
+// as a related position. A problem at the pinned version: or replace: is
+// there already, and one outside pinned entries comes back as it is.
+func (m *Manifest) AtPin(e *diag.Error) *diag.Error {
+	for _, c := range m.Connectors {
+		if c.Pin.IsValid() && within(c, e.Pos) {
+			entry := diag.At(e.Pos, "the pinned entry")
+			moved := *e
+			moved.Pos = c.Pin
+			moved.Msg = fmt.Sprintf("%s (as pinned here; the entry is at %s)", e.Msg, entry)
+			moved.Related = append(slices.Clip(e.Related), entry)
+			return &moved
+		}
+	}
+	return e
 }
 
 // contractName names m's contract in messages.

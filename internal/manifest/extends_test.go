@@ -1,6 +1,7 @@
 package manifest_test
 
 import (
+	"go/token"
 	"os"
 	"path/filepath"
 	"testing"
@@ -8,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kvgen/kvgen/internal/diag"
 	"github.com/kvgen/kvgen/internal/manifest"
 )
 
@@ -132,4 +134,27 @@ func TestExtendsReadsOnlyManifestsOfItsTree(t *testing.T) {
 	m, err = manifest.LoadIn(filepath.Join(top, "repo", "example"), "deploy/dc.yaml")
 	require.NoError(t, err)
 	require.Len(t, m.Connectors, 1)
+}
+
+// A problem in an entry that a pin: changes is the pin's: it is placed
+// there, in the file the user wrote, naming the entry as related.
+func TestAtPinPlacesProblemsAtThePin(t *testing.T) {
+	dir := moduleDir(t)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "connectors.yaml"), []byte("version: 1\nconnectors:\n  - name: a\n    import: example.com/a\n  - name: b\n    import: example.com/b\n"), 0o644))
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "deploy"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "deploy", "disk.yaml"), []byte("version: 1\nextends: ../connectors.yaml\npin:\n  - name: a\n    version: v0.2.1\n"), 0o644))
+	m, err := manifest.LoadIn(dir, "deploy/disk.yaml")
+	require.NoError(t, err)
+
+	a, b := m.Connectors[0], m.Connectors[1]
+	moved := m.AtPin(diag.Errorf(a.Import.Pos, "connector %q: package not found", "a"))
+	assert.Equal(t, `deploy/disk.yaml:4:11: connector "a": package not found (as pinned here; the entry is at connectors.yaml:4:13)`, moved.Error())
+	require.Len(t, moved.Related, 1)
+	assert.Equal(t, a.Import.Pos, moved.Related[0].Pos)
+
+	// Not pinned, or at the pinned version: itself: where it was.
+	for _, pos := range []token.Position{b.Import.Pos, a.Version.Pos} {
+		e := diag.Errorf(pos, "problem")
+		assert.Same(t, e, m.AtPin(e))
+	}
 }

@@ -67,6 +67,8 @@ type connectorV1 struct {
 	Version     Value[string]   `yaml:"version" example:"v1.4.0" doc:"Least version of the connector's module to require, as a go.mod require line names one: kvgen generate raises go.mod to it (kvgen build a temporary copy); a go.mod that requires a higher version, as a dependency bot leaves it, satisfies it."`
 	Replace     Value[string]   `yaml:"replace" example:"../kvredis" doc:"Local directory of the connector's module, relative to the manifest: kvgen generate adds a replace line for it to go.mod (kvgen build to a temporary copy)."`
 	Invalid     bool            `yaml:"-"`
+	OnlyNames   bool            `yaml:"-"`
+	Pin         token.Position  `yaml:"-"`
 	Dir         string          `yaml:"-"`
 }
 

@@ -113,6 +113,14 @@ type Connector struct {
 	// Invalid is set when Parse reported a problem in the entry; gen
 	// leaves such an entry out and still checks the others.
 	Invalid bool
+	// OnlyNames is set with Invalid when every problem Parse reported in
+	// the entry is in its name or aliases (a name that is not valid, or
+	// that another entry took): gen still checks the entry's package and
+	// constructor, so that one run reports their problems too.
+	OnlyNames bool
+	// Pin is where a manifest that extends the one the entry is in pins
+	// it (the name of its pin: entry), and invalid where none does.
+	Pin token.Position
 	// Dir is the directory Replace is relative to, relative to the
 	// manifest given to LoadIn and with forward slashes: "" for that
 	// manifest's own entries and pins, the extended manifest's directory

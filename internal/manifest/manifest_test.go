@@ -624,17 +624,22 @@ connectors:
   - name: fine
     import: example.com/d
     roles: [worker]
+  - name: "bad too"
+    import: "bad import"
 `
 	m, err := Parse(file, []byte(src))
 	require.Error(t, err)
 	require.NotNil(t, m, "the problems are all within entries")
-	var invalid []bool
+	var invalid, onlyNames []bool
 	for _, c := range m.Connectors {
 		invalid = append(invalid, c.Invalid)
+		onlyNames = append(onlyNames, c.OnlyNames)
 	}
-	assert.Equal(t, []bool{true, false, true, true, false}, invalid)
+	assert.Equal(t, []bool{true, false, true, true, false, true}, invalid)
+	// Problems with names alone leave the package and constructor to check.
+	assert.Equal(t, []bool{true, false, true, false, false, false}, onlyNames)
 	assert.Equal(t, "example.com/d", m.Connectors[4].Import.V)
-	assert.Len(t, strings.Split(err.Error(), "\n"), 3)
+	assert.Len(t, strings.Split(err.Error(), "\n"), 5)
 
 	// A problem outside the entries leaves no manifest to go on with.
 	m, err = Parse(file, []byte("version: 1\npackage: _\n"+src[len("version: 1\n"):]))

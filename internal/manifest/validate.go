@@ -64,16 +64,19 @@ func (p *parser) validate(m *Manifest) {
 	}
 	for i, c := range m.Connectors {
 		n := len(p.errs)
+		p.validateNames(c, c.Label(i))
+		names := len(p.errs) - n
 		p.validateConnector(c, c.Label(i))
 		p.markInvalid(m.Connectors, i, len(p.errs)-n)
+		m.Connectors[i].OnlyNames = !c.Invalid && names > 0 && len(p.errs)-n == names
 	}
 	p.checkUnique(m.Connectors)
 }
 
-func (p *parser) validateConnector(c Connector, label string) {
-	add := func(pos token.Position, format string, args ...any) {
-		p.errs.Add(pos, "%s: %s", label, fmt.Sprintf(format, args...))
-	}
+// validateNames checks an entry's name and aliases: problems that leave
+// its package and constructor fit to check.
+func (p *parser) validateNames(c Connector, label string) {
+	add := p.adder(label)
 	if v := c.Name; v.Set {
 		if msg := checkName("name", v.V); msg != "" {
 			add(v.Pos, "%s", msg)
@@ -86,6 +89,17 @@ func (p *parser) validateConnector(c Connector, label string) {
 			add(a.Pos, "alias %q is the connector's own name; remove it", a.V)
 		}
 	}
+}
+
+// adder returns a function that adds a problem of the entry label.
+func (p *parser) adder(label string) func(pos token.Position, format string, args ...any) {
+	return func(pos token.Position, format string, args ...any) {
+		p.errs.Add(pos, "%s: %s", label, fmt.Sprintf(format, args...))
+	}
+}
+
+func (p *parser) validateConnector(c Connector, label string) {
+	add := p.adder(label)
 	if v := c.Import; v.Set {
 		if err := module.CheckImportPath(v.V); err != nil {
 			reason := err
@@ -335,6 +349,9 @@ func (p *parser) checkUnique(cs []Connector) {
 		}
 		p.errs.Add(c.pos, "%s: %s %q is already %s of %s at %s; rename one of them",
 			cs[c.conn].Label(c.conn), kind, c.key, what, cs[first.conn].Label(first.conn), diag.At(first.pos, "first taken here"))
+		if !cs[c.conn].Invalid {
+			cs[c.conn].OnlyNames = true
+		}
 		p.markInvalid(cs, c.conn, 1)
 	}
 }

@@ -71,6 +71,10 @@ func explain(err error, host string) error {
 	var resp *errcode.ErrorResponse
 	var op *net.OpError
 	switch {
+	case errors.Is(err, http.ErrSchemeMismatch) && IsLoopback(host):
+		return fmt.Errorf("the registry %s answers plain HTTP, not HTTPS; it is on this machine's loopback, so add -insecure to reach it over plain HTTP: %w", host, err)
+	case errors.Is(err, http.ErrSchemeMismatch):
+		return fmt.Errorf("the registry %s answers plain HTTP, not HTTPS; serve it over HTTPS: -insecure is refused for a registry off this machine's loopback, because anyone on the network between could read and change the image: %w", host, err)
 	case errors.As(err, &resp) && resp.StatusCode == http.StatusUnauthorized:
 		return fmt.Errorf("the registry %s refused the credentials (Docker's config has them, as docker login %s writes them): %w", host, host, err)
 	case errors.As(err, &resp) && resp.StatusCode == http.StatusForbidden:
