@@ -27,6 +27,7 @@ func New(ctx context.Context, cfg kv.Config, role kv.Role) (kv.Connector, error)
 	if role != kv.RoleScheduler && role != kv.RoleWorker {
 		return nil, fmt.Errorf("invalid role %v", role)
 	}
+	routeGoRedisLogs()
 	prefixes, err := cfg.Prefixes()
 	if err != nil {
 		return nil, err
