@@ -54,13 +54,9 @@ func runBuild(ctx context.Context, e *env, args []string) int {
 	}
 	switch {
 	case opts.Manifest == "" || (opts.Binary == "" && img.ref == ""):
-		e.errorf("build: -manifest and -o (or -image) are required")
-		fs.Usage()
-		return exitUsage
+		return usageErrorf(e, fs, "build: -manifest and -o (or -image) are required")
 	case len(pkgs) != 1:
-		e.errorf("build: want one PACKAGE, got %d: %q", len(pkgs), pkgs)
-		fs.Usage()
-		return exitUsage
+		return usageErrorf(e, fs, "build: want one PACKAGE, got %d: %q", len(pkgs), pkgs)
 	}
 	if opts.ForFile != "" {
 		data, err := readfile.Read(opts.ForFile, maxConfig)
@@ -87,8 +83,7 @@ func runBuild(ctx context.Context, e *env, args []string) int {
 		return img.build(ctx, e, opts)
 	}
 	if err := deploy.Build(ctx, opts); err != nil {
-		e.report(buildFlagged(err))
-		return exitError
+		return buildFailed(e, err)
 	}
 	return exitOK
 }
@@ -97,6 +92,19 @@ func runBuild(ctx context.Context, e *env, args []string) int {
 type builtBinary struct {
 	Path   string `json:"path"`
 	Target string `json:"target"`
+}
+
+// buildFailed reports why deploy.Build failed and returns the exit code:
+// a target or a binary path it refuses is a usage error, since the command
+// line gave it; a -for config that names what the manifest lacks is a
+// problem in a file, as the manifest's own are.
+func buildFailed(e *env, err error) int {
+	e.report(buildFlagged(err))
+	var oe *deploy.OptionError
+	if errors.As(err, &oe) && (oe.Field == "Targets" || oe.Field == "Binary") {
+		return exitUsage
+	}
+	return exitError
 }
 
 // buildFlagged words a problem with one of deploy.Options' fields as a

@@ -132,8 +132,7 @@ func (f *imageFlags) build(ctx context.Context, e *env, opts deploy.Options) int
 		}
 	}
 	if err := deploy.Build(ctx, opts); err != nil {
-		e.report(buildFlagged(err))
-		return exitError
+		return buildFailed(e, err)
 	}
 	iopts := ociimage.Options{
 		CABundle: bundle,

@@ -22,6 +22,8 @@
 //
 // kvgen -h lists the commands, and each command's -h its flags and an
 // example. Hints name kvgen "go tool kvgen", as the README runs it.
+// Flags may come before the command: kvgen -json list is kvgen list -json;
+// with no command after them, they are generate's.
 //
 // generate adds to go.mod and go.sum what the manifest's version: and
 // replace: name and they lack, as go get would, and says what it changed;
@@ -29,8 +31,10 @@
 // a vendored module it then exits 1 saying to run go mod vendor. check
 // exits 0 when the generated file is up to date, 1 when it is stale or
 // missing (printing a diff), go.mod lacks what the manifest names, or
-// vendor/ what go.mod requires, and 2 on any other trouble. Other commands exit 1 on errors in their input and 2 on usage
-// errors.
+// vendor/ what go.mod requires, and 2 on any other trouble. Other
+// commands exit 1 on errors in their input and 2 on usage errors (an
+// unknown command or flag, a flag's bad value, arguments missing or left
+// over), which print one line and where the usage is.
 //
 // With -json, generate, check, build, list and inspect print on stdout one
 // JSON object, the command's report, and nothing else, with the same exit
@@ -52,6 +56,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -140,6 +145,10 @@ type env struct {
 	json   jsonReport
 	// stopSaid is whether the report holds that a signal stopped the run.
 	stopSaid bool
+	// probing makes parse keep the command's flags in flags and end the
+	// command: flagsOf asks a command which flags it has.
+	probing bool
+	flags   *flag.FlagSet
 }
 
 // jsonFlag registers -json, for the commands that print a report; report
@@ -336,7 +345,6 @@ func lookup(name string) (command, bool) {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	e := &env{stdout: stdout, stderr: stderr, ctx: ctx}
 	e.json.w = stdout
-	name := "generate"
 	if len(args) > 0 {
 		switch args[0] {
 		case "help", "-h", "-help", "--help":
@@ -344,9 +352,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				// help COMMAND is COMMAND -h.
 				c, ok := lookup(args[1])
 				if !ok {
-					e.errorf("unknown command %q", args[1])
-					usage(e, stderr)
-					return exitUsage
+					return e.unknownCommand(args[1])
 				}
 				return c.run(ctx, e, []string{"-h"})
 			}
@@ -356,33 +362,98 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			// As other tools answer it: the version, not generate's flags.
 			args = append([]string{"version"}, args[1:]...)
 		}
-		if args[0] != "" && args[0][0] != '-' {
-			name, args = args[0], args[1:]
+	}
+	name, args := commandLine(args)
+	c, ok := lookup(name)
+	if !ok {
+		return e.unknownCommand(name)
+	}
+	dir, err := cacheDir()
+	if err != nil {
+		e.errorf("%v", err)
+		return exitUsage
+	}
+	if dir != "" {
+		e.cache = gen.OpenCheckCache(dir, generatorIdentity())
+	}
+	code := c.run(ctx, e, args)
+	if ctx.Err() == nil {
+		e.cache.Save()
+	}
+	if e.asJSON {
+		if err := e.json.end(); err != nil {
+			e.notef("%v", err)
 		}
 	}
-	if c, ok := lookup(name); ok {
-		dir, err := cacheDir()
-		if err != nil {
-			e.errorf("%v", err)
-			return exitUsage
-		}
-		if dir != "" {
-			e.cache = gen.OpenCheckCache(dir, generatorIdentity())
-		}
-		code := c.run(ctx, e, args)
-		if ctx.Err() == nil {
-			e.cache.Save()
-		}
-		if e.asJSON {
-			if err := e.json.end(); err != nil {
-				e.notef("%v", err)
-			}
-		}
-		return code
+	return code
+}
+
+// commandLine splits kvgen's arguments into the command's name and its
+// arguments. The name comes first, or after flags of that command
+// (kvgen -json list is kvgen list -json, the flags going first); flags
+// with no command after them are generate's, as in //go:generate go tool
+// kvgen -manifest deploy.yaml. A word after flags that is no command but
+// near one is taken for a misspelt command, which run then reports.
+func commandLine(args []string) (name string, rest []string) {
+	if len(args) == 0 {
+		return "generate", nil
 	}
-	e.errorf("unknown command %q", name)
-	usage(e, stderr)
+	if args[0] != "" && args[0][0] != '-' {
+		return args[0], args[1:]
+	}
+	// Which flags take a value is the command's to say: kvgen -o list
+	// writes a registry file called list.
+	for _, c := range commands() {
+		fs := flagsOf(c)
+		if fs.Parse(args) == nil && fs.NArg() > 0 && fs.Arg(0) == c.name {
+			flags := args[:len(args)-fs.NArg()]
+			return c.name, append(slices.Clip(flags), fs.Args()[1:]...)
+		}
+	}
+	if fs := flagsOf(commands()[0]); fs.Parse(args) == nil && fs.NArg() > 0 {
+		if word := fs.Arg(0); len(suggest.Nearest(word, commandNames(), 1)) > 0 {
+			return word, nil
+		}
+	}
+	return "generate", args
+}
+
+// flagsOf returns the flags c defines, without running it: c stops at
+// parse, the first thing it does once its flags are defined.
+func flagsOf(c command) *flag.FlagSet {
+	e := &env{stdout: io.Discard, stderr: io.Discard, ctx: context.Background()}
+	e.probing = true
+	c.run(e.ctx, e, nil)
+	fs := e.flags
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	return fs
+}
+
+func commandNames() []string {
+	var names []string
+	for _, c := range commands() {
+		names = append(names, c.name)
+	}
+	return names
+}
+
+// unknownCommand reports a command kvgen does not have, with the commands
+// nearest to it, and where the list of commands is.
+func (e *env) unknownCommand(name string) int {
+	msg := "unknown command " + suggest.Quote(name)
+	if near := suggest.Nearest(name, commandNames(), 2); len(near) > 0 {
+		msg += "; did you mean " + strings.Join(near, " or ") + "?"
+	}
+	e.errorf("%s", msg)
+	e.usageHint("")
 	return exitUsage
+}
+
+// usageHint says, after a usage error, where the usage is, as the go
+// command does, instead of printing it all: the error stays in sight.
+func (e *env) usageHint(command string) {
+	fmt.Fprintf(e.stderr, "run '%s -h' for usage\n", strings.TrimSpace(self+" "+command))
 }
 
 func usage(e *env, w io.Writer) {
@@ -414,8 +485,12 @@ func newFlags(e *env, name, args string) *flag.FlagSet {
 // the command (-h, or a bad flag), else -1. The flag package prints a bad
 // flag's name as it is, so parse reports the error itself, escaped as
 // errorf escapes (a problem of the report, if -json came before it), then
-// prints the usage. -h is no run: it prints no report.
+// says where the usage is. -h is no run: it prints no report.
 func parse(e *env, fs *flag.FlagSet, args []string) int {
+	if e.probing {
+		e.flags = fs
+		return exitOK
+	}
 	out, usage := fs.Output(), fs.Usage
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
@@ -430,10 +505,23 @@ func parse(e *env, fs *flag.FlagSet, args []string) int {
 	case err != nil:
 		msg := diag.OneLine(err.Error())
 		e.problem(msg, &diag.Error{Msg: msg})
-		usage()
+		e.usageHint(commandOf(fs))
 		return exitUsage
 	}
 	return -1
+}
+
+// commandOf is the command whose flags fs holds, as newFlags names it.
+func commandOf(fs *flag.FlagSet) string {
+	return strings.TrimPrefix(fs.Name(), "kvgen ")
+}
+
+// usageErrorf reports a usage error of the command whose flags fs
+// holds, other than a bad flag: the problem, and where the usage is.
+func usageErrorf(e *env, fs *flag.FlagSet, format string, args ...any) int {
+	e.errorf(format, args...)
+	e.usageHint(commandOf(fs))
+	return exitUsage
 }
 
 // noArgs parses the flags of a command that takes no arguments; it
@@ -443,8 +531,7 @@ func noArgs(e *env, fs *flag.FlagSet, name string, args []string) int {
 		return code
 	}
 	if fs.NArg() > 0 {
-		e.errorf("%s takes no arguments, got %q", name, fs.Args())
-		return exitUsage
+		return usageErrorf(e, fs, "%s takes no arguments, got %q", name, fs.Args())
 	}
 	return -1
 }
