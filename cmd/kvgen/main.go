@@ -18,7 +18,7 @@
 //	kvgen new        NAME [-module PATH] [-dir DIR] [-replace DIR]
 //	kvgen new        NAME -factory IMPORT/PATH.TypeName [-dir DIR]
 //	kvgen schema
-//	kvgen version
+//	kvgen version    [-json]
 //
 // kvgen -h lists the commands, and each command's -h its flags and an
 // example. Hints name kvgen "go tool kvgen", as the README runs it.
@@ -36,11 +36,12 @@
 // unknown command or flag, a flag's bad value, arguments missing or left
 // over), which print one line and where the usage is.
 //
-// With -json, generate, check, build, list and inspect print on stdout one
-// JSON object, the command's report, and nothing else, with the same exit
-// status: what the command did (generate: file, written, modules; check:
-// file; build: binaries, and image with -image; list: connectors;
-// inspect: binaries, or sboms with -sbom), and problems, a list of
+// With -json, generate, check, build, list, inspect and version print on
+// stdout one JSON object, the command's report, and nothing else, with the
+// same exit status: what the command did (generate: file, written,
+// modules; check: file; build: binaries, and image with -image; list:
+// connectors; inspect: binaries, or sboms with -sbom; version: version,
+// go, revision, dirty), and problems, a list of
 // {file, line, column, message, related}, empty when there are none, which
 // are then not printed as text. Progress and warnings stay on stderr.
 package main
