@@ -59,6 +59,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/kvgen/kvgen/gen"
@@ -75,7 +76,11 @@ func main() {
 	// Signals stay handled until kvgen exits: one that comes once the run
 	// is over changes nothing, where with the default action restored it
 	// would end kvgen before it could exit with the run's code.
-	os.Exit(run(stopOnSignal(context.Background()), os.Args[1:], os.Stdout, os.Stderr))
+	code := run(stopOnSignal(context.Background()), os.Args[1:], os.Stdout, os.Stderr)
+	if code == exitClosedPipe {
+		exitOnClosedPipe()
+	}
+	os.Exit(code)
 }
 
 // stoppedError is why a run stopped early: a signal.
@@ -101,10 +106,12 @@ func stopOnSignal(parent context.Context) context.Context {
 	go func() {
 		sig := <-sigs
 		cancel(&stoppedError{sig})
-		signal.Stop(sigs)
 		// A closed pipe is not a second signal: kvgen goes on stopping,
-		// and what it still writes is lost.
-		signal.Ignore(syscall.SIGPIPE)
+		// and what it still writes is lost. Still handled, not ignored,
+		// so that exitOnClosedPipe can give it its default action back,
+		// and handled before Stop, so that no write in between meets it.
+		signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+		signal.Stop(sigs)
 	}()
 	return ctx
 }
@@ -118,7 +125,32 @@ const (
 	exitOK    = 0
 	exitError = 1 // errors in the input; for check, a stale file
 	exitUsage = 2 // bad command line; for check, any trouble
+	// exitClosedPipe is run's answer when stdout's reader went away, as
+	// head does once it has what it wants: main then ends kvgen as a
+	// closed pipe ends other tools (exitOnClosedPipe), saying nothing.
+	exitClosedPipe = -1
 )
+
+// stdoutWriter is the command's stdout. Once a write finds its reader
+// gone, it writes nothing more: what the command still prints is lost,
+// and run ends it quietly.
+type stdoutWriter struct {
+	w      io.Writer
+	closed atomic.Bool
+}
+
+func (s *stdoutWriter) Write(p []byte) (int, error) {
+	if s.closed.Load() {
+		return 0, errStdoutClosed
+	}
+	n, err := s.w.Write(p)
+	if err != nil && isClosedPipe(err) {
+		s.closed.Store(true)
+	}
+	return n, err
+}
+
+var errStdoutClosed = errors.New("stdout is closed")
 
 // command is one kvgen subcommand.
 type command struct {
@@ -146,6 +178,8 @@ type env struct {
 	json   jsonReport
 	// stopSaid is whether the report holds that a signal stopped the run.
 	stopSaid bool
+	// out is stdout, whose reader may go away.
+	out *stdoutWriter
 	// probing makes parse keep the command's flags in flags and end the
 	// command: flagsOf asks a command which flags it has.
 	probing bool
@@ -275,6 +309,9 @@ func (e *env) warn(ws []*gen.Problem) {
 func (e *env) report(err error) {
 	var stopped *stoppedError
 	if errors.As(context.Cause(e.ctx), &stopped) {
+		if e.out != nil && e.out.closed.Load() {
+			return // stdout's reader has gone: the stop is what it asked
+		}
 		if e.asJSON && e.stopSaid {
 			return
 		}
@@ -344,8 +381,9 @@ func lookup(name string) (command, bool) {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	e := &env{stdout: stdout, stderr: stderr, ctx: ctx}
-	e.json.w = stdout
+	out := &stdoutWriter{w: stdout}
+	e := &env{stdout: out, stderr: stderr, ctx: ctx, out: out}
+	e.json.w = out
 	if len(args) > 0 {
 		switch args[0] {
 		case "help", "-h", "-help", "--help":
@@ -382,9 +420,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		e.cache.Save()
 	}
 	if e.asJSON {
-		if err := e.json.end(); err != nil {
+		if err := e.json.end(); err != nil && !out.closed.Load() {
 			e.notef("%v", err)
 		}
+	}
+	if out.closed.Load() {
+		return exitClosedPipe
 	}
 	return code
 }
