@@ -7,34 +7,70 @@ import (
 	"strings"
 
 	"github.com/kvgen/kvgen/gen/deploy"
+	"github.com/kvgen/kvgen/internal/gocmd"
 	"github.com/kvgen/kvgen/internal/readfile"
 )
 
-// targetsFlag collects -target GOOS/GOARCH, given once per target.
-type targetsFlag []deploy.Target
+// targetsFlag collects -target GOOS/GOARCH, repeated or comma-separated
+// as in -target linux/amd64,linux/arm64, or -target all.
+type targetsFlag struct {
+	list []deploy.Target
+	// all is -target all: with -image, every Linux target the go command
+	// builds for (see linuxTargets).
+	all bool
+}
 
 func (t *targetsFlag) String() string {
+	if t.all {
+		return "all"
+	}
 	var s []string
-	for _, x := range *t {
+	for _, x := range t.list {
 		s = append(s, x.String())
 	}
 	return strings.Join(s, ",")
 }
 
 func (t *targetsFlag) Set(v string) error {
-	x, err := deploy.ParseTarget(v)
-	if err != nil {
-		return err
+	for _, part := range strings.Split(v, ",") {
+		if part == "all" {
+			t.all = true
+			continue
+		}
+		x, err := deploy.ParseTarget(part)
+		if err != nil {
+			return err
+		}
+		t.list = append(t.list, x)
 	}
-	*t = append(*t, x)
+	if t.all && len(t.list) > 0 {
+		return errors.New("all names every target; give it alone")
+	}
 	return nil
+}
+
+// linuxTargets are the targets -target all names with -image: every
+// linux/ARCH that go tool dist list lists, in its order, for the go
+// command kvgen runs.
+func linuxTargets(ctx context.Context, dir string, env []string) ([]deploy.Target, error) {
+	out, _, err := gocmd.Run(ctx, dir, env, "tool", "dist", "list")
+	if err != nil {
+		return nil, err
+	}
+	var targets []deploy.Target
+	for _, line := range strings.Fields(string(out)) {
+		if arch, ok := strings.CutPrefix(line, "linux/"); ok {
+			targets = append(targets, deploy.Target{GOOS: "linux", GOARCH: arch})
+		}
+	}
+	return targets, nil
 }
 
 // maxConfig bounds a -for config file; a real one is a few hundred bytes.
 const maxConfig = 1 << 20
 
 func runBuild(ctx context.Context, e *env, args []string) int {
-	fs := newFlags(e, "build", "-manifest FILE -o BINARY [-target GOOS/GOARCH ...] [-for CONFIG.json] [-tags TAGS] [-ldflags FLAGS] [-v] [-json] PACKAGE\n       kvgen build -manifest FILE -image REF [-o BINARY] [-target linux/ARCH ...] [-base REF] [-ca-bundle FILE] [-image-label KEY=VALUE ...] [-insecure] ... PACKAGE")
+	fs := newFlags(e, "build", "-manifest FILE -o BINARY [-target GOOS/GOARCH,...] [-for CONFIG.json] [-tags TAGS] [-ldflags FLAGS] [-v] [-json] PACKAGE\n       kvgen build -manifest FILE -image REF [-o BINARY] [-target linux/ARCH,...|all] [-base REF] [-ca-bundle FILE] [-image-label KEY=VALUE ...] [-insecure] ... PACKAGE")
 	var opts deploy.Options
 	var tags string
 	var targets targetsFlag
@@ -42,7 +78,7 @@ func runBuild(ctx context.Context, e *env, args []string) int {
 	img.register(fs)
 	fs.StringVar(&opts.Manifest, "manifest", "", "the deployment manifest (required)")
 	fs.StringVar(&opts.Binary, "o", "", "the binary to write (required); {os}, {arch} and {exe} (.exe on Windows) stand for each target's")
-	fs.Var(&targets, "target", "a GOOS/GOARCH to build for, such as darwin/arm64; repeat it for several binaries (default: GOOS and GOARCH of the environment, else this machine)")
+	fs.Var(&targets, "target", "a GOOS/GOARCH to build for, such as darwin/arm64; repeat it or separate several with commas for several binaries; with -image, all for every Linux target (default: GOOS and GOARCH of the environment, else this machine)")
 	fs.StringVar(&opts.ForFile, "for", "", "a --kv-transfer-config JSON file: link only the connectors it creates")
 	fs.StringVar(&tags, "tags", "", "comma-separated build tags")
 	fs.StringVar(&opts.LDFlags, "ldflags", "", "flags for the linker, as go build takes them")
@@ -54,13 +90,14 @@ func runBuild(ctx context.Context, e *env, args []string) int {
 	}
 	switch {
 	case opts.Manifest == "" || (opts.Binary == "" && img.ref == ""):
-		e.errorf("build: -manifest and -o (or -image) are required")
-		fs.Usage()
-		return exitUsage
+		return usageErrorf(e, fs, "build: -manifest and -o (or -image) are required")
 	case len(pkgs) != 1:
-		e.errorf("build: want one PACKAGE, got %d: %q", len(pkgs), pkgs)
-		fs.Usage()
-		return exitUsage
+		return usageErrorf(e, fs, "build: want one PACKAGE, got %d: %q", len(pkgs), pkgs)
+	case targets.all && img.ref == "":
+		// go tool dist list has ports no server runs on (js/wasm,
+		// wasip1/wasm) and ports that do not build without cgo and an
+		// SDK (ios, most of android): all of them is no deployment.
+		return usageErrorf(e, fs, "-target all is for -image, where it is every Linux target; without -image, name the targets, as in -target linux/amd64,darwin/arm64")
 	}
 	if opts.ForFile != "" {
 		data, err := readfile.Read(opts.ForFile, maxConfig)
@@ -71,7 +108,8 @@ func runBuild(ctx context.Context, e *env, args []string) int {
 		opts.ForConfig = data
 	}
 	opts.Package = pkgs[0]
-	opts.Targets = targets
+	opts.Targets = targets.list
+	img.allTargets = targets.all
 	opts.Tags = splitTags(tags)
 	opts.WorkDir, opts.Env = workDir(), os.Environ()
 	opts.Progress = func(line string) { e.notef("%s", line) }
@@ -87,8 +125,7 @@ func runBuild(ctx context.Context, e *env, args []string) int {
 		return img.build(ctx, e, opts)
 	}
 	if err := deploy.Build(ctx, opts); err != nil {
-		e.report(buildFlagged(err))
-		return exitError
+		return buildFailed(e, err)
 	}
 	return exitOK
 }
@@ -97,6 +134,19 @@ func runBuild(ctx context.Context, e *env, args []string) int {
 type builtBinary struct {
 	Path   string `json:"path"`
 	Target string `json:"target"`
+}
+
+// buildFailed reports why deploy.Build failed and returns the exit code:
+// a target or a binary path it refuses is a usage error, since the command
+// line gave it; a -for config that names what the manifest lacks is a
+// problem in a file, as the manifest's own are.
+func buildFailed(e *env, err error) int {
+	e.report(buildFlagged(err))
+	var oe *deploy.OptionError
+	if errors.As(err, &oe) && (oe.Field == "Targets" || oe.Field == "Binary") {
+		return exitUsage
+	}
+	return exitError
 }
 
 // buildFlagged words a problem with one of deploy.Options' fields as a

@@ -141,6 +141,11 @@ func runGenerate(ctx context.Context, e *env, args []string) int {
 	res, err := gen.GenerateLinked(ctx, opts)
 	if err != nil {
 		g.report(e, err)
+		// -o naming no Go file is the command line's fault, not the
+		// input's; a file there that kvgen may not write is the input's.
+		if oe := (*gen.OutputError)(nil); errors.As(err, &oe) && oe.Err == nil {
+			return exitUsage
+		}
 		return exitError
 	}
 	e.warn(res.Warnings)

@@ -21,6 +21,8 @@ type imageFlags struct {
 	ref, base, caBundle string
 	labels              labelsFlag
 	remote              remoteFlags
+	// allTargets is -target all.
+	allTargets bool
 }
 
 func (f *imageFlags) register(fs *flag.FlagSet) {
@@ -77,6 +79,12 @@ func (f *imageFlags) build(ctx context.Context, e *env, opts deploy.Options) int
 		e.errorf("%v", err)
 		return exitUsage
 	}
+	if f.allTargets {
+		if opts.Targets, err = linuxTargets(ctx, opts.WorkDir, opts.Env); err != nil {
+			e.report(err)
+			return exitError
+		}
+	}
 	if len(opts.Targets) == 0 {
 		t, err := deploy.DefaultTarget(ctx, opts.WorkDir, opts.Env)
 		if err != nil {
@@ -94,6 +102,10 @@ func (f *imageFlags) build(ctx context.Context, e *env, opts deploy.Options) int
 			e.errorf("-image: images are for Linux; -target %s is not (build it without -image)", t)
 			return exitUsage
 		}
+	}
+	if ref.Kind == ociimage.Archive && len(opts.Targets) > 1 {
+		e.errorf("-image %s: a docker archive holds one platform's image, and -target names %d; give one -target, or write an OCI layout (oci:DIR) or to a registry", suggest.Show(ref.String()), len(opts.Targets))
+		return exitUsage
 	}
 	var platforms []ociimage.Platform
 	for _, t := range opts.Targets {
@@ -132,8 +144,7 @@ func (f *imageFlags) build(ctx context.Context, e *env, opts deploy.Options) int
 		}
 	}
 	if err := deploy.Build(ctx, opts); err != nil {
-		e.report(buildFlagged(err))
-		return exitError
+		return buildFailed(e, err)
 	}
 	iopts := ociimage.Options{
 		CABundle: bundle,

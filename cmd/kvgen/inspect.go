@@ -33,9 +33,7 @@ func runInspect(ctx context.Context, e *env, args []string) int {
 		return exitUsage
 	}
 	if len(files) == 0 {
-		e.errorf("inspect: name a binary, a directory of binaries, or an image")
-		fs.Usage()
-		return exitUsage
+		return usageErrorf(e, fs, "inspect: name a binary, a directory of binaries, or an image")
 	}
 	// Each binary, or SBOM, is printed as soon as it is read, so that
 	// memory holds one binary's findings at a time, however many files

@@ -10,18 +10,20 @@
 //
 //	kvgen [generate] [-manifest connectors.yaml] [-o FILE] [-tags TAGS] [-mod mod|readonly] [-json]
 //	kvgen check      [-manifest connectors.yaml] [-o FILE] [-tags TAGS] [-json]
-//	kvgen build      -manifest FILE -o BINARY [-target GOOS/GOARCH ...] [-for CONFIG.json] [-tags TAGS] [-ldflags FLAGS] [-v] [-json] PACKAGE
-//	kvgen build      -manifest FILE -image REF [-o BINARY] [-target linux/ARCH ...] [-base REF] [-ca-bundle FILE] [-image-label KEY=VALUE ...] [-insecure] ... PACKAGE
+//	kvgen build      -manifest FILE -o BINARY [-target GOOS/GOARCH,...] [-for CONFIG.json] [-tags TAGS] [-ldflags FLAGS] [-v] [-json] PACKAGE
+//	kvgen build      -manifest FILE -image REF [-o BINARY] [-target linux/ARCH,...|all] [-base REF] [-ca-bundle FILE] [-image-label KEY=VALUE ...] [-insecure] ... PACKAGE
 //	kvgen inspect    [-json] [-sbom] [-insecure] BINARY|DIR|IMAGE...
 //	kvgen list       [-manifest connectors.yaml] [-tags TAGS] [-json]
 //	kvgen doc        [-manifest connectors.yaml] [-tags TAGS]
 //	kvgen new        NAME [-module PATH] [-dir DIR] [-replace DIR]
 //	kvgen new        NAME -factory IMPORT/PATH.TypeName [-dir DIR]
 //	kvgen schema
-//	kvgen version
+//	kvgen version    [-json]
 //
 // kvgen -h lists the commands, and each command's -h its flags and an
 // example. Hints name kvgen "go tool kvgen", as the README runs it.
+// Flags may come before the command: kvgen -json list is kvgen list -json;
+// with no command after them, they are generate's.
 //
 // generate adds to go.mod and go.sum what the manifest's version: and
 // replace: name and they lack, as go get would, and says what it changed;
@@ -29,14 +31,17 @@
 // a vendored module it then exits 1 saying to run go mod vendor. check
 // exits 0 when the generated file is up to date, 1 when it is stale or
 // missing (printing a diff), go.mod lacks what the manifest names, or
-// vendor/ what go.mod requires, and 2 on any other trouble. Other commands exit 1 on errors in their input and 2 on usage
-// errors.
+// vendor/ what go.mod requires, and 2 on any other trouble. Other
+// commands exit 1 on errors in their input and 2 on usage errors (an
+// unknown command or flag, a flag's bad value, arguments missing or left
+// over), which print one line and where the usage is.
 //
-// With -json, generate, check, build, list and inspect print on stdout one
-// JSON object, the command's report, and nothing else, with the same exit
-// status: what the command did (generate: file, written, modules; check:
-// file; build: binaries, and image with -image; list: connectors;
-// inspect: binaries, or sboms with -sbom), and problems, a list of
+// With -json, generate, check, build, list, inspect and version print on
+// stdout one JSON object, the command's report, and nothing else, with the
+// same exit status: what the command did (generate: file, written,
+// modules; check: file; build: binaries, and image with -image; list:
+// connectors; inspect: binaries, or sboms with -sbom; version: version,
+// go, revision, dirty), and problems, a list of
 // {file, line, column, message, related}, empty when there are none, which
 // are then not printed as text. Progress and warnings stay on stderr.
 package main
@@ -52,7 +57,9 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/kvgen/kvgen/gen"
@@ -69,7 +76,11 @@ func main() {
 	// Signals stay handled until kvgen exits: one that comes once the run
 	// is over changes nothing, where with the default action restored it
 	// would end kvgen before it could exit with the run's code.
-	os.Exit(run(stopOnSignal(context.Background()), os.Args[1:], os.Stdout, os.Stderr))
+	code := run(stopOnSignal(context.Background()), os.Args[1:], os.Stdout, os.Stderr)
+	if code == exitClosedPipe {
+		exitOnClosedPipe()
+	}
+	os.Exit(code)
 }
 
 // stoppedError is why a run stopped early: a signal.
@@ -95,10 +106,12 @@ func stopOnSignal(parent context.Context) context.Context {
 	go func() {
 		sig := <-sigs
 		cancel(&stoppedError{sig})
-		signal.Stop(sigs)
 		// A closed pipe is not a second signal: kvgen goes on stopping,
-		// and what it still writes is lost.
-		signal.Ignore(syscall.SIGPIPE)
+		// and what it still writes is lost. Still handled, not ignored,
+		// so that exitOnClosedPipe can give it its default action back,
+		// and handled before Stop, so that no write in between meets it.
+		signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+		signal.Stop(sigs)
 	}()
 	return ctx
 }
@@ -112,7 +125,32 @@ const (
 	exitOK    = 0
 	exitError = 1 // errors in the input; for check, a stale file
 	exitUsage = 2 // bad command line; for check, any trouble
+	// exitClosedPipe is run's answer when stdout's reader went away, as
+	// head does once it has what it wants: main then ends kvgen as a
+	// closed pipe ends other tools (exitOnClosedPipe), saying nothing.
+	exitClosedPipe = -1
 )
+
+// stdoutWriter is the command's stdout. Once a write finds its reader
+// gone, it writes nothing more: what the command still prints is lost,
+// and run ends it quietly.
+type stdoutWriter struct {
+	w      io.Writer
+	closed atomic.Bool
+}
+
+func (s *stdoutWriter) Write(p []byte) (int, error) {
+	if s.closed.Load() {
+		return 0, errStdoutClosed
+	}
+	n, err := s.w.Write(p)
+	if err != nil && isClosedPipe(err) {
+		s.closed.Store(true)
+	}
+	return n, err
+}
+
+var errStdoutClosed = errors.New("stdout is closed")
 
 // command is one kvgen subcommand.
 type command struct {
@@ -140,6 +178,12 @@ type env struct {
 	json   jsonReport
 	// stopSaid is whether the report holds that a signal stopped the run.
 	stopSaid bool
+	// out is stdout, whose reader may go away.
+	out *stdoutWriter
+	// probing makes parse keep the command's flags in flags and end the
+	// command: flagsOf asks a command which flags it has.
+	probing bool
+	flags   *flag.FlagSet
 }
 
 // jsonFlag registers -json, for the commands that print a report; report
@@ -265,6 +309,9 @@ func (e *env) warn(ws []*gen.Problem) {
 func (e *env) report(err error) {
 	var stopped *stoppedError
 	if errors.As(context.Cause(e.ctx), &stopped) {
+		if e.out != nil && e.out.closed.Load() {
+			return // stdout's reader has gone: the stop is what it asked
+		}
 		if e.asJSON && e.stopSaid {
 			return
 		}
@@ -334,9 +381,9 @@ func lookup(name string) (command, bool) {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	e := &env{stdout: stdout, stderr: stderr, ctx: ctx}
-	e.json.w = stdout
-	name := "generate"
+	out := &stdoutWriter{w: stdout}
+	e := &env{stdout: out, stderr: stderr, ctx: ctx, out: out}
+	e.json.w = out
 	if len(args) > 0 {
 		switch args[0] {
 		case "help", "-h", "-help", "--help":
@@ -344,9 +391,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				// help COMMAND is COMMAND -h.
 				c, ok := lookup(args[1])
 				if !ok {
-					e.errorf("unknown command %q", args[1])
-					usage(e, stderr)
-					return exitUsage
+					return e.unknownCommand(args[1])
 				}
 				return c.run(ctx, e, []string{"-h"})
 			}
@@ -356,33 +401,101 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			// As other tools answer it: the version, not generate's flags.
 			args = append([]string{"version"}, args[1:]...)
 		}
-		if args[0] != "" && args[0][0] != '-' {
-			name, args = args[0], args[1:]
+	}
+	name, args := commandLine(args)
+	c, ok := lookup(name)
+	if !ok {
+		return e.unknownCommand(name)
+	}
+	dir, err := cacheDir()
+	if err != nil {
+		e.errorf("%v", err)
+		return exitUsage
+	}
+	if dir != "" {
+		e.cache = gen.OpenCheckCache(dir, generatorIdentity())
+	}
+	code := c.run(ctx, e, args)
+	if ctx.Err() == nil {
+		e.cache.Save()
+	}
+	if e.asJSON {
+		if err := e.json.end(); err != nil && !out.closed.Load() {
+			e.notef("%v", err)
 		}
 	}
-	if c, ok := lookup(name); ok {
-		dir, err := cacheDir()
-		if err != nil {
-			e.errorf("%v", err)
-			return exitUsage
-		}
-		if dir != "" {
-			e.cache = gen.OpenCheckCache(dir, generatorIdentity())
-		}
-		code := c.run(ctx, e, args)
-		if ctx.Err() == nil {
-			e.cache.Save()
-		}
-		if e.asJSON {
-			if err := e.json.end(); err != nil {
-				e.notef("%v", err)
-			}
-		}
-		return code
+	if out.closed.Load() {
+		return exitClosedPipe
 	}
-	e.errorf("unknown command %q", name)
-	usage(e, stderr)
+	return code
+}
+
+// commandLine splits kvgen's arguments into the command's name and its
+// arguments. The name comes first, or after flags of that command
+// (kvgen -json list is kvgen list -json, the flags going first); flags
+// with no command after them are generate's, as in //go:generate go tool
+// kvgen -manifest deploy.yaml. A word after flags that is no command but
+// near one is taken for a misspelt command, which run then reports.
+func commandLine(args []string) (name string, rest []string) {
+	if len(args) == 0 {
+		return "generate", nil
+	}
+	if args[0] != "" && args[0][0] != '-' {
+		return args[0], args[1:]
+	}
+	// Which flags take a value is the command's to say: kvgen -o list
+	// writes a registry file called list.
+	for _, c := range commands() {
+		fs := flagsOf(c)
+		if fs.Parse(args) == nil && fs.NArg() > 0 && fs.Arg(0) == c.name {
+			flags := args[:len(args)-fs.NArg()]
+			return c.name, append(slices.Clip(flags), fs.Args()[1:]...)
+		}
+	}
+	if fs := flagsOf(commands()[0]); fs.Parse(args) == nil && fs.NArg() > 0 {
+		if word := fs.Arg(0); len(suggest.Nearest(word, commandNames(), 1)) > 0 {
+			return word, nil
+		}
+	}
+	return "generate", args
+}
+
+// flagsOf returns the flags c defines, without running it: c stops at
+// parse, the first thing it does once its flags are defined.
+func flagsOf(c command) *flag.FlagSet {
+	e := &env{stdout: io.Discard, stderr: io.Discard, ctx: context.Background()}
+	e.probing = true
+	c.run(e.ctx, e, nil)
+	fs := e.flags
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	return fs
+}
+
+func commandNames() []string {
+	var names []string
+	for _, c := range commands() {
+		names = append(names, c.name)
+	}
+	return names
+}
+
+// unknownCommand reports a command kvgen does not have, with the commands
+// nearest to it, and where the list of commands is.
+func (e *env) unknownCommand(name string) int {
+	msg := "unknown command " + suggest.Quote(name)
+	if near := suggest.Nearest(name, commandNames(), 2); len(near) > 0 {
+		msg += "; did you mean " + strings.Join(near, " or ") + "?"
+	}
+	e.errorf("%s", msg)
+	e.usageHint("")
 	return exitUsage
+}
+
+// usageHint says, after a usage error, where the usage is, as the go
+// command does, instead of printing it all: the error stays in sight.
+func (e *env) usageHint(command string) {
+	fmt.Fprintf(e.stderr, "run '%s -h' for usage\n", strings.TrimSpace(self+" "+command))
 }
 
 func usage(e *env, w io.Writer) {
@@ -414,8 +527,12 @@ func newFlags(e *env, name, args string) *flag.FlagSet {
 // the command (-h, or a bad flag), else -1. The flag package prints a bad
 // flag's name as it is, so parse reports the error itself, escaped as
 // errorf escapes (a problem of the report, if -json came before it), then
-// prints the usage. -h is no run: it prints no report.
+// says where the usage is. -h is no run: it prints no report.
 func parse(e *env, fs *flag.FlagSet, args []string) int {
+	if e.probing {
+		e.flags = fs
+		return exitOK
+	}
 	out, usage := fs.Output(), fs.Usage
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
@@ -430,10 +547,23 @@ func parse(e *env, fs *flag.FlagSet, args []string) int {
 	case err != nil:
 		msg := diag.OneLine(err.Error())
 		e.problem(msg, &diag.Error{Msg: msg})
-		usage()
+		e.usageHint(commandOf(fs))
 		return exitUsage
 	}
 	return -1
+}
+
+// commandOf is the command whose flags fs holds, as newFlags names it.
+func commandOf(fs *flag.FlagSet) string {
+	return strings.TrimPrefix(fs.Name(), "kvgen ")
+}
+
+// usageErrorf reports a usage error of the command whose flags fs
+// holds, other than a bad flag: the problem, and where the usage is.
+func usageErrorf(e *env, fs *flag.FlagSet, format string, args ...any) int {
+	e.errorf(format, args...)
+	e.usageHint(commandOf(fs))
+	return exitUsage
 }
 
 // noArgs parses the flags of a command that takes no arguments; it
@@ -443,8 +573,7 @@ func noArgs(e *env, fs *flag.FlagSet, name string, args []string) int {
 		return code
 	}
 	if fs.NArg() > 0 {
-		e.errorf("%s takes no arguments, got %q", name, fs.Args())
-		return exitUsage
+		return usageErrorf(e, fs, "%s takes no arguments, got %q", name, fs.Args())
 	}
 	return -1
 }

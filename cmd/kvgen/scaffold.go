@@ -35,9 +35,7 @@ func runNew(ctx context.Context, e *env, args []string) int {
 		return code
 	}
 	if len(positional) != 1 {
-		e.errorf("new: want one NAME, got %d: %q", len(positional), positional)
-		fs.Usage()
-		return exitUsage
+		return usageErrorf(e, fs, "new: want one NAME, got %d: %q", len(positional), positional)
 	}
 	name := positional[0]
 	if err := templates.CheckName(name); err != nil {

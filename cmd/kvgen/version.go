@@ -7,8 +7,10 @@ import (
 	"os"
 	"runtime/debug"
 	"strconv"
+	"strings"
 
 	"github.com/kvgen/kvgen/internal/buildinfo"
+	"golang.org/x/mod/module"
 	"golang.org/x/mod/semver"
 )
 
@@ -58,14 +60,66 @@ func generatorIdentity() string {
 }
 
 func runVersion(ctx context.Context, e *env, args []string) int {
-	fs := newFlags(e, "version", "")
+	fs := newFlags(e, "version", "[-json]")
+	e.jsonFlag(fs, "{version, go, revision, dirty, problems}")
 	if code := noArgs(e, fs, "version", args); code >= 0 {
 		return code
 	}
-	// What the go command recorded, a modified checkout's "+dirty" or a
-	// replacement's directory included: more to go on in a bug report
-	// than versionIn, which names only exact versions.
 	info, _ := debug.ReadBuildInfo()
-	fmt.Fprintf(e.stdout, "kvgen %s\n", cmp.Or(buildinfo.ModuleVersion(info, kvgenModule), "(devel)"))
+	v := versionOf(info)
+	if e.asJSON {
+		e.json.set("version", v.Version)
+		e.json.set("go", v.Go)
+		if v.Revision != "" {
+			e.json.set("revision", v.Revision)
+		}
+		e.json.set("dirty", v.Dirty)
+		return exitOK
+	}
+	fmt.Fprintf(e.stdout, "kvgen %s\n", v.Version)
 	return exitOK
+}
+
+// kvgenVersion is what kvgen version reports of the binary.
+type kvgenVersion struct {
+	// Version is the kvgen module's version as the go command recorded
+	// it, a modified checkout's "+dirty" or a replacement's directory
+	// included: more to go on in a bug report than versionIn, which names
+	// only exact versions. "(devel)" when it recorded none.
+	Version string
+	// Go is the Go release that built the binary.
+	Go string
+	// Revision is the commit kvgen was built from: the go command's
+	// vcs.revision when kvgen was the main module of a checkout, else
+	// what a pseudo-version names (its first 12 hex digits); "" when
+	// neither says, as for a release.
+	Revision string
+	// Dirty is whether the checkout had changes not committed.
+	Dirty bool
+}
+
+func versionOf(info *debug.BuildInfo) kvgenVersion {
+	v := kvgenVersion{Version: cmp.Or(buildinfo.ModuleVersion(info, kvgenModule), "(devel)")}
+	if info == nil {
+		return v
+	}
+	v.Go = info.GoVersion
+	// vcs.* are the main module's: kvgen's only when kvgen is it.
+	if info.Main.Path == kvgenModule {
+		for _, s := range info.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				v.Revision = s.Value
+			case "vcs.modified":
+				v.Dirty = s.Value == "true"
+			}
+		}
+	}
+	// Go 1.24 and later mark a modified checkout's version "+dirty".
+	build := semver.Build(v.Version)
+	v.Dirty = v.Dirty || build == "+dirty"
+	if pv := strings.TrimSuffix(v.Version, build); v.Revision == "" && module.IsPseudoVersion(pv) {
+		v.Revision, _ = module.PseudoVersionRev(pv)
+	}
+	return v
 }

@@ -33,3 +33,38 @@ func TestVersionIn(t *testing.T) {
 		assert.Equal(t, tc.want, versionIn(tc.info), tc.name)
 	}
 }
+
+// kvgen version -json says which commit and Go built kvgen, and whether
+// the checkout was modified, from whatever the go command recorded.
+func TestVersionOf(t *testing.T) {
+	const rev = "0123456789abcdef0123456789abcdef01234567"
+	vcs := func(modified string) []debug.BuildSetting {
+		return []debug.BuildSetting{{Key: "vcs", Value: "git"}, {Key: "vcs.revision", Value: rev}, {Key: "vcs.modified", Value: modified}}
+	}
+	for _, tc := range []struct {
+		name string
+		info *debug.BuildInfo
+		want kvgenVersion
+	}{
+		{"a release", &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Path: kvgenModule, Version: "v0.3.0"}},
+			kvgenVersion{Version: "v0.3.0", Go: "go1.26.0"}},
+		{"a pseudo-version", &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Path: kvgenModule, Version: "v0.3.1-0.20261201050000-0123456789ab"}},
+			kvgenVersion{Version: "v0.3.1-0.20261201050000-0123456789ab", Go: "go1.26.0", Revision: "0123456789ab"}},
+		{"a checkout", &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Path: kvgenModule, Version: "v0.3.1-0.20261201050000-0123456789ab"}, Settings: vcs("false")},
+			kvgenVersion{Version: "v0.3.1-0.20261201050000-0123456789ab", Go: "go1.26.0", Revision: rev}},
+		{"a modified checkout", &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Path: kvgenModule, Version: "v0.3.1-0.20261201050000-0123456789ab+dirty"}, Settings: vcs("true")},
+			kvgenVersion{Version: "v0.3.1-0.20261201050000-0123456789ab+dirty", Go: "go1.26.0", Revision: rev, Dirty: true}},
+		{"+dirty alone", &debug.BuildInfo{Main: debug.Module{Path: kvgenModule, Version: "v0.3.1-0.20261201050000-0123456789ab+dirty"}},
+			kvgenVersion{Version: "v0.3.1-0.20261201050000-0123456789ab+dirty", Revision: "0123456789ab", Dirty: true}},
+		// Another module's checkout says nothing of kvgen's.
+		{"built in another module", &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Path: "example.com/host", Version: "(devel)"}, Deps: []*debug.Module{{Path: kvgenModule, Version: "v0.2.0"}}, Settings: vcs("true")},
+			kvgenVersion{Version: "v0.2.0", Go: "go1.26.0"}},
+		{"replaced by a directory", &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Path: kvgenModule, Version: "v0.0.0-00010101000000-000000000000", Replace: &debug.Module{Path: "../kvgen", Version: "(devel)"}}},
+			kvgenVersion{Version: "v0.0.0-00010101000000-000000000000 => ../kvgen", Go: "go1.26.0"}},
+		{"unstamped", &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Path: kvgenModule, Version: "(devel)"}},
+			kvgenVersion{Version: "(devel)", Go: "go1.26.0"}},
+		{"no build info", nil, kvgenVersion{Version: "(devel)"}},
+	} {
+		assert.Equal(t, tc.want, versionOf(tc.info), tc.name)
+	}
+}

@@ -1,0 +1,24 @@
+//go:build unix
+
+package main
+
+import (
+	"errors"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// isClosedPipe says whether err is a write's to a pipe with no reader.
+func isClosedPipe(err error) bool { return errors.Is(err, syscall.EPIPE) }
+
+// exitOnClosedPipe ends kvgen as SIGPIPE's default action ends a program
+// whose output's reader went away (a shell says 141), as cat or grep end:
+// kvgen handles SIGPIPE to stop cleanly, and ends so once it has. With
+// SIGPIPE handled no more, a write to the closed stdout is how the Go
+// runtime lets a program end so.
+func exitOnClosedPipe() {
+	signal.Reset(syscall.SIGPIPE)
+	os.Stdout.Write([]byte("\n"))
+	os.Exit(exitError) // should the write not end kvgen
+}
