@@ -89,11 +89,14 @@ type stoppedError struct{ sig os.Signal }
 func (e *stoppedError) Error() string { return "stopped by " + e.sig.String() }
 
 // stopSignals are the signals that stop kvgen the clean way: an
-// interrupt, a termination, a closed terminal (SIGHUP), and a closed pipe
-// on its output (SIGPIPE), each of which would otherwise end kvgen at once
-// and leave the go commands it started running, and its temporary
-// directories behind.
-var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE}
+// interrupt, a termination and a closed terminal (SIGHUP), each of which
+// would otherwise end kvgen at once and leave the go commands it started
+// running, and its temporary directories behind. A closed pipe on stdout
+// stops it the same way, from the write that finds it (stdoutWriter):
+// SIGPIPE itself is ignored, since, once handled, it comes for every
+// broken connection too, a registry's among them, which is an error of
+// that exchange, not a stop.
+var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
 
 // stopOnSignal returns a context that ends when kvgen gets one of
 // stopSignals, with a *stoppedError as its cause. The commands then stop
@@ -101,16 +104,12 @@ var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, sys
 // non-zero. A second signal ends kvgen at once.
 func stopOnSignal(parent context.Context) context.Context {
 	ctx, cancel := context.WithCancelCause(parent)
+	signal.Ignore(syscall.SIGPIPE)
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, stopSignals...)
 	go func() {
 		sig := <-sigs
 		cancel(&stoppedError{sig})
-		// A closed pipe is not a second signal: kvgen goes on stopping,
-		// and what it still writes is lost. Still handled, not ignored,
-		// so that exitOnClosedPipe can give it its default action back,
-		// and handled before Stop, so that no write in between meets it.
-		signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 		signal.Stop(sigs)
 	}()
 	return ctx
@@ -132,10 +131,11 @@ const (
 )
 
 // stdoutWriter is the command's stdout. Once a write finds its reader
-// gone, it writes nothing more: what the command still prints is lost,
-// and run ends it quietly.
+// gone, it stops the run, as a signal does, and writes nothing more: what
+// the command still prints is lost, and run ends it quietly.
 type stdoutWriter struct {
 	w      io.Writer
+	stop   context.CancelCauseFunc
 	closed atomic.Bool
 }
 
@@ -146,6 +146,7 @@ func (s *stdoutWriter) Write(p []byte) (int, error) {
 	n, err := s.w.Write(p)
 	if err != nil && isClosedPipe(err) {
 		s.closed.Store(true)
+		s.stop(&stoppedError{syscall.SIGPIPE})
 	}
 	return n, err
 }
@@ -381,7 +382,9 @@ func lookup(name string) (command, bool) {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	out := &stdoutWriter{w: stdout}
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	out := &stdoutWriter{w: stdout, stop: stop}
 	e := &env{stdout: out, stderr: stderr, ctx: ctx, out: out}
 	e.json.w = out
 	if len(args) > 0 {
