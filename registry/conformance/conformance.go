@@ -19,8 +19,9 @@
 // engines of two models sharing one store never see each other's KV. It
 // checks each optional interface a connector implements and skips the
 // others: stats that add up to what the suite did
-// ([kv.StatsReporter]), events that match its saves
-// ([kv.EventReporter]), and the blocks a load of damaged KV reports
+// ([kv.StatsReporter]), events that match its saves and, replayed into
+// an index of blocks as a router does, give what loads
+// ([kv.EventReporter], [kv.RemovalReporter]), and the blocks a load of damaged KV reports
 // as failed ([kv.LoadError], with [Options.Damage]). Run it with
 // -race.
 package conformance
@@ -53,6 +54,12 @@ type Options struct {
 	// disk would, so that the suite checks the [kv.LoadError] a load
 	// of it returns. Nil skips that check.
 	Damage func(t testing.TB, extra map[string]any, prefix kv.BlockHash, layer string)
+	// Remove, if set, removes the stored KV of one layer of the prefix
+	// with hash prefix in the store extra configures, as the store does
+	// by itself (an eviction, an expiry), so that the suite checks a
+	// connector that reports removals ([kv.RemovalReporter]) reports it.
+	// Nil leaves removals unchecked.
+	Remove func(t testing.TB, extra map[string]any, prefix kv.BlockHash, layer string)
 }
 
 // name is the registry key the suite gives the connector under test.
@@ -106,6 +113,7 @@ func Run(t *testing.T, factory kv.Factory, opts Options) {
 	// where not.
 	t.Run("StatsAddUp", s.statsAddUp)
 	t.Run("EventsMatchSaves", s.eventsMatchSaves)
+	t.Run("EventsReplayToWhatLoads", s.eventsReplayToWhatLoads)
 	t.Run("LoadErrorsNamed", s.loadErrorsNamed)
 }
 

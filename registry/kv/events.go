@@ -15,6 +15,10 @@ const (
 	BlockStored EventKind = iota + 1
 	// BlockRemoved: the blocks can no longer be loaded.
 	BlockRemoved
+	// AllBlocksCleared: no block the connector reported stored can be
+	// loaded any more, as after its store was wiped, or when it cannot
+	// tell what was removed.
+	AllBlocksCleared
 )
 
 // String returns vLLM's name of the event.
@@ -24,12 +28,18 @@ func (k EventKind) String() string {
 		return "BlockStored"
 	case BlockRemoved:
 		return "BlockRemoved"
+	case AllBlocksCleared:
+		return "AllBlocksCleared"
 	}
 	return fmt.Sprintf("EventKind(%d)", uint8(k))
 }
 
-// Mediums connectors report their KV in, in vLLM's spelling where vLLM has
-// one.
+// Mediums connectors report their KV in. MediumCPU is vLLM's spelling of
+// its CPU tier (the OffloadingConnector's). vLLM and LMCache have no
+// medium for a local disk or a Redis shared by engines: MediumDisk and
+// MediumRedis name them, and docs/vllm.md says how a router should weigh
+// them (below CPU), since a router that does not know a medium may score it
+// as GPU.
 const (
 	MediumCPU   = "CPU"
 	MediumDisk  = "DISK"
@@ -37,22 +47,31 @@ const (
 )
 
 // KVEvent is one of vLLM's KV cache events (vllm/distributed/kv_events.py)
-// as a kvgen connector reports it. A connector stores KV by prefix: a
-// BlockStored event is a prefix of a prompt that became loadable, every
-// layer of it stored, and lists the hashes of all its blocks; a
-// BlockRemoved event is a prefix that stopped being loadable, named by its
-// last block's hash, since its leading blocks may still be held as part of
-// other prefixes. docs/vllm.md says how a router uses them.
+// as a kvgen connector reports it, with vLLM's meaning: replayed in order
+// into a set of blocks, the events of a connector give the blocks it holds.
+//
+// A connector stores KV by prefix, and holds a block while it holds some
+// loadable prefix (every layer stored) that contains it; prefixes that
+// share leading blocks hold them together ([HeldBlocks] counts them). A
+// BlockStored event names the blocks a prefix made held, in order: the
+// blocks the prefix adds beyond those already held, which end with the
+// prefix's own key. A BlockRemoved event names every block no longer held
+// once a prefix stopped being loadable, no more and no fewer: the blocks
+// no other held prefix contains. AllBlocksCleared says none is held.
+// docs/vllm.md says how a router uses them.
 type KVEvent struct {
 	Kind EventKind
-	// BlockHashes are the chained hashes of the blocks, as
-	// [Prefixes.Hashes] computes them: the last one is the prefix's key.
+	// BlockHashes are the chained hashes of the blocks the event names,
+	// as [Prefixes.Hashes] computes them, in the prompt's order: the last
+	// one is the key of the prefix stored or removed.
 	BlockHashes []BlockHash
 	// ParentBlockHash is the hash of the block before the first one, or
-	// nil when the first block starts the prompt, as it always does for a
-	// stored prefix.
+	// nil when the first block starts the prompt (BlockStored only).
 	ParentBlockHash *BlockHash
-	// TokenIDs are the prefix's tokens (BlockStored only).
+	// TokenIDs are the prefix's tokens, from the prompt's start through
+	// its last block (BlockStored only). The tokens of the blocks named,
+	// vLLM's token_ids, are the last len(BlockHashes)*BlockSize of them:
+	// [KVEvent.BlockTokenIDs].
 	TokenIDs []uint32
 	// BlockSize is the number of tokens in a block (BlockStored only).
 	BlockSize int
@@ -63,10 +82,11 @@ type KVEvent struct {
 	LoraName string
 }
 
-// EventReporter is implemented by connectors that report the prefixes
-// they store and remove, as vLLM's connectors report BlockStored and
+// EventReporter is implemented by connectors that report the blocks they
+// store and remove, as vLLM's connectors report BlockStored and
 // BlockRemoved events, so that a router can send a request to the engine
-// that holds its prefix.
+// that holds its prefix. A connector that implements it should implement
+// [RemovalReporter] too, to say whether its events name removals.
 type EventReporter interface {
 	// ReportEvents makes the connector call emit with each event from now
 	// on, from whichever goroutine stored or removed the KV; nil stops the
@@ -76,11 +96,41 @@ type EventReporter interface {
 	ReportEvents(emit func(KVEvent))
 }
 
+// RemovalReporter is implemented by an [EventReporter] that says whether
+// its events keep a router's index true.
+type RemovalReporter interface {
+	// ReportsRemovals returns nil if, while events are reported, the
+	// connector reports a BlockRemoved event for every block that stops
+	// being loadable (or AllBlocksCleared when it cannot tell which).
+	// Otherwise its events are store-only: it never or not always
+	// reports removals, an index built from them keeps blocks after they
+	// are gone, and the error says why.
+	ReportsRemovals() error
+}
+
+// BlockTokenIDs returns the tokens of the blocks a BlockStored event
+// names, vLLM's token_ids: the last len(BlockHashes)*BlockSize of
+// TokenIDs, or all of TokenIDs if they are fewer or the event names no
+// block.
+func (e KVEvent) BlockTokenIDs() []uint32 {
+	n := len(e.BlockHashes) * e.BlockSize
+	if len(e.BlockHashes) == 0 || e.BlockSize <= 0 || n > len(e.TokenIDs) {
+		return e.TokenIDs
+	}
+	return e.TokenIDs[len(e.TokenIDs)-n:]
+}
+
 // MarshalJSON writes the event with vLLM's field names: "type" is
-// BlockStored or BlockRemoved, hashes are hex strings, and lora_name is
+// BlockStored, BlockRemoved or AllBlocksCleared, hashes are hex strings,
+// token_ids are [KVEvent.BlockTokenIDs], and lora_id and lora_name are
 // null for the base model. A BlockRemoved event has only block_hashes and
-// medium, as in vLLM.
+// medium, and AllBlocksCleared only its type, as in vLLM.
 func (e KVEvent) MarshalJSON() ([]byte, error) {
+	if e.Kind == AllBlocksCleared {
+		return json.Marshal(struct {
+			Type string `json:"type"`
+		}{e.Kind.String()})
+	}
 	hexes := func(hs []BlockHash) []string {
 		out := make([]string, len(hs))
 		for i, h := range hs {
@@ -107,7 +157,7 @@ func (e KVEvent) MarshalJSON() ([]byte, error) {
 	if e.LoraName != "" {
 		lora = &e.LoraName
 	}
-	tokens := e.TokenIDs
+	tokens := e.BlockTokenIDs()
 	if tokens == nil {
 		tokens = []uint32{}
 	}
@@ -117,14 +167,18 @@ func (e KVEvent) MarshalJSON() ([]byte, error) {
 		ParentBlockHash *string  `json:"parent_block_hash"`
 		TokenIDs        []uint32 `json:"token_ids"`
 		BlockSize       int      `json:"block_size"`
+		LoraID          *int     `json:"lora_id"`
 		Medium          *string  `json:"medium"`
 		LoraName        *string  `json:"lora_name"`
-	}{e.Kind.String(), hexes(e.BlockHashes), parent, tokens, e.BlockSize, medium, lora})
+	}{e.Kind.String(), hexes(e.BlockHashes), parent, tokens, e.BlockSize, nil, medium, lora})
 }
 
-// StoredEvent returns the BlockStored event of the prefix of req's first
-// numTokens tokens, for a connector to report once every layer of it is
-// stored.
+// StoredEvent returns a BlockStored event naming every block of the
+// prefix of req's first numTokens tokens, whether or not another prefix
+// holds them already.
+//
+// Deprecated: a router replaying such events counts the leading blocks
+// once per prefix. Report what [HeldBlocks.Stored] returns.
 func (p Prefixes) StoredEvent(req *Request, numTokens int, medium string) KVEvent {
 	tokens := append([]uint32(nil), req.PromptTokens[:numTokens]...)
 	return KVEvent{
@@ -136,7 +190,11 @@ func (p Prefixes) StoredEvent(req *Request, numTokens int, medium string) KVEven
 	}
 }
 
-// RemovedEvent returns the BlockRemoved event of the prefix whose hash is h.
+// RemovedEvent returns a BlockRemoved event naming only the last block of
+// the prefix whose hash is h.
+//
+// Deprecated: a router replaying such events keeps the prefix's leading
+// blocks after they are gone. Report what [HeldBlocks.Removed] returns.
 func RemovedEvent(h BlockHash, medium string) KVEvent {
 	return KVEvent{Kind: BlockRemoved, BlockHashes: []BlockHash{h}, Medium: medium}
 }

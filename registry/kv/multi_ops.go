@@ -1,10 +1,14 @@
 package kv
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 var (
-	_ StatsReporter = (*multiWorker)(nil)
-	_ EventReporter = (*multiWorker)(nil)
+	_ StatsReporter   = (*multiWorker)(nil)
+	_ EventReporter   = (*multiWorker)(nil)
+	_ RemovalReporter = (*multiWorker)(nil)
 )
 
 // KVStats returns each child's stats under its label, as vLLM's
@@ -34,6 +38,26 @@ func (m *multi) ReportEvents(emit func(KVEvent)) {
 			r.ReportEvents(emit)
 		}
 	}
+}
+
+// ReportsRemovals returns nil if every child that reports events reports
+// its removals, and otherwise says which do not and why.
+func (m *multi) ReportsRemovals() error {
+	var errs []error
+	for i, c := range m.children {
+		if _, ok := c.(EventReporter); !ok {
+			continue
+		}
+		r, ok := c.(RemovalReporter)
+		if !ok {
+			errs = append(errs, fmt.Errorf("child %s does not say whether it reports removals", Quote(m.label(i))))
+			continue
+		}
+		if err := r.ReportsRemovals(); err != nil {
+			errs = append(errs, fmt.Errorf("child %s: %w", Quote(m.label(i)), err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // label is the i-th child's connector name, with "#2", "#3"... for a name

@@ -25,6 +25,17 @@ type BlockHash [sha256.Size]byte
 // String returns the hash in hex, the form connectors use in keys and paths.
 func (h BlockHash) String() string { return hex.EncodeToString(h[:]) }
 
+// Uint64 returns the hash as the 64-bit number routers index blocks by:
+// the low 64 bits of the digest (its last 8 bytes, big-endian), or 1 when
+// they are all zero, since routers read 0 as "no parent block". It is
+// never 0.
+func (h BlockHash) Uint64() uint64 {
+	if n := binary.BigEndian.Uint64(h[len(h)-8:]); n != 0 {
+		return n
+	}
+	return 1
+}
+
 // Prefixes names the block-aligned prefixes of prompts for one model and
 // block size: the keys connectors store KV under. A prefix's hash covers the
 // model, so two named models never share a key, even in one shared store;

@@ -86,17 +86,17 @@ func TestStatsMergeAndTotal(t *testing.T) {
 // a BlockStored event per saved prefix.
 type countingConn struct {
 	kv.StatsRecorder
-	prefixes kv.Prefixes
-	medium   string
-	mu       sync.Mutex
-	emit     func(kv.KVEvent)
-	kv       map[string][]byte
+	held   *kv.HeldBlocks
+	medium string
+	mu     sync.Mutex
+	emit   func(kv.KVEvent)
+	kv     map[string][]byte
 }
 
 func countingFactory(medium string) kv.Factory {
 	return func(_ context.Context, cfg kv.Config, _ kv.Role) (kv.Connector, error) {
 		p, err := cfg.Prefixes()
-		return &countingConn{prefixes: p, medium: medium, kv: map[string][]byte{}}, err
+		return &countingConn{held: p.HeldBlocks(), medium: medium, kv: map[string][]byte{}}, err
 	}
 }
 
@@ -115,9 +115,7 @@ func (c *countingConn) SaveLayer(_ context.Context, req *kv.Request, layer strin
 	emit := c.emit
 	c.mu.Unlock()
 	c.Saved(start, len(kvData))
-	if emit != nil {
-		emit(c.prefixes.StoredEvent(req, n, c.medium))
-	}
+	c.held.Stored(req.PromptTokens[:n], c.medium, emit)
 	return nil
 }
 
@@ -197,18 +195,30 @@ func keys(m map[string]kv.Stats) []string { return slices.Sorted(maps.Keys(m)) }
 func TestEventJSONHasVLLMFields(t *testing.T) {
 	p, err := kv.NewPrefixes("m", 2)
 	require.NoError(t, err)
-	req := &kv.Request{PromptTokens: []uint32{1, 2, 3, 4, 5}}
-	e := p.StoredEvent(req, 4, kv.MediumDisk)
-	b, err := e.MarshalJSON()
-	require.NoError(t, err)
-	h := p.Hashes(req.PromptTokens)
-	assert.JSONEq(t, fmt.Sprintf(`{"type":"BlockStored","block_hashes":[%q,%q],"parent_block_hash":null,"token_ids":[1,2,3,4],"block_size":2,"medium":"DISK","lora_name":null}`, h[0], h[1]), string(b))
-	req.PromptTokens[0] = 9
-	assert.Equal(t, uint32(1), e.TokenIDs[0], "the event's tokens are its own")
-
-	b, err = kv.RemovedEvent(h[1], kv.MediumCPU).MarshalJSON()
-	require.NoError(t, err)
-	assert.JSONEq(t, fmt.Sprintf(`{"type":"BlockRemoved","block_hashes":[%q],"medium":"CPU"}`, h[1]), string(b))
+	tokens := []uint32{1, 2, 3, 4, 5, 6, 7}
+	h := p.Hashes(tokens)
+	var events []kv.KVEvent
+	emit := func(e kv.KVEvent) { events = append(events, e) }
+	held := p.HeldBlocks()
+	held.Stored(tokens[:4], kv.MediumDisk, emit)
+	held.Stored(tokens[:6], kv.MediumDisk, emit)
+	held.Removed(h[2], kv.MediumDisk, emit)
+	held.Cleared(emit)
+	require.Len(t, events, 4)
+	want := []string{
+		fmt.Sprintf(`{"type":"BlockStored","block_hashes":[%q,%q],"parent_block_hash":null,"token_ids":[1,2,3,4],"block_size":2,"lora_id":null,"medium":"DISK","lora_name":null}`, h[0], h[1]),
+		fmt.Sprintf(`{"type":"BlockStored","block_hashes":[%q],"parent_block_hash":%q,"token_ids":[5,6],"block_size":2,"lora_id":null,"medium":"DISK","lora_name":null}`, h[2], h[1]),
+		fmt.Sprintf(`{"type":"BlockRemoved","block_hashes":[%q],"medium":"DISK"}`, h[2]),
+		`{"type":"AllBlocksCleared"}`,
+	}
+	for i, e := range events {
+		b, err := e.MarshalJSON()
+		require.NoError(t, err)
+		assert.JSONEq(t, want[i], string(b))
+	}
+	tokens[0] = 9
+	assert.Equal(t, uint32(1), events[0].TokenIDs[0], "the event's tokens are its own")
+	assert.Equal(t, []uint32{1, 2, 3, 4, 5, 6}, events[1].TokenIDs, "TokenIDs are the prefix's, from the prompt's start")
 }
 
 func TestLoadError(t *testing.T) {

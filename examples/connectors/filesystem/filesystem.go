@@ -161,16 +161,18 @@ type Connector struct {
 	closeOnce  sync.Once
 	stats      kv.StatsRecorder
 	emit       kv.EventFunc
-	stop       chan struct{} // closed by Close
-	swept      chan struct{} // closed when the sweeper returns; nil without one
+	held       *kv.HeldBlocks // the blocks reported stored
+	stop       chan struct{}  // closed by Close
+	swept      chan struct{}  // closed when the sweeper returns; nil without one
 }
 
 var (
-	_ kv.Scheduler     = (*Connector)(nil)
-	_ kv.Worker        = (*Connector)(nil)
-	_ kv.LayerAppender = (*Connector)(nil)
-	_ kv.StatsReporter = (*Connector)(nil)
-	_ kv.EventReporter = (*Connector)(nil)
+	_ kv.Scheduler       = (*Connector)(nil)
+	_ kv.Worker          = (*Connector)(nil)
+	_ kv.LayerAppender   = (*Connector)(nil)
+	_ kv.StatsReporter   = (*Connector)(nil)
+	_ kv.EventReporter   = (*Connector)(nil)
+	_ kv.RemovalReporter = (*Connector)(nil)
 )
 
 var (
@@ -206,7 +208,7 @@ func New(ctx context.Context, cfg kv.Config, role kv.Role) (*Connector, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Connector{Logger: cfg.Logger(), dir: opts.SharedStoragePath, root: root, cfg: cfg, prefixes: prefixes, hashes: prefixes.Cache(), durability: opts.Durability, maxLayer: opts.MaxLayerBytes, perToken: opts.MaxBytesPerToken, stop: make(chan struct{})}
+	c := &Connector{Logger: cfg.Logger(), dir: opts.SharedStoragePath, root: root, cfg: cfg, prefixes: prefixes, hashes: prefixes.Cache(), held: prefixes.HeldBlocks(), durability: opts.Durability, maxLayer: opts.MaxLayerBytes, perToken: opts.MaxBytesPerToken, stop: make(chan struct{})}
 	if role == kv.RoleWorker {
 		c.swept = make(chan struct{})
 		go c.sweepStale(time.Duration(opts.StaleTempSeconds) * time.Second)

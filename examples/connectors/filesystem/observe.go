@@ -2,20 +2,35 @@ package filesystem
 
 import (
 	"context"
+	"errors"
 
 	"github.com/kvgen/kvgen/registry/kv"
 )
+
+// maxHeldBlocks bounds the blocks the connector remembers reporting
+// stored, about 100 bytes each: past it, it reports AllBlocksCleared and
+// starts over, so that memory does not grow with the directory.
+const maxHeldBlocks = 1 << 18
+
+// errStoreOnly is why the connector's events are store-only.
+var errStoreOnly = errors.New("filesystem connector: store-only events: it deletes no layer file and does not watch the directory, so files deleted by others (an operator, a cleanup job) are never reported removed")
 
 // KVStats returns what the connector counted since KVStats was first
 // called: layers loaded, missed and saved, their bytes and latencies, and
 // files that failed their checks (as ErrorCorrupt).
 func (c *Connector) KVStats() kv.Stats { return c.stats.Stats() }
 
-// ReportEvents reports a BlockStored event, on medium DISK, for each prefix
-// whose last missing layer file a save of this connector wrote. Nothing is
-// reported as removed: the connector deletes no layer file, and files that
-// others delete are not watched.
+// ReportEvents reports a BlockStored event, on medium DISK, naming the
+// blocks a prefix adds to those reported stored, when a save of this
+// connector wrote the prefix's last missing layer file. Nothing is
+// reported as removed ([Connector.ReportsRemovals]). Having reported
+// 262144 blocks, it reports AllBlocksCleared and starts over, which
+// bounds what it remembers.
 func (c *Connector) ReportEvents(emit func(kv.KVEvent)) { c.emit.Set(emit) }
+
+// ReportsRemovals says the connector's events are store-only: it deletes
+// no layer file, and files that others delete are not watched.
+func (c *Connector) ReportsRemovals() error { return errStoreOnly }
 
 // SaveLayer writes kv to the layer's file for the prefix, replacing it
 // atomically.
@@ -36,7 +51,10 @@ func (c *Connector) SaveLayer(ctx context.Context, req *kv.Request, layer string
 	}
 	c.stats.Saved(start, len(kvData))
 	if emit != nil && !had && c.stored(h) {
-		emit(c.prefixes.StoredEvent(req, numTokens, kv.MediumDisk))
+		if c.held.Blocks() >= maxHeldBlocks {
+			c.held.Cleared(emit)
+		}
+		c.held.Stored(req.PromptTokens[:numTokens], kv.MediumDisk, emit)
 	}
 	return nil
 }

@@ -69,13 +69,16 @@ func New(ctx context.Context, cfg kv.Config, role kv.Role) (kv.Connector, error)
 	if err != nil {
 		return nil, err
 	}
-	return &connector{cfg: cfg, prefixes: prefixes, hashes: prefixes.Cache(), store: s}, nil
+	c := &connector{cfg: cfg, prefixes: prefixes, hashes: prefixes.Cache(), store: s}
+	c.group = s.join(prefixes, max(len(cfg.LayerNames), 1), &c.emit)
+	return c, nil
 }
 
 var (
-	_ kv.LayerAppender = (*connector)(nil)
-	_ kv.StatsReporter = (*connector)(nil)
-	_ kv.EventReporter = (*connector)(nil)
+	_ kv.LayerAppender   = (*connector)(nil)
+	_ kv.StatsReporter   = (*connector)(nil)
+	_ kv.EventReporter   = (*connector)(nil)
+	_ kv.RemovalReporter = (*connector)(nil)
 )
 
 // connector is one side of a shared store.
@@ -88,23 +91,33 @@ type connector struct {
 	closeOnce sync.Once
 	stats     kv.StatsRecorder
 	emit      kv.EventFunc
+	group     *eventGroup // the store's connectors of this model and block size
 }
 
 // KVStats returns what the connector counted since KVStats was first
 // called: layers loaded, missed and saved, their bytes and latencies.
 func (c *connector) KVStats() kv.Stats { return c.stats.Stats() }
 
-// ReportEvents reports, on medium CPU, a BlockStored event for each prefix
-// a save of this connector completed (every configured layer stored), and
-// a BlockRemoved event for each complete prefix its saves evicted a layer
-// of. Evictions are the saving connector's to report: connectors sharing
-// a store each report what their own saves did.
+// ReportEvents reports, on medium CPU, the blocks of this connector's
+// model the store holds: a BlockStored event for the blocks a prefix adds
+// when a save completes it (every configured layer stored), and a
+// BlockRemoved event for every block no longer held when an eviction
+// leaves a prefix with a layer missing. Every connector of the store and
+// model that asks for events gets them all, whichever connector's save
+// made the change; a prefix is tracked from a save made while one asked.
+// Events are reported under the store's lock, in the order of the
+// changes.
 func (c *connector) ReportEvents(emit func(kv.KVEvent)) { c.emit.Set(emit) }
+
+// ReportsRemovals returns nil: the connector reports every eviction that
+// makes a prefix it reported stored unloadable.
+func (c *connector) ReportsRemovals() error { return nil }
 
 // Close releases the connector's reference to its store.
 func (c *connector) Close() error {
 	c.closeOnce.Do(func() {
 		c.closed.Store(true)
+		c.store.leave(c.group, &c.emit)
 		release(c.store)
 	})
 	return nil
@@ -146,23 +159,11 @@ func (c *connector) SaveLayer(ctx context.Context, req *kv.Request, layer string
 		c.stats.Failed(kv.ErrorSave)
 		return fmt.Errorf("save layer %s: %w", kv.Quote(layer), err)
 	}
-	emit := c.emit.Get()
-	stored, removed, err := c.store.put(itemKey{h, layer}, slices.Clone(kvData), emit != nil, max(len(c.cfg.LayerNames), 1))
-	if err != nil {
+	if err := c.store.put(itemKey{h, layer}, slices.Clone(kvData), c.group, req.PromptTokens[:numTokens]); err != nil {
 		c.stats.Failed(kv.ErrorSave)
 		return err
 	}
 	c.stats.Saved(start, len(kvData))
-	if emit != nil {
-		// Removals first: a router that applies events in order then never
-		// drops what this save stored.
-		for _, r := range removed {
-			emit(kv.RemovedEvent(r, kv.MediumCPU))
-		}
-		if stored {
-			emit(c.prefixes.StoredEvent(req, numTokens, kv.MediumCPU))
-		}
-	}
 	return nil
 }
 

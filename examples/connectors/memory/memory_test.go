@@ -17,8 +17,24 @@ import (
 
 func TestConformance(t *testing.T) {
 	conformance.Run(t, New, conformance.Options{
-		Extra: func(t testing.TB) map[string]any { return map[string]any{"store": t.Name()} },
+		Extra:  func(t testing.TB) map[string]any { return map[string]any{"store": t.Name()} },
+		Remove: evict,
 	})
+}
+
+// evict evicts one layer of a prefix from the store extra names, as the
+// store evicts its least recently used layer.
+func evict(t testing.TB, extra map[string]any, prefix kv.BlockHash, layer string) {
+	stores.Lock()
+	s := stores.byName[extra["store"].(string)]
+	stores.Unlock()
+	require.NotNil(t, s, "store %v", extra["store"])
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	it, ok := s.items[itemKey{prefix, layer}]
+	require.True(t, ok, "layer %s of %s is stored", layer, prefix)
+	s.remove(it)
+	s.evicted(prefix)
 }
 
 // The default store is shared by every test that names none; the suite's
@@ -151,7 +167,7 @@ func TestEntryCostCoversHeap(t *testing.T) {
 						binary.LittleEndian.PutUint32(h[:], uint32(i))
 					}
 					layer := fmt.Sprintf("model.layers.%d.self_attn", i)
-					_, _, err := s.put(itemKey{h, layer}, make([]byte, i%100), false, 1)
+					err := s.put(itemKey{h, layer}, make([]byte, i%100), &eventGroup{complete: 1}, nil)
 					require.NoError(t, err)
 				}
 				held := heapInUse() - before

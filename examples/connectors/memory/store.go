@@ -2,6 +2,7 @@ package memory
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -82,6 +83,55 @@ type store struct {
 	head   item                 // sentinel: head.next is the most recently used
 	items  map[itemKey]*item    // the items in the list
 	layers map[kv.BlockHash]int // layers held per prefix
+	events map[kv.Prefixes]*eventGroup
+}
+
+// eventGroup is the connectors of one model and block size: the blocks
+// the store holds of their prompts, and where to report changes to them.
+type eventGroup struct {
+	held      *kv.HeldBlocks
+	complete  int             // the layers that make a prefix loadable
+	reporters []*kv.EventFunc // one a connector of the group
+}
+
+// emit reports e to every connector of the group that asks for events.
+func (g *eventGroup) emit(e kv.KVEvent) {
+	for _, r := range g.reporters {
+		if emit := r.Get(); emit != nil {
+			emit(e)
+		}
+	}
+}
+
+// reporting reports whether a connector of the group asks for events.
+func (g *eventGroup) reporting() bool {
+	for _, r := range g.reporters {
+		if r.Get() != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// join adds a connector of prefixes, for which complete layers make a
+// prefix loadable, reporting through r, and returns its group.
+func (s *store) join(prefixes kv.Prefixes, complete int, r *kv.EventFunc) *eventGroup {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := s.events[prefixes]
+	if g == nil {
+		g = &eventGroup{held: prefixes.HeldBlocks(), complete: complete}
+		s.events[prefixes] = g
+	}
+	g.reporters = append(g.reporters, r)
+	return g
+}
+
+// leave removes the connector reporting through r from g.
+func (s *store) leave(g *eventGroup, r *kv.EventFunc) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g.reporters = slices.DeleteFunc(g.reporters, func(o *kv.EventFunc) bool { return o == r })
 }
 
 func newStore(name string, capacity int64) *store {
@@ -90,23 +140,25 @@ func newStore(name string, capacity int64) *store {
 		capacity: capacity,
 		items:    map[itemKey]*item{},
 		layers:   map[kv.BlockHash]int{},
+		events:   map[kv.Prefixes]*eventGroup{},
 	}
 	s.head.prev, s.head.next = &s.head, &s.head
 	return s
 }
 
-// put stores kv, which the caller hands over, replacing what k held and
-// evicting the least recently used items until it fits.
+// put stores kv, which the caller hands over, for the prefix of tokens in
+// g, replacing what k held and evicting the least recently used items
+// until it fits.
 //
-// With events asked for, a prefix counts as loadable once it holds
-// complete layers (at least one), and put reports whether k's prefix
-// became loadable by this put and which prefixes stopped being loadable
-// by its evictions; without, it reports nothing and allocates nothing for
-// it.
-func (s *store) put(k itemKey, kvData []byte, events bool, complete int) (stored bool, removed []kv.BlockHash, err error) {
+// A prefix is loadable once it holds its group's complete layers. Each
+// prefix an eviction leaves short of them is reported removed, to every
+// group that held it, before k's prefix is reported stored if this put
+// made it loadable and a connector of g asks for events; with none
+// asking, nothing is built for it.
+func (s *store) put(k itemKey, kvData []byte, g *eventGroup, tokens []uint32) error {
 	c := cost(k.layer, kvData)
 	if c > s.capacity {
-		return false, nil, fmt.Errorf("layer %s of %d bytes (%d with its name and bookkeeping) does not fit in store %s of %d bytes (capacity_bytes)",
+		return fmt.Errorf("layer %s of %d bytes (%d with its name and bookkeeping) does not fit in store %s of %d bytes (capacity_bytes)",
 			kv.Quote(k.layer), len(kvData), c, kv.Quote(s.name), s.capacity)
 	}
 	s.mu.Lock()
@@ -122,8 +174,8 @@ func (s *store) put(k itemKey, kvData []byte, events bool, complete int) (stored
 	for s.used+c > s.capacity {
 		victim := s.head.prev.key.prefix
 		s.remove(s.head.prev)
-		if events && victim != k.prefix && s.layers[victim] == complete-1 {
-			removed = append(removed, victim)
+		if victim != k.prefix {
+			s.evicted(victim)
 		}
 	}
 	it := &item{key: k, kvData: kvData, cost: c}
@@ -132,13 +184,24 @@ func (s *store) put(k itemKey, kvData []byte, events bool, complete int) (stored
 	s.layers[k.prefix]++
 	s.used += c
 	now := s.layers[k.prefix]
-	if events {
-		if had >= complete && now < complete {
-			removed = append(removed, k.prefix) // its own layers made room
-		}
-		stored = had < complete && now >= complete
+	if had >= g.complete && now < g.complete {
+		s.evicted(k.prefix) // its own layers made room
 	}
-	return stored, removed, nil
+	if had < g.complete && now >= g.complete && g.reporting() {
+		g.held.Stored(tokens, kv.MediumCPU, g.emit)
+	}
+	return nil
+}
+
+// evicted reports prefix removed to each group that held it and no
+// longer holds its complete layers; the caller holds s.mu. Only groups
+// that asked for events when it was stored hold it.
+func (s *store) evicted(prefix kv.BlockHash) {
+	for _, g := range s.events {
+		if s.layers[prefix] < g.complete && g.held.Holds(prefix) {
+			g.held.Removed(prefix, kv.MediumCPU, g.emit)
+		}
+	}
 }
 
 // remove drops it; the caller holds s.mu.

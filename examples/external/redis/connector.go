@@ -43,6 +43,7 @@ func New(ctx context.Context, cfg kv.Config, role kv.Role) (kv.Connector, error)
 	c := &connector{
 		opts:     opts,
 		prefixes: prefixes,
+		held:     prefixes.HeldBlocks(),
 		layers:   slices.Clone(cfg.LayerNames),
 		layerSet: make(map[string]bool, len(cfg.LayerNames)),
 		where:    where(opts),
@@ -132,13 +133,15 @@ type connector struct {
 
 	stats kv.StatsRecorder
 	emit  kv.EventFunc
+	held  *kv.HeldBlocks // the blocks reported stored
 }
 
 var (
-	_ kv.Scheduler     = (*connector)(nil)
-	_ kv.Worker        = (*connector)(nil)
-	_ kv.StatsReporter = (*connector)(nil)
-	_ kv.EventReporter = (*connector)(nil)
+	_ kv.Scheduler       = (*connector)(nil)
+	_ kv.Worker          = (*connector)(nil)
+	_ kv.StatsReporter   = (*connector)(nil)
+	_ kv.EventReporter   = (*connector)(nil)
+	_ kv.RemovalReporter = (*connector)(nil)
 )
 
 // KVStats returns what the connector counted since KVStats was first
@@ -147,11 +150,23 @@ var (
 // check counts as a miss and as ErrorCorrupt.
 func (c *connector) KVStats() kv.Stats { return c.stats.Stats() }
 
-// ReportEvents reports a BlockStored event, on medium REDIS, for each
-// prefix whose last missing layer a write of this connector stored.
-// Nothing is reported as removed: Redis expires (ttl) and evicts
-// (maxmemory) keys without telling its clients.
+// ReportEvents reports a BlockStored event, on medium REDIS, naming the
+// blocks a prefix adds to those this connector reported stored, when a
+// write of this connector stored the prefix's last missing layer. Nothing
+// is reported as removed ([connector.ReportsRemovals]). Having reported
+// maxHeldBlocks blocks, it reports AllBlocksCleared and starts over,
+// which bounds what it remembers.
 func (c *connector) ReportEvents(emit func(kv.KVEvent)) { c.emit.Set(emit) }
+
+// maxHeldBlocks bounds the blocks the connector remembers reporting
+// stored, about 100 bytes each.
+const maxHeldBlocks = 1 << 18
+
+// errStoreOnly is why the connector's events are store-only.
+var errStoreOnly = errors.New("redis connector: store-only events: Redis expires (ttl) and evicts (maxmemory) keys, and other clients delete them, without telling this client; keyspace notifications are not followed")
+
+// ReportsRemovals says the connector's events are store-only.
+func (c *connector) ReportsRemovals() error { return errStoreOnly }
 
 // Close writes the saves still buffered, then closes the client's
 // connections. Later calls return nil, as the contract asks, and later

@@ -288,7 +288,10 @@ func (c *connector) write(ctx context.Context, l *lane, b *saveBatch) {
 			}
 			if emit != nil && before[i].Val() < want && after[i].Val() == want {
 				if sv := groups[h][0]; sv.tokens != nil {
-					emit(c.prefixes.StoredEvent(&kv.Request{PromptTokens: sv.tokens}, len(sv.tokens), kv.MediumRedis))
+					if c.held.Blocks() >= maxHeldBlocks {
+						c.held.Cleared(emit)
+					}
+					c.held.Stored(sv.tokens, kv.MediumRedis, emit)
 				}
 			}
 		}
