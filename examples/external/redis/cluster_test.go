@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -40,6 +42,12 @@ func TestClusterConformance(t *testing.T) {
 	conformance.Run(t, redis.New, conformance.Options{
 		Extra: func(t testing.TB) map[string]any {
 			return clusterExtra(c, "conformance:"+t.Name()+":")
+		},
+		Remove: func(t testing.TB, extra map[string]any, prefix kv.BlockHash, layer string) {
+			raw := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: c.Addrs()})
+			defer raw.Close()
+			key := extra["key_prefix"].(string) + "{" + prefix.String() + "}:" + url.PathEscape(layer)
+			require.Equal(t, int64(1), raw.Del(t.Context(), key).Val(), "the layer was stored")
 		},
 	})
 }

@@ -31,5 +31,11 @@ func TestConformance(t *testing.T) {
 			require.NoError(t, err)
 			require.Greater(t, n, int64(1), "the layer was stored")
 		},
+		// Deleted as another client would, unseen by the connector but
+		// for the server's keyspace notifications.
+		Remove: func(t testing.TB, extra map[string]any, prefix kv.BlockHash, layer string) {
+			key := extra["key_prefix"].(string) + "{" + prefix.String() + "}:" + url.PathEscape(layer)
+			require.Equal(t, int64(1), rawClient(t, srv.Addr()).Del(t.Context(), key).Val(), "the layer was stored")
+		},
 	})
 }

@@ -134,6 +134,12 @@ type connector struct {
 	stats kv.StatsRecorder
 	emit  kv.EventFunc
 	held  *kv.HeldBlocks // the blocks reported stored
+	// eventsMu orders what changes held: a save completing a prefix, and
+	// a check that one is gone.
+	eventsMu  sync.Mutex
+	watchMu   sync.Mutex // guards watch
+	watch     *watcher   // following keyspace notifications; nil when not
+	storeOnly atomic.Pointer[error]
 }
 
 var (
@@ -150,23 +156,51 @@ var (
 // check counts as a miss and as ErrorCorrupt.
 func (c *connector) KVStats() kv.Stats { return c.stats.Stats() }
 
-// ReportEvents reports a BlockStored event, on medium REDIS, naming the
+// ReportEvents reports, on medium REDIS, a BlockStored event naming the
 // blocks a prefix adds to those this connector reported stored, when a
-// write of this connector stored the prefix's last missing layer. Nothing
-// is reported as removed ([connector.ReportsRemovals]). Having reported
-// maxHeldBlocks blocks, it reports AllBlocksCleared and starts over,
-// which bounds what it remembers.
-func (c *connector) ReportEvents(emit func(kv.KVEvent)) { c.emit.Set(emit) }
+// write of this connector stored the prefix's last missing layer; and a
+// BlockRemoved event naming every block no longer held when a prefix it
+// reported stored stops being loadable (a key of it expired, evicted or
+// deleted, as keyspace notifications tell, and not saved again since).
+// It reports AllBlocksCleared when it may have missed a removal: after a
+// subscription to a server's notifications was lost and made again, when
+// more removals wait than it queues, or when it cannot check one. Having
+// reported maxHeldBlocks blocks, it also reports AllBlocksCleared and
+// starts over, which bounds what it remembers.
+//
+// The first call with a function subscribes to every primary's
+// notifications (keyspace_events), and returns once each answered or
+// failed; ReportEvents(nil) unsubscribes.
+func (c *connector) ReportEvents(emit func(kv.KVEvent)) {
+	c.watchMu.Lock()
+	defer c.watchMu.Unlock()
+	if emit == nil {
+		c.emit.Set(nil)
+		c.stopWatch()
+		return
+	}
+	c.emit.Set(emit)
+	if c.watch == nil && c.opts.KeyspaceEvents != keyspaceOff && !c.closed.Load() {
+		c.startWatch()
+	}
+}
 
 // maxHeldBlocks bounds the blocks the connector remembers reporting
 // stored, about 100 bytes each.
 const maxHeldBlocks = 1 << 18
 
-// errStoreOnly is why the connector's events are store-only.
-var errStoreOnly = errors.New("redis connector: store-only events: Redis expires (ttl) and evicts (maxmemory) keys, and other clients delete them, without telling this client; keyspace notifications are not followed")
-
-// ReportsRemovals says the connector's events are store-only.
-func (c *connector) ReportsRemovals() error { return errStoreOnly }
+// ReportsRemovals returns nil while the connector follows keyspace
+// notifications, and says why not otherwise: keyspace_events is "off", or
+// a server lacks the notifications it needs and refused to turn them on.
+func (c *connector) ReportsRemovals() error {
+	if c.opts.KeyspaceEvents == keyspaceOff {
+		return errNotifyOff
+	}
+	if err := c.storeOnly.Load(); err != nil {
+		return *err
+	}
+	return nil
+}
 
 // Close writes the saves still buffered, then closes the client's
 // connections. Later calls return nil, as the contract asks, and later
@@ -175,6 +209,9 @@ func (c *connector) Close() error {
 	var err error
 	c.closeOnce.Do(func() {
 		c.closed.Store(true)
+		c.watchMu.Lock()
+		c.stopWatch()
+		c.watchMu.Unlock()
 		// The client's read and write timeouts bound the last writes.
 		err = c.WaitForSave(context.Background())
 		c.stopWriter()
@@ -202,24 +239,38 @@ func (c *connector) MatchedTokens(ctx context.Context, req *kv.Request, numCompu
 		return 0, nil
 	}
 	candidates := hashes[first:]
-	want := int64(max(len(c.layers), 1))
-	cmds := make([]*goredis.IntCmd, len(candidates))
+	complete, err := c.complete(ctx, candidates)
+	if err != nil {
+		c.failed(err)
+		return 0, fmt.Errorf("%s: look up %d prefixes of request %s: %w", c.where, len(candidates), kv.Quote(req.ID), err)
+	}
+	for i := len(complete) - 1; i >= 0; i-- {
+		if complete[i] {
+			return (first+i+1)*c.prefixes.BlockSize() - numComputed, nil
+		}
+	}
+	return 0, nil
+}
+
+// complete reports, for each prefix hash, whether the prefix is complete
+// (every key of keysOf exists), asking in one pipelined round trip.
+func (c *connector) complete(ctx context.Context, hashes []kv.BlockHash) ([]bool, error) {
+	cmds := make([]*goredis.IntCmd, len(hashes))
 	_, err := c.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
-		for i, h := range candidates {
+		for i, h := range hashes {
 			cmds[i] = p.Exists(ctx, c.keysOf(h)...)
 		}
 		return nil
 	})
 	if err != nil {
-		c.failed(err)
-		return 0, fmt.Errorf("%s: look up %d prefixes of request %s: %w", c.where, len(candidates), kv.Quote(req.ID), err)
+		return nil, err
 	}
-	for i := len(cmds) - 1; i >= 0; i-- {
-		if cmds[i].Val() == want {
-			return (first+i+1)*c.prefixes.BlockSize() - numComputed, nil
-		}
+	want := int64(max(len(c.layers), 1))
+	out := make([]bool, len(hashes))
+	for i, cmd := range cmds {
+		out[i] = cmd.Val() == want
 	}
-	return 0, nil
+	return out, nil
 }
 
 // keysOf returns the keys whose existence makes the prefix with hash h

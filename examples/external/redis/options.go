@@ -49,6 +49,13 @@ type Options struct {
 	// deadline of a call's context applies too.
 	ReadTimeout  kv.Duration `json:"read_timeout" min:"1ms" max:"1h"`
 	WriteTimeout kv.Duration `json:"write_timeout" min:"1ms" max:"1h"`
+	// KeyspaceEvents says how removals are learnt while events are
+	// reported: "auto" follows every primary's keyspace notifications,
+	// turning on the classes they need (Egxe) with CONFIG SET where they
+	// are off; "assume" follows them without CONFIG, for servers that
+	// refuse it and whose operator set them; "off" follows none, and the
+	// events are store-only.
+	KeyspaceEvents string `json:"keyspace_events"`
 }
 
 // TLSOptions are the TLS settings (the "tls" object).
@@ -69,11 +76,12 @@ type TLSOptions struct {
 // kv_connector_extra_config says nothing.
 func DefaultOptions() Options {
 	return Options{
-		Addrs:        []string{"127.0.0.1:6379"},
-		KeyPrefix:    "kvgen:",
-		DialTimeout:  kv.Duration(5 * time.Second),
-		ReadTimeout:  kv.Duration(3 * time.Second),
-		WriteTimeout: kv.Duration(3 * time.Second),
+		Addrs:          []string{"127.0.0.1:6379"},
+		KeyPrefix:      "kvgen:",
+		DialTimeout:    kv.Duration(5 * time.Second),
+		ReadTimeout:    kv.Duration(3 * time.Second),
+		WriteTimeout:   kv.Duration(3 * time.Second),
+		KeyspaceEvents: keyspaceAuto,
 	}
 }
 
@@ -125,6 +133,11 @@ func decodeOptions(extra map[string]any) (Options, error) {
 		if (opts.TLS.CertFile == "") != (opts.TLS.KeyFile == "") {
 			bad("tls: cert_file and key_file go together: set both for a client certificate, or neither")
 		}
+	}
+	switch opts.KeyspaceEvents {
+	case keyspaceAuto, keyspaceAssume, keyspaceOff:
+	default:
+		bad("keyspace_events %s: want %q, %q or %q", kv.Quote(opts.KeyspaceEvents), keyspaceAuto, keyspaceAssume, keyspaceOff)
 	}
 	if opts.Cluster && opts.MasterName != "" {
 		bad("cluster and master_name: a Sentinel-managed master is not a Redis Cluster; set one of them")

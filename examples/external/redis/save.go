@@ -236,6 +236,17 @@ func (c *connector) WaitForSave(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// stored records that the prefix of tokens became loadable, after any
+// check of its removal under way.
+func (c *connector) stored(tokens []uint32, emit func(kv.KVEvent)) {
+	c.eventsMu.Lock()
+	defer c.eventsMu.Unlock()
+	if c.held.Blocks() >= maxHeldBlocks {
+		c.held.Cleared(emit)
+	}
+	c.held.Stored(tokens, kv.MediumRedis, emit)
+}
+
 // write stores the batch and takes it off l's queue. On a single server
 // it is one MULTI. A Redis Cluster runs a transaction within one slot
 // only, and a prefix's keys share one, so there it is a MULTI per prefix,
@@ -288,10 +299,7 @@ func (c *connector) write(ctx context.Context, l *lane, b *saveBatch) {
 			}
 			if emit != nil && before[i].Val() < want && after[i].Val() == want {
 				if sv := groups[h][0]; sv.tokens != nil {
-					if c.held.Blocks() >= maxHeldBlocks {
-						c.held.Cleared(emit)
-					}
-					c.held.Stored(sv.tokens, kv.MediumRedis, emit)
+					c.stored(sv.tokens, emit)
 				}
 			}
 		}
