@@ -42,7 +42,8 @@ func TestMain(m *testing.M) {
 // downloads ($MODCACHE_PROXY), and nothing else: no script reaches the
 // network, and none consults a checksum database. Those under
 // testdata/privatemod are served by another, $PRIVATEPROXY, which no
-// script's GOPROXY names unless it says so.
+// script's GOPROXY names unless it says so. $STABLE is an empty directory
+// of the script's own at the same path on every run (stableDir).
 func TestScripts(t *testing.T) {
 	root := kvgentest.Root(t)
 	// Each script's module, example.com/script.
@@ -66,6 +67,7 @@ func TestScripts(t *testing.T) {
 	// script needs and neither has fails, naming it.
 	modcacheProxy := downloadsProxy(t, filepath.Join(user["GOMODCACHE"], "cache", "download"))
 	goEnv := scriptGoEnv(t, user, proxy.URL+","+modcacheProxy)
+	stable := filepath.Join(filepath.Dir(goEnv["GOPATH"]), "stable")
 	warmBuildCache(t, root, goEnv)
 	// The scripts share one check cache of their own: HOME is /no-home in
 	// a script, and the user's cache directory is not the tests' to write.
@@ -75,6 +77,16 @@ func TestScripts(t *testing.T) {
 		UpdateScripts: *update,
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("ROOT", root)
+			dir, err := stableDir(stable, env.WorkDir)
+			if err != nil {
+				return err
+			}
+			env.Defer(func() {
+				if err := removeModCacheDir(dir); err != nil {
+					env.T().Log(err)
+				}
+			})
+			env.Setenv("STABLE", dir)
 			env.Setenv("KVGENCACHE", checkCache)
 			for k, v := range goEnv {
 				env.Setenv(k, v)
@@ -173,6 +185,23 @@ func scriptGoEnv(t *testing.T, user map[string]string, goproxy string) map[strin
 		// copy of this repository at a new path compiles nothing again.
 		"GOFLAGS": "-trimpath",
 	}
+}
+
+// stableDir makes $STABLE, an empty directory of the script whose work
+// directory is workDir, at the same path on every run (under the scripts'
+// module cache, and so under its lock). The go command builds what go tool
+// runs without -trimpath, whatever GOFLAGS says, so the build cache keys of
+// a tool built from under $WORK (a copy of this repository, a module cache
+// of a script's own) hold a directory that is new on every run, and nothing
+// compiled for it is found again; under $STABLE it is. A script leaves
+// nothing there: the directory is removed before it starts and after it
+// ends.
+func stableDir(root, workDir string) (string, error) {
+	dir := filepath.Join(root, strings.TrimPrefix(filepath.Base(workDir), "script-"))
+	if err := removeModCacheDir(dir); err != nil {
+		return "", err
+	}
+	return dir, os.MkdirAll(dir, 0o755)
 }
 
 // downloadsProxy serves a module cache's downloads (its cache/download

@@ -155,6 +155,9 @@ func assertPrintable(t testing.TB, text string) {
 // tail costs what the binary costs, not 512 MiB (it once allocated the
 // file's size: 2.1 GB for one of 2 GiB).
 func TestFileMemoryIsBoundedWhateverItsSize(t *testing.T) {
+	if testing.Short() {
+		t.Skip("reads a 512 MiB file to its end: the full run covers it")
+	}
 	path := testBinary(t)
 	const size = 512 << 20
 	require.NoError(t, os.Truncate(path, size))
