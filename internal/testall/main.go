@@ -82,10 +82,12 @@ func main() {
 	if downloadOnly {
 		return
 	}
+	start := time.Now()
 	if err := prebuild(root); err != nil {
 		fmt.Fprintln(os.Stderr, "testall: compiling what the tests build:", err)
 		os.Exit(1)
 	}
+	prebuilt := time.Since(start)
 	// go vet runs on its own, for three systems, in CI: not again here.
 	args := append([]string{"test", "-json", "-race", "-timeout=300s", "-vet=off"}, testFlags...)
 	args = append(args, "./...")
@@ -108,6 +110,7 @@ func main() {
 		total.add(t)
 	}
 	fmt.Println()
+	fmt.Printf("compiled what the tests build first, in %.0fs\n", prebuilt.Seconds())
 	for _, l := range lines {
 		fmt.Println(l)
 	}
@@ -131,33 +134,42 @@ func download(root string) error {
 	return nil
 }
 
-// prebuilds are what the tests' go commands compile, without -race and
-// with -trimpath (kvgentest.Main), by module directory: kvgen and its
-// runtime, the example server, and the platforms the image and
-// cross-compiling tests build for. Compiled here, once, they are compiled
-// by one go command instead of by several packages' tests at the same
-// time, each its own copy, on a cold build cache.
+// prebuilds are what the tests' go commands compile, by module directory,
+// each in a build configuration of its own: -trimpath (kvgentest.Main puts
+// it in the tests' GOFLAGS, and kvgen build adds it) for kvgen and its
+// runtime and the example server; without it, kvgen as go tool builds it
+// (go tool takes no build flags, and ignores those in GOFLAGS); the
+// static, CGO_ENABLED=0 binaries images hold; the other platforms the
+// image and cross-compiling tests build for; and the Redis connector,
+// which the datacenter deployment adds. Compiled here, once, each is
+// compiled by one go command, not by several scripts at the same time
+// each its own copy on a cold build cache, and outside the tests'
+// timeout.
 var prebuilds = []struct {
-	dir, goos, goarch string
-	args              []string
+	dir  string
+	env  []string
+	args []string
 }{
-	{".", "", "", []string{"./..."}},
-	{"examples/kvserver", "", "", []string{"./..."}},
-	{"examples/kvserver", "linux", "arm64", []string{"-o", os.DevNull, "."}},
-	{".", "windows", "amd64", []string{"./registry/...", "./examples/connectors/memory"}},
+	{".", nil, []string{"-trimpath", "./..."}},
+	{".", nil, []string{"-o", os.DevNull, "./cmd/kvgen"}},
+	{"examples/kvserver", nil, []string{"-trimpath", "./..."}},
+	{"examples/kvserver", nil, []string{"-o", os.DevNull, "tool"}},
+	{"examples/kvserver", []string{"CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64"}, []string{"-trimpath", "-o", os.DevNull, "."}},
+	{"examples/kvserver", []string{"GOOS=linux", "GOARCH=arm64"}, []string{"-trimpath", "-o", os.DevNull, "."}},
+	{"examples/external/redis", nil, []string{"-trimpath", "."}},
+	{"examples/external/redis", []string{"CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64"}, []string{"-trimpath", "."}},
+	{"examples/external/redis", []string{"GOOS=linux", "GOARCH=arm64"}, []string{"-trimpath", "."}},
+	{".", []string{"GOOS=windows", "GOARCH=amd64"}, []string{"-trimpath", "./registry/...", "./examples/connectors/memory"}},
 }
 
 // prebuild compiles the prebuilds into the build cache.
 func prebuild(root string) error {
 	for _, p := range prebuilds {
-		cmd := exec.Command("go", append([]string{"build", "-trimpath"}, p.args...)...)
+		cmd := exec.Command("go", append([]string{"build"}, p.args...)...)
 		cmd.Dir = filepath.Join(root, p.dir)
-		cmd.Env = append(os.Environ(), "GOPROXY=off")
-		if p.goos != "" {
-			cmd.Env = append(cmd.Env, "GOOS="+p.goos, "GOARCH="+p.goarch)
-		}
+		cmd.Env = append(append(os.Environ(), "GOPROXY=off"), p.env...)
 		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("%s: %s: %v\n%s", p.dir, strings.Join(cmd.Args, " "), err, out)
+			return fmt.Errorf("%s: %s %s: %v\n%s", p.dir, strings.Join(p.env, " "), strings.Join(cmd.Args, " "), err, out)
 		}
 	}
 	return nil
