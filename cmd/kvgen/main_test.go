@@ -68,7 +68,7 @@ func TestScripts(t *testing.T) {
 	modcacheProxy := downloadsProxy(t, filepath.Join(user["GOMODCACHE"], "cache", "download"))
 	goEnv := scriptGoEnv(t, user, proxy.URL+","+modcacheProxy)
 	stable := filepath.Join(filepath.Dir(goEnv["GOPATH"]), "stable")
-	warmBuildCache(t, root, goEnv)
+	warmBuildCache(t, root, goEnv, module)
 	// The scripts share one check cache of their own: HOME is /no-home in
 	// a script, and the user's cache directory is not the tests' to write.
 	checkCache := t.TempDir()
@@ -380,13 +380,27 @@ func fileInZip(archive []byte, name string) ([]byte, error) {
 // warmBuildCache compiles, once, what the scripts' go commands compile
 // again and again: kvgen's runtime packages, the example connectors, the
 // conformance suite, kvgen itself and their dependencies, without -race,
-// into the build cache the scripts share. The scripts run in parallel, so
-// on a cold cache each would compile all of it at the same time as the
-// others. The environment is the scripts': -trimpath, no go env file.
-func warmBuildCache(t *testing.T, root string, goEnv map[string]string) {
+// into the build cache the scripts share; and kvgen as go tool builds it
+// in a script's module, outside -trimpath (go tool ignores GOFLAGS), for
+// the scripts that run go tool kvgen. The scripts run in parallel, so on a
+// cold cache, or after an edit to kvgen, each would compile all of it at
+// the same time as the others. The environment is the scripts': -trimpath,
+// no go env file.
+func warmBuildCache(t *testing.T, root string, goEnv map[string]string, module map[string]string) {
 	cmd := goCommand(root, goEnv, "build", "./registry/...", "./examples/connectors/...", "./cmd/kvgen")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	dir := t.TempDir()
+	for name, content := range module {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{{"mod", "edit", "-tool=" + kvgentest.Path + "/cmd/kvgen"}, {"mod", "tidy"}, {"tool", "kvgen", "version"}} {
+		if out, err := goCommand(dir, goEnv, args...).CombinedOutput(); err != nil {
+			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
 	}
 }
 
