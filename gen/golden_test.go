@@ -142,7 +142,7 @@ func golden(t *testing.T, path string, got []byte) {
 		return
 	}
 	want, err := os.ReadFile(path)
-	require.NoError(t, err, "missing golden file; run go test ./gen -run TestGolden -update")
+	require.NoError(t, err, "missing golden file; run go run ./internal/regen")
 	assert.Equal(t, string(want), string(got))
 }
 

@@ -31,7 +31,7 @@ func TestAPI(t *testing.T) {
 	require.NoError(t, err)
 	if d := Diff(committed, computed); d != "" {
 		t.Errorf("the exported API is not what %s/ says (- in %s/, + in the code):\n%s\n"+
-			"If the change is meant, accept it with: go test ./internal/apitext -update",
+			"If the change is meant, accept it with: go run ./internal/regen",
 			Dir, Dir, d)
 	}
 }

@@ -43,11 +43,16 @@ var root = sync.OnceValues(func() (string, error) {
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return "", fmt.Errorf("no directory above %s holds the go.mod of %s", startDir, Path)
+			return "", fmt.Errorf("no directory at or above %s holds the go.mod of %s: run it inside kvgen's repository", startDir, Path)
 		}
 		dir = parent
 	}
 })
+
+// FindRoot is the root directory of this checkout: the nearest directory
+// at or above the working directory the program started in whose go.mod
+// is kvgen's. It is Root for the repository's own commands.
+func FindRoot() (string, error) { return root() }
 
 // Root is the root directory of this checkout: the nearest directory
 // above the test's package whose go.mod is kvgen's. The example modules

@@ -36,8 +36,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/mod/modfile"
-
 	"github.com/kvgen/kvgen/internal/kvgentest"
 )
 
@@ -60,7 +58,7 @@ var allowedSkip = regexp.MustCompile(
 		`the worker (does not implement|is not a )|Options\.Damage is not set`)
 
 func main() {
-	root, err := repoRoot()
+	root, err := kvgentest.FindRoot()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "testall:", err)
 		os.Exit(2)
@@ -318,22 +316,4 @@ func withoutProgress(out string) string {
 		}
 	}
 	return b.String()
-}
-
-// repoRoot is the root of kvgen's repository: the nearest directory at or
-// above the working directory whose go.mod is kvgen's.
-func repoRoot() (string, error) {
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for dir := wd; ; dir = filepath.Dir(dir) {
-		data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && modfile.ModulePath(data) == "github.com/kvgen/kvgen" {
-			return dir, nil
-		}
-		if filepath.Dir(dir) == dir {
-			return "", fmt.Errorf("no directory at or above %s holds kvgen's go.mod: run it inside kvgen's repository", wd)
-		}
-	}
 }
