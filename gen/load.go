@@ -487,12 +487,7 @@ func loadLinked(ctx context.Context, errs *diag.List, opts Options, m *manifest.
 		return nil, errs.Err()
 	}
 	ld.warnings = plan.Warnings.Sort()
-	if len(plan.Bad) > 0 {
-		for i := range m.Connectors {
-			c := &m.Connectors[i]
-			c.Invalid = c.Invalid || plan.Bad[i]
-			c.OnlyNames = c.OnlyNames && !plan.Bad[i]
-		}
+	if markBad(m, plan) {
 		paths = importPaths(m)
 	}
 	vendored := main.Vendored(opts.Env)
@@ -615,6 +610,20 @@ func vendorLacks(opts Options, main *gomod.Main, goMod []byte) (*gomod.VendorErr
 	}
 	rel := shortPath(opts.WorkDir)
 	return &gomod.VendorError{ModulesTxt: rel(main.ModulesTxt()), Dir: rel(main.Dir), Lacks: lacks, Written: goMod != nil}, nil
+}
+
+// markBad marks invalid the entries whose version: or replace: the plan
+// found wrong, and reports whether there were any.
+func markBad(m *manifest.Manifest, plan *gomod.Plan) bool {
+	if len(plan.Bad) == 0 {
+		return false
+	}
+	for i := range m.Connectors {
+		c := &m.Connectors[i]
+		c.Invalid = c.Invalid || plan.Bad[i]
+		c.OnlyNames = c.OnlyNames && !plan.Bad[i]
+	}
+	return true
 }
 
 // mainModule returns the main module that the first load ran in, given
