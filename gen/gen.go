@@ -62,7 +62,8 @@ type Options struct {
 	// In a module the go command builds from its vendor directory, a
 	// vendor/modules.txt that lacks what go.mod requires is an error too
 	// (a *gomod.VendorError) with ReadOnlyModules, and otherwise
-	// Result.VendorErr's: kvgen never writes vendor/.
+	// Result.VendorErr's, as one that lacks only entries' packages always
+	// is: kvgen never writes vendor/.
 	ReadOnlyModules bool
 	// Cache holds what earlier runs found when checking constructors,
 	// keyed by the content of the packages checked, so that packages that
@@ -486,16 +487,21 @@ func (r *Result) ModuleChanges() []string {
 }
 
 // VendorErr returns, as a *gomod.VendorError, what the main module's
-// vendor directory lacks of the linked go.mod (see ModuleChanges) when
-// the go command builds the module from it; nil when it lacks nothing,
-// or the module is not vendored. Generate loads such a module's packages
-// from the module cache, as go build does once go mod vendor has
-// recorded them; kvgen never writes vendor/.
+// vendor directory lacks of the linked go.mod (see ModuleChanges), or of
+// the entries' packages, when the go command builds the module from it;
+// nil when it lacks nothing, or the module is not vendored. The packages
+// it lacks come first, each at its entry, joined with it. Generate loads
+// such a module's packages from the module cache, as go build does once
+// go mod vendor has recorded them; kvgen never writes vendor/.
 func (r *Result) VendorErr() error {
-	if r.linked.vendor == nil {
+	switch ve := r.linked.vendor; {
+	case ve == nil:
 		return nil
+	case len(ve.Packages) > 0:
+		return errors.Join(ve.Packages, ve)
+	default:
+		return ve
 	}
-	return r.linked.vendor
 }
 
 // WriteModules writes the linked go.mod and go.sum (see ModuleChanges),

@@ -487,12 +487,7 @@ func loadLinked(ctx context.Context, errs *diag.List, opts Options, m *manifest.
 		return nil, errs.Err()
 	}
 	ld.warnings = plan.Warnings.Sort()
-	if len(plan.Bad) > 0 {
-		for i := range m.Connectors {
-			c := &m.Connectors[i]
-			c.Invalid = c.Invalid || plan.Bad[i]
-			c.OnlyNames = c.OnlyNames && !plan.Bad[i]
-		}
+	if markBad(m, plan) {
 		paths = importPaths(m)
 	}
 	vendored := main.Vendored(opts.Env)
@@ -528,7 +523,7 @@ func loadLinked(ctx context.Context, errs *diag.List, opts Options, m *manifest.
 			return nil, stop(err)
 		}
 		if vendored {
-			if ld.vendor, err = vendorLacks(opts, main, ld.modules.GoMod); err != nil {
+			if ld.vendor, err = vendorLacks(opts, main, ld.modules.GoMod, nil); err != nil {
 				return nil, stop(err)
 			}
 		}
@@ -541,11 +536,13 @@ func loadLinked(ctx context.Context, errs *diag.List, opts Options, m *manifest.
 		ld.modules.ModFile = "" // the scratch go.mod goes with this run
 	} else if vendored {
 		var verr error
-		if ld.vendor, verr = vendorLacks(opts, main, nil); verr != nil {
+		if ld.vendor, verr = vendorLacks(opts, main, nil, unvendored(m, listed, nested)); verr != nil {
 			return nil, stop(verr)
 		}
 		if ld.vendor != nil {
-			if opts.ReadOnlyModules {
+			// Packages alone go on: check says what to run once it
+			// knows whether the registry file imports them.
+			if opts.ReadOnlyModules && len(ld.vendor.Lacks) > 0 {
 				return nil, stop(ld.vendor)
 			}
 			// The go command refuses the vendor directory: load from the
@@ -607,14 +604,52 @@ func linkNested(ctx context.Context, lc loadConfig, opts Options, m *manifest.Ma
 
 // vendorLacks returns what main's vendor directory lacks of goMod, the
 // main module's go.mod as it is (nil) or is to be, as an error that names
-// it; nil when it lacks nothing.
-func vendorLacks(opts Options, main *gomod.Main, goMod []byte) (*gomod.VendorError, error) {
+// it, or else pkgs, the entries whose packages it lacks (unvendored); nil
+// when it lacks nothing.
+func vendorLacks(opts Options, main *gomod.Main, goMod []byte, pkgs diag.List) (*gomod.VendorError, error) {
 	lacks, err := main.VendorLacks(goMod)
-	if err != nil || len(lacks) == 0 {
+	if err != nil || len(lacks) == 0 && len(pkgs) == 0 {
 		return nil, err
 	}
+	if len(lacks) > 0 {
+		pkgs = nil // go mod vendor copies them with the modules
+	}
 	rel := shortPath(opts.WorkDir)
-	return &gomod.VendorError{ModulesTxt: rel(main.ModulesTxt()), Dir: rel(main.Dir), Lacks: lacks, Written: goMod != nil}, nil
+	return &gomod.VendorError{ModulesTxt: rel(main.ModulesTxt()), Dir: rel(main.Dir), Lacks: lacks, Packages: pkgs, Written: goMod != nil}, nil
+}
+
+// unvendored returns, at their entries, the packages that inVendor, the
+// load from the vendor directory, missed and cached, the load from the
+// module cache with go.mod as it is, found: packages of modules go.mod
+// requires that vendor/ lacks, since go mod vendor copies only those the
+// main module imports.
+func unvendored(m *manifest.Manifest, inVendor, cached *listing) diag.List {
+	if inVendor == nil || cached == nil || cached == inVendor {
+		return nil
+	}
+	var list diag.List
+	for i, c := range m.Connectors {
+		lp, found := inVendor.pkgs[c.Import.V], cached.pkgs[c.Import.V]
+		if lp == nil || !slices.Contains(inVendor.missing, lp) || found == nil || found.pkg == nil || found.pkg.Module == nil || len(found.pkg.Errors) > 0 {
+			continue
+		}
+		list.Add(c.Import.Pos, "%s: vendor/ lacks package %s, of module %s, which go.mod requires", c.Label(i), c.Import.V, found.pkg.Module.Path)
+	}
+	return list.Sort()
+}
+
+// markBad marks invalid the entries whose version: or replace: the plan
+// found wrong, and reports whether there were any.
+func markBad(m *manifest.Manifest, plan *gomod.Plan) bool {
+	if len(plan.Bad) == 0 {
+		return false
+	}
+	for i := range m.Connectors {
+		c := &m.Connectors[i]
+		c.Invalid = c.Invalid || plan.Bad[i]
+		c.OnlyNames = c.OnlyNames && !plan.Bad[i]
+	}
+	return true
 }
 
 // mainModule returns the main module that the first load ran in, given

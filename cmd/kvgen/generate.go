@@ -62,6 +62,19 @@ func (g *genFlags) report(e *env, err error) bool {
 	return true
 }
 
+// reportVendor reports err, what vendor/ lacks of the entries' packages
+// (gen.Result.VendorErr). go mod vendor copies them once the registry file
+// imports them: while it is stale, generate comes first.
+func (g *genFlags) reportVendor(e *env, err error, stale bool) {
+	var ve *gomod.VendorError
+	if !stale || !errors.As(err, &ve) || len(ve.Packages) == 0 {
+		e.report(err)
+		return
+	}
+	e.report(ve.Packages)
+	e.report(problemIn(g.manifest, "vendor/ lacks packages %s names; run go generate (or %s) to write the registry file that imports them, then go mod vendor to record them in vendor/, which the go command builds from", suggest.Show(g.manifest), g.command()))
+}
+
 // inFlags words a problem with the file -o names as a problem on -o.
 func (g *genFlags) inFlags(err error) error {
 	if oe, ok := err.(*gen.OutputError); ok {
@@ -198,6 +211,9 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 	case err != nil:
 		e.report(err)
 		return exitUsage
+	case res.VendorErr() != nil:
+		g.reportVendor(e, res.VendorErr(), diff != nil)
+		return exitError
 	case diff == nil:
 		return exitOK
 	case diff.Missing:

@@ -31,10 +31,10 @@
 // a vendored module it then exits 1 saying to run go mod vendor. check
 // exits 0 when the generated file is up to date, 1 when it is stale or
 // missing (printing a diff), go.mod lacks what the manifest names, or
-// vendor/ what go.mod requires, and 2 on any other trouble. Other
-// commands exit 1 on errors in their input and 2 on usage errors (an
-// unknown command or flag, a flag's bad value, arguments missing or left
-// over), which print one line and where the usage is.
+// vendor/ what go.mod requires or the entries' packages, and 2 on any
+// other trouble. Other commands exit 1 on errors in their input and 2 on
+// usage errors (an unknown command or flag, a flag's bad value, arguments
+// missing or left over), which print one line and where the usage is.
 //
 // With -json, generate, check, build, list, inspect and version print on
 // stdout one JSON object, the command's report, and nothing else, with the

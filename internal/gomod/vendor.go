@@ -12,6 +12,7 @@ import (
 	"golang.org/x/mod/modfile"
 	"golang.org/x/mod/semver"
 
+	"github.com/kvgen/kvgen/internal/diag"
 	"github.com/kvgen/kvgen/internal/gocmd"
 	"github.com/kvgen/kvgen/internal/readfile"
 )
@@ -121,6 +122,11 @@ type VendorError struct {
 	ModulesTxt, Dir string
 	// Lacks are what it lacks, as VendorLacks says them.
 	Lacks []string
+	// Packages, when it lacks no module, are the entries whose packages
+	// it lacks, each at its entry: go mod vendor copies only the
+	// packages the main module imports, so it copies them once the
+	// registry file does.
+	Packages diag.List
 	// Written says that go.mod and go.sum were written before.
 	Written bool
 }
@@ -129,6 +135,9 @@ func (e *VendorError) Error() string {
 	in := ""
 	if e.Dir != "." && e.Dir != "" {
 		in = " in " + e.Dir
+	}
+	if len(e.Lacks) == 0 {
+		return fmt.Sprintf("%s lacks packages the registry file imports, of modules go.mod requires; the go command builds from vendor/, so run go mod vendor%s", e.ModulesTxt, in)
 	}
 	what := "go.mod requires"
 	if e.Written {
