@@ -27,8 +27,9 @@ import (
 // always current.
 //
 // Besides the entries, the cache keeps the hash of the last file rendered
-// for the manifest and the key of everything that went into it, so that
-// kvgen check on an unchanged tree compares hashes instead of rendering.
+// for the manifest and the key of the renderInput it was rendered from, so
+// that kvgen check on an unchanged tree compares hashes instead of
+// rendering.
 
 // CheckCache is one generator's check cache. Runs given it in
 // Options.Cache read it and add to it in memory; nothing is written until

@@ -114,7 +114,7 @@ func (c *Contract) RolesOf(e *Entry) []string {
 
 // typeName is the type of the contract's constructors, as the generated
 // file names it: "contract.Middleware", or "func() contract.Plugin".
-func (c *Contract) typeName() string {
+func (c renderContract) typeName() string {
 	if c.Interface {
 		return "func() " + c.PkgName + "." + c.Name
 	}

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"testing"
 	"unsafe"
+
+	"github.com/dave/jennifer/jen"
 )
 
 // A changed input to a constructor's check is a new key: every field of
@@ -17,6 +19,31 @@ func TestCheckKeyHoldsEveryField(t *testing.T) {
 		ImportPath: "example.com/shout", Constructor: "New", EntryRoles: []string{"worker"},
 	}
 	eachChange(t, &in, func() string { return cache.key(in) })
+}
+
+// A changed input to the registry file is a new render key, so that
+// kvgen check renders the file again: every field of renderInput, walked
+// by reflection, the contract's adapter too, whose types differ here only
+// in the path of a package of the same name.
+func TestRenderKeyHoldsEveryField(t *testing.T) {
+	cache := &checkCache{path: "cache.json", salt: "kvgen-test"}
+	in := renderInput{
+		Manifest: "../connectors.yaml",
+		Package:  "main",
+		Contract: renderContract{
+			Path: "example.com/text", Name: "Factory", PkgName: "text", Registry: "NewRegistry",
+			Imports: map[string]string{"example.com/old/opts": "opts"},
+			Adapter: adapterSig{
+				params:  []adapterParam{{name: "o", typ: jen.Qual("example.com/old/opts", "Options")}},
+				results: []jen.Code{jen.Qual("example.com/text", "Plugin"), jen.Error()},
+			},
+		},
+		Desc: "{}",
+		Entries: []renderEntry{{Name: "shout", ImportPath: "example.com/shout", PkgName: "shout", Constructor: "New",
+			Module: "example.com", Aliases: []string{"loud"}, Roles: []string{"worker"}, Adapt: true}},
+		Declared: map[string]bool{"main": true},
+	}
+	eachChange(t, &in, func() string { return cache.hash(in) })
 }
 
 // eachChange changes every field reachable from the value v points to,
@@ -128,4 +155,6 @@ func walk(t *testing.T, v reflect.Value, path string, changed func(path string))
 }
 
 // otherValues are values of interface types to change fields to.
-var otherValues = map[reflect.Type]any{}
+var otherValues = map[reflect.Type]any{
+	reflect.TypeFor[jen.Code](): jen.Qual("example.com/new/opts", "Options"),
+}
