@@ -1,6 +1,8 @@
 package gen
 
 import (
+	"bytes"
+	"encoding/json"
 	"go/token"
 	"go/types"
 	"strconv"
@@ -44,6 +46,19 @@ func newAdapterSig(sig *types.Signature) adapterSig {
 		a.results = append(a.results, typeCode(sig.Results().At(i).Type()))
 	}
 	return a
+}
+
+// MarshalJSON encodes the adapter, for the render key, as the Go source
+// of an adapter, whose imports name each package by its path: jen.Code
+// has no encoding of its own.
+func (a adapterSig) MarshalJSON() ([]byte, error) {
+	f := jen.NewFile("adapter")
+	f.Var().Id("_").Op("=").Add(adapterLit(renderEntry{ImportPath: "adapter/constructor", Constructor: "New"}, a))
+	var buf bytes.Buffer
+	if err := f.Render(&buf); err != nil {
+		return nil, err
+	}
+	return json.Marshal(buf.String())
 }
 
 // names are the adapter's parameter names.
@@ -117,8 +132,7 @@ func typeCode(t types.Type) jen.Code {
 // It captures nothing, so the compiler lays it out as static data, as it
 // does a named function; but it compiles in about a third of the time a
 // named function takes, which goes into the package's export data too.
-func adapterLit(e *Entry, c *Contract) jen.Code {
-	a := c.adapter
+func adapterLit(e renderEntry, a adapterSig) jen.Code {
 	var params, args []jen.Code
 	for i, p := range a.params {
 		params = append(params, jen.Id(p.name).Add(p.typ))

@@ -7,7 +7,6 @@ import (
 	"maps"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/kvgen/kvgen/internal/atomicfile"
@@ -18,17 +17,19 @@ import (
 // contract found, so that a run whose packages have not changed reads no
 // export data.
 //
-// It cannot go stale: an entry's key is the name of its package's export
-// file in the go command's build cache, which is the hash of that file's
-// content (and export data holds every type the package's API reaches),
-// with the registry package's export file, the constructor's name, the
-// roles and the generator's own identity. Any change to what the check
-// reads is a new key. Only constructors that passed are remembered;
-// problems are found again, so their messages are always current.
+// It cannot go stale: an entry's key is the hash of a checkInput, with the
+// generator's own identity, and a checkInput holds the names of the
+// export files the check reads in the go command's build cache, each the
+// hash of that file's content (and export data holds every type the
+// package's API reaches), with the rest of what the check reads. Any
+// change to what the check reads is a new key. Only constructors that
+// passed are remembered; problems are found again, so their messages are
+// always current.
 //
 // Besides the entries, the cache keeps the hash of the last file rendered
-// for the manifest and the key of everything that went into it, so that
-// kvgen check on an unchanged tree compares hashes instead of rendering.
+// for the manifest and the key of the renderInput it was rendered from, so
+// that kvgen check on an unchanged tree compares hashes instead of
+// rendering.
 
 // CheckCache is one generator's check cache. Runs given it in
 // Options.Cache read it and add to it in memory; nothing is written until
@@ -115,24 +116,56 @@ type cachedCheck struct {
 	DeclLine int    `json:"decl_line"`
 }
 
-// cacheFormat changes whenever what a check concludes or what the
-// renderer writes changes in a way a version number might not show (a
-// development build).
+// cacheFormat changes whenever the cache file's layout changes, or what a
+// check concludes or what the renderer writes from the same inputs
+// changes in a way a version number might not show (a development build).
+// The keys need no help: they encode their inputs' fields by name.
 const cacheFormat = "kvgen-check-1"
 
-// key names the check of one entry.
-// reg holds the export files of the registry package and of the
-// contract's package, separated by NULs; contractName is "" for the KV
-// connector contract.
-func (c *checkCache) key(reg, pkg, pkgPath, constructor string, roles []string, contractName string) string {
-	if c.path == "" || reg == "" || pkg == "" {
+// checkInput is what checking one constructor against the contract
+// reads, and the key of what the check found is its hash (key): a field
+// added here is in the key, and what the check comes to read must be
+// added here.
+type checkInput struct {
+	// RegistryExport, ContractExport and PackageExport are the names of
+	// the export files of the registry package, the contract's package
+	// and the constructor's package in the go command's build cache: each
+	// the hash of the file's content, wherever the cache lies.
+	RegistryExport, ContractExport, PackageExport string
+	// Factory, Roles and Registry are the contract as the manifest names
+	// it and as its markers declare it: markers are comments, which export
+	// data leaves out.
+	Factory  string
+	Roles    []Role
+	Registry string
+	// ImportPath and Constructor name the constructor, and EntryRoles are
+	// the roles the entry serves (nil for every role).
+	ImportPath, Constructor string
+	EntryRoles              []string
+}
+
+// key names the check of one entry: "" when there is no cache, or an
+// export file is missing, so that nothing is cached.
+func (c *checkCache) key(in checkInput) string {
+	if in.RegistryExport == "" || in.ContractExport == "" || in.PackageExport == "" {
 		return ""
 	}
-	var regs []string
-	for _, f := range strings.Split(reg, "\x00") {
-		regs = append(regs, filepath.Base(f))
+	return c.hash(in)
+}
+
+// hash is the key of what was computed from in, a value that holds the
+// whole of it in exported fields, which JSON encodes; with the salt, so
+// that what one generator computed is not taken on trust by another. It
+// is "" when there is no cache.
+func (c *checkCache) hash(in any) string {
+	if c.path == "" {
+		return ""
 	}
-	return hashFields(c.salt, strings.Join(regs, "\x00"), filepath.Base(pkg), pkgPath, constructor, strings.Join(roles, ","), contractName)
+	data, err := json.Marshal(in)
+	if err != nil {
+		return "" // not cached
+	}
+	return hashFields(c.salt, string(data))
 }
 
 func (c *checkCache) get(key string) (cachedCheck, bool) {

@@ -362,15 +362,14 @@ func checkEntries(errs *diag.List, m *manifest.Manifest, ld *linked, contract *C
 	}
 	var misses []miss
 	var decode []*loadedPackage
-	// The contract's export data is part of every key: a changed contract
+	// What every entry's check reads of the contract: a changed contract
 	// is checked afresh.
-	var regExport, contractKey string
-	if ld.registry != nil {
-		regExport = ld.registry.ExportFile
-	}
-	if ld.contractPkg != nil {
-		regExport += "\x00" + ld.contractPkg.ExportFile
-		contractKey = contract.key()
+	shared := checkInput{
+		RegistryExport: exportName(ld.registry),
+		ContractExport: exportName(ld.contractPkg),
+		Factory:        contract.String(),
+		Roles:          contract.Roles,
+		Registry:       contract.Registry,
 	}
 	outPath := ld.importPath
 	entries := make([]*Entry, len(m.Connectors))
@@ -399,7 +398,9 @@ func checkEntries(errs *diag.List, m *manifest.Manifest, ld *linked, contract *C
 		e.Roles = roles // without a roles: problem, the entry's own
 		var key string
 		if link {
-			key = cache.key(regExport, lp.pkg.ExportFile, e.ImportPath, e.Constructor, e.Roles, contractKey)
+			in := shared
+			in.PackageExport, in.ImportPath, in.Constructor, in.EntryRoles = exportName(lp.pkg), e.ImportPath, e.Constructor, e.Roles
+			key = cache.key(in)
 			if r, ok := cache.get(key); ok {
 				e.Adapt = r.Adapt
 				e.Decl = position(token.Position{Filename: r.DeclFile, Line: r.DeclLine}, e.ImportPath, lp.pkg.GoFiles, rel)
@@ -424,6 +425,15 @@ func checkEntries(errs *diag.List, m *manifest.Manifest, ld *linked, contract *C
 		}
 	}
 	return slices.DeleteFunc(entries, func(e *Entry) bool { return e == nil }), nil
+}
+
+// exportName is the name of p's export file in the go command's build
+// cache, the hash of its content; "" when p is nil or has none.
+func exportName(p *packages.Package) string {
+	if p == nil || p.ExportFile == "" {
+		return ""
+	}
+	return filepath.Base(p.ExportFile)
 }
 
 // checkRoles checks that the roles entry c lists are roles the contract

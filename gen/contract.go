@@ -6,7 +6,6 @@ import (
 	"go/token"
 	"go/types"
 	"slices"
-	"strings"
 
 	"github.com/dave/jennifer/jen"
 	"golang.org/x/tools/go/packages"
@@ -91,16 +90,6 @@ const DefaultFactory = kvPath + ".Factory"
 // String is the contract as the manifest names it.
 func (c *Contract) String() string { return c.Path + "." + c.Name }
 
-// key names the contract and what its markers declare, for the check
-// cache: markers are comments, which export data leaves out.
-func (c *Contract) key() string {
-	parts := []string{c.String(), c.Registry}
-	for _, r := range c.Roles {
-		parts = append(parts, r.Name+"="+r.Interface)
-	}
-	return strings.Join(parts, " ")
-}
-
 // RoleNames returns the names of the roles the contract declares.
 func (c *Contract) RoleNames() []string {
 	names := make([]string, len(c.Roles))
@@ -125,7 +114,7 @@ func (c *Contract) RolesOf(e *Entry) []string {
 
 // typeName is the type of the contract's constructors, as the generated
 // file names it: "contract.Middleware", or "func() contract.Plugin".
-func (c *Contract) typeName() string {
+func (c renderContract) typeName() string {
 	if c.Interface {
 		return "func() " + c.PkgName + "." + c.Name
 	}

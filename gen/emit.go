@@ -14,6 +14,62 @@ import (
 	"github.com/dave/jennifer/jen"
 )
 
+// renderInput is everything emit renders the registry file from, and the
+// render key is its hash (see Result.render): what emit comes to read
+// must be a field here, and is then in the key, as
+// TestRenderKeyHoldsEveryField checks field by field.
+type renderInput struct {
+	// Manifest is the manifest's path as the file names it.
+	Manifest string
+	// Package is the file's package name.
+	Package string
+	// Contract is what the file needs of the contract.
+	Contract renderContract
+	// Desc is the description of the manifest that the file embeds
+	// (describe).
+	Desc string
+	// Entries are the checked entries, in manifest order.
+	Entries []renderEntry
+	// Declared are the top-level names the package's other files declare.
+	Declared map[string]bool
+}
+
+// renderContract is what the registry file needs of the contract: the
+// fields of Contract of those names.
+type renderContract struct {
+	Path, Name, PkgName string
+	Interface           bool
+	Registry            string
+	Imports             map[string]string
+	Adapter             adapterSig
+}
+
+// renderEntry is what the registry file needs of an entry: the fields of
+// Entry of those names.
+type renderEntry struct {
+	Name, ImportPath, PkgName, Constructor, Module string
+	Aliases, Roles                                 []string
+	Adapt                                          bool
+}
+
+// newRenderInput is what emit reads of the file's inputs.
+func newRenderInput(manifestFile, pkgName string, c *Contract, desc string, entries []*Entry, declared map[string]bool) renderInput {
+	in := renderInput{
+		Manifest: manifestFile,
+		Package:  pkgName,
+		Contract: renderContract{Path: c.Path, Name: c.Name, PkgName: c.PkgName, Interface: c.Interface,
+			Registry: c.Registry, Imports: c.imports, Adapter: c.adapter},
+		Desc:     desc,
+		Entries:  make([]renderEntry, len(entries)),
+		Declared: declared,
+	}
+	for i, e := range entries {
+		in.Entries[i] = renderEntry{Name: e.Name, ImportPath: e.ImportPath, PkgName: e.PkgName, Constructor: e.Constructor,
+			Module: e.Module, Aliases: e.Aliases, Roles: e.Roles, Adapt: e.Adapt}
+	}
+	return in
+}
+
 // emit renders the registry file. Every manifest string reaches the file
 // through jen.Lit, so no value can change the code around it.
 //
@@ -28,13 +84,14 @@ import (
 // The registry is a registry.Table of the contract's factory type, which
 // the contract's registry function (//kvgen:registry) turns into the
 // registry a host uses, if it names one.
-func emit(manifestFile, pkgName string, c *Contract, desc string, entries []*Entry, declared map[string]bool) ([]byte, error) {
-	f := jen.NewFile(pkgName)
-	name := commentName(manifestFile)
+func emit(in renderInput) ([]byte, error) {
+	c, entries := in.Contract, in.Entries
+	f := jen.NewFile(in.Package)
+	name := commentName(in.Manifest)
 	f.HeaderComment(header(name))
 
-	adapt := slices.ContainsFunc(entries, func(e *Entry) bool { return e.Adapt })
-	imports := importNames(c, entries, declared, adapt)
+	adapt := slices.ContainsFunc(entries, func(e renderEntry) bool { return e.Adapt })
+	imports := importNames(c, entries, in.Declared, adapt)
 	for _, imp := range imports {
 		if imp.alias {
 			f.ImportAlias(imp.path, imp.name)
@@ -44,7 +101,7 @@ func emit(manifestFile, pkgName string, c *Contract, desc string, entries []*Ent
 	}
 
 	reg := func(name string) *jen.Statement { return jen.Qual(RegistryPath, name) }
-	names := newIdents(declared, imports)
+	names := newIdents(in.Declared, imports)
 	list := names.free("entries")
 	descName := names.free("manifestDescription")
 	items := make([]jen.Code, 0, len(entries)+1)
@@ -68,7 +125,7 @@ func emit(manifestFile, pkgName string, c *Contract, desc string, entries []*Ent
 		}
 		var factory jen.Code = jen.Qual(e.ImportPath, e.Constructor)
 		if e.Adapt {
-			factory = adapterLit(e, c)
+			factory = adapterLit(e, c.Adapter)
 		}
 		if e.Roles != nil {
 			fields = append(fields, field("Roles", rolesLit(e.Roles)))
@@ -91,7 +148,7 @@ func emit(manifestFile, pkgName string, c *Contract, desc string, entries []*Ent
 	f.Var().Id("Registry").Op("=").Add(value)
 	f.Line()
 	f.Comment(descName + " describes " + name + " and its plugins, for kvgen inspect to read from a binary.")
-	f.Const().Id(descName).Op("=").Lit(desc)
+	f.Const().Id(descName).Op("=").Lit(in.Desc)
 	f.Line()
 	f.Comment(list + " is static data: constants and functions only.")
 	f.Var().Id(list).Op("=").Index().Add(entry).Values(items...)
@@ -158,7 +215,7 @@ func groupImports(src []byte) ([]byte, error) {
 
 // factoryType is the type of a table's factories: the named function
 // type, or a function that returns the interface.
-func factoryType(c *Contract) jen.Code {
+func factoryType(c renderContract) jen.Code {
 	if c.Interface {
 		return jen.Func().Params().Qual(c.Path, c.Name)
 	}
@@ -226,7 +283,7 @@ type importName struct {
 // appended. kvgen assigns them itself because jennifer's collision search
 // grows with the cube of the number of same-named packages. adapt says
 // whether the file holds adapters, which name context.
-func importNames(c *Contract, entries []*Entry, declared map[string]bool, adapt bool) []importName {
+func importNames(c renderContract, entries []renderEntry, declared map[string]bool, adapt bool) []importName {
 	// The registry package keeps its name unless the output package
 	// declares it.
 	reg := importName{path: RegistryPath, name: "registry"}
@@ -241,7 +298,7 @@ func importNames(c *Contract, entries []*Entry, declared map[string]bool, adapt 
 	if adapt {
 		// An adapter's parameters and the predeclared names its types
 		// may use.
-		for _, n := range append(c.adapter.names(), "error", "any") {
+		for _, n := range append(c.Adapter.names(), "error", "any") {
 			taken[n] = true
 		}
 	}
@@ -252,7 +309,7 @@ func importNames(c *Contract, entries []*Entry, declared map[string]bool, adapt 
 	// package can keep it.
 	realNames := map[string]bool{"registry": true, c.PkgName: true}
 	if adapt {
-		for _, name := range c.imports {
+		for _, name := range c.Imports {
 			realNames[name] = true
 		}
 	}
@@ -283,35 +340,16 @@ func importNames(c *Contract, entries []*Entry, declared map[string]bool, adapt 
 	if adapt {
 		// The packages the adapters' signatures name: the standard
 		// library's first, as goimports groups them.
-		paths := slices.Sorted(maps.Keys(c.imports))
+		paths := slices.Sorted(maps.Keys(c.Imports))
 		slices.SortStableFunc(paths, func(a, b string) int { return cmpBool(!stdlib(a), !stdlib(b)) })
 		for _, path := range paths {
-			add(path, c.imports[path])
+			add(path, c.Imports[path])
 		}
 	}
 	for _, e := range entries {
 		add(e.ImportPath, e.PkgName)
 	}
 	return imports
-}
-
-// renderKey names everything emit reads, so that the check cache can tell
-// that a file already rendered from the same inputs is current without
-// rendering it again. salt names the generator.
-func renderKey(salt, manifestFile, pkgName string, c *Contract, desc string, entries []*Entry, declared map[string]bool) string {
-	if salt == "" {
-		return ""
-	}
-	fields := []string{salt, manifestFile, pkgName, c.String(), c.PkgName, c.Signature, strconv.FormatBool(c.Interface), c.Registry, desc}
-	for _, name := range slices.Sorted(maps.Keys(declared)) {
-		fields = append(fields, "declared", name)
-	}
-	for _, e := range entries {
-		fields = append(fields, "entry", e.Name, e.ImportPath, e.PkgName, e.Constructor, e.Module,
-			strings.Join(e.Roles, ","), strconv.FormatBool(e.Adapt), strconv.Itoa(len(e.Aliases)))
-		fields = append(fields, e.Aliases...)
-	}
-	return hashFields(fields...)
 }
 
 // stdlib reports whether path is a standard-library package's: its first

@@ -197,7 +197,7 @@ func fuzzGenerate(t *testing.T, data []byte) {
 	if err == nil {
 		desc, derr := describe(m, &kvContract, "", res.Entries)
 		require.NoError(t, derr)
-		res.Content, err = emit(m.File, res.Package, &kvContract, desc, res.Entries, out.declared)
+		res.Content, err = emit(newRenderInput(m.File, res.Package, &kvContract, desc, res.Entries, out.declared))
 		require.NoError(t, err, "emitting what was checked must work")
 	}
 	if err == nil {
