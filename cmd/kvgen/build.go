@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/kvgen/kvgen/gen/deploy"
-	"github.com/kvgen/kvgen/internal/gocmd"
+	"github.com/kvgen/kvgen/internal/imagebuild"
 	"github.com/kvgen/kvgen/internal/readfile"
 )
 
@@ -16,7 +16,7 @@ import (
 type targetsFlag struct {
 	list []deploy.Target
 	// all is -target all: with -image, every Linux target the go command
-	// builds for (see linuxTargets).
+	// builds for (see imagebuild.Image's AllTargets).
 	all bool
 }
 
@@ -47,23 +47,6 @@ func (t *targetsFlag) Set(v string) error {
 		return errors.New("all names every target; give it alone")
 	}
 	return nil
-}
-
-// linuxTargets are the targets -target all names with -image: every
-// linux/ARCH that go tool dist list lists, in its order, for the go
-// command kvgen runs.
-func linuxTargets(ctx context.Context, dir string, env []string) ([]deploy.Target, error) {
-	out, _, err := gocmd.Run(ctx, dir, env, "tool", "dist", "list")
-	if err != nil {
-		return nil, err
-	}
-	var targets []deploy.Target
-	for _, line := range strings.Fields(string(out)) {
-		if arch, ok := strings.CutPrefix(line, "linux/"); ok {
-			targets = append(targets, deploy.Target{GOOS: "linux", GOARCH: arch})
-		}
-	}
-	return targets, nil
 }
 
 // maxConfig bounds a -for config file; a real one is a few hundred bytes.
@@ -136,14 +119,18 @@ type builtBinary struct {
 	Target string `json:"target"`
 }
 
-// buildFailed reports why deploy.Build failed and returns the exit code:
-// a target or a binary path it refuses is a usage error, since the command
-// line gave it; a -for config that names what the manifest lacks is a
-// problem in a file, as the manifest's own are.
+// buildFailed reports why deploy.Build or imagebuild.Build failed and
+// returns the exit code: a target or a binary path deploy.Build refuses,
+// and what imagebuild.Build says an image cannot be, is a usage error,
+// since the command line gave it; a -for config that names what the
+// manifest lacks is a problem in a file, as the manifest's own are.
 func buildFailed(e *env, err error) int {
 	e.report(buildFlagged(err))
 	var oe *deploy.OptionError
 	if errors.As(err, &oe) && (oe.Field == "Targets" || oe.Field == "Binary") {
+		return exitUsage
+	}
+	if errors.As(err, new(*imagebuild.UsageError)) {
 		return exitUsage
 	}
 	return exitError
