@@ -163,23 +163,16 @@ func Build(ctx context.Context, opts Options) (*Image, error) {
 // platform makes one platform's image and its SBOM.
 func (img *Image) platform(ctx context.Context, opts Options, p Platform, base *baseImage) (PlatformImage, error) {
 	pi := PlatformImage{Platform: p}
-	bin, err := inspect.File(ctx, p.Binary)
+	bin, err := platformBinary(ctx, p)
 	if err != nil {
 		return pi, err
 	}
 	pi.Binary = bin
-	if bin.GOOS != "" && (bin.GOOS != p.OS || bin.GOARCH != p.Architecture) {
-		return pi, fmt.Errorf("the binary %s is for %s/%s", suggest.Show(p.Binary), bin.GOOS, bin.GOARCH)
-	}
 	name := opts.Name
 	if name == "" {
 		name = commandName(bin)
 	}
 	entry := BinDir + "/" + name
-	files := []file{{name: cleanPath(entry), mode: 0o755, src: p.Binary}}
-	if opts.CABundle != nil {
-		files = append(files, file{name: cleanPath(CAFile), mode: 0o644, data: opts.CABundle})
-	}
 	cfg := ocispec.Image{}
 	var manifest ocispec.Manifest
 	if base != nil {
@@ -187,19 +180,64 @@ func (img *Image) platform(ctx context.Context, opts Options, p Platform, base *
 			return pi, err
 		}
 	} else {
-		files = append(files, file{name: "tmp", dir: true, mode: 0o1777})
+		// No base to set a PATH.
 		cfg.Config.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
 	}
-	l, err := writeLayer(files, opts.Created)
+	layer, diffID, err := img.pushLayer(ctx, opts, p, entry, base == nil)
 	if err != nil {
 		return pi, err
 	}
-	layerDesc := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageLayerGzip, Digest: digest.FromBytes(l.blob), Size: int64(len(l.blob))}
-	if err := img.pushBlob(ctx, layerDesc, l.blob); err != nil {
+	created := opts.Created.UTC()
+	cfg = configure(cfg, opts, p, entry, created, diffID)
+	cfg.Config.Labels = labels(cfg.Config.Labels, base, p, bin, created, opts.Labels)
+	if pi.Manifest, err = img.pushManifest(ctx, manifest, cfg, layer); err != nil {
 		return pi, err
 	}
+	if pi.SBOMData, err = SBOM(bin, opts.Tool); err != nil {
+		return pi, err
+	}
+	pi.SBOM, err = img.pushSBOM(ctx, pi.SBOMData, pi.Manifest, created)
+	return pi, err
+}
 
-	created := opts.Created.UTC()
+// platformBinary reads p's binary, and refuses one built for another
+// platform: the image would not run where its index says it does.
+func platformBinary(ctx context.Context, p Platform) (*inspect.Binary, error) {
+	bin, err := inspect.File(ctx, p.Binary)
+	if err != nil {
+		return nil, err
+	}
+	if bin.GOOS != "" && (bin.GOOS != p.OS || bin.GOARCH != p.Architecture) {
+		return nil, fmt.Errorf("the binary %s is for %s/%s", suggest.Show(p.Binary), bin.GOOS, bin.GOARCH)
+	}
+	return bin, nil
+}
+
+// pushLayer makes and stores the one layer kvgen adds: the binary at
+// entry, the CA bundle if there is one and, when bare (there is no base
+// to give it), /tmp, which programs expect to write to. It returns the
+// layer's descriptor and diff ID.
+func (img *Image) pushLayer(ctx context.Context, opts Options, p Platform, entry string, bare bool) (ocispec.Descriptor, digest.Digest, error) {
+	files := []file{{name: cleanPath(entry), mode: 0o755, src: p.Binary}}
+	if opts.CABundle != nil {
+		files = append(files, file{name: cleanPath(CAFile), mode: 0o644, data: opts.CABundle})
+	}
+	if bare {
+		files = append(files, file{name: "tmp", dir: true, mode: 0o1777})
+	}
+	l, err := writeLayer(files, opts.Created)
+	if err != nil {
+		return ocispec.Descriptor{}, "", err
+	}
+	d := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageLayerGzip, Digest: digest.FromBytes(l.blob), Size: int64(len(l.blob))}
+	return d, l.diffID, img.pushBlob(ctx, d, l.blob)
+}
+
+// configure makes cfg, the base's config or a bare one, the config of
+// p's image: its entrypoint, run as the non-root user, over the base's
+// (what the base meant to run is no part of this image), and the layer
+// diffID after the base's, with its history. The labels are labels'.
+func configure(cfg ocispec.Image, opts Options, p Platform, entry string, created time.Time, diffID digest.Digest) ocispec.Image {
 	cfg.Created = &created
 	cfg.Platform = ocispec.Platform{OS: p.OS, Architecture: p.Architecture, Variant: p.Variant}
 	cfg.Config.Entrypoint = []string{entry}
@@ -209,13 +247,21 @@ func (img *Image) platform(ctx context.Context, opts Options, p Platform, base *
 	if opts.CABundle != nil {
 		cfg.Config.Env = setEnv(cfg.Config.Env, "SSL_CERT_FILE", CAFile)
 	}
-	// The base's labels stay, but for those that describe an image
-	// (its version, source, creation...): they are the base's, not this
-	// image's.
-	labels := map[string]string{}
-	for k, v := range cfg.Config.Labels {
+	cfg.RootFS.Type = "layers"
+	cfg.RootFS.DiffIDs = append(slices.Clip(cfg.RootFS.DiffIDs), diffID)
+	cfg.History = append(slices.Clip(cfg.History), ocispec.History{Created: &created, CreatedBy: "kvgen build -image", Comment: entry})
+	return cfg
+}
+
+// labels are the labels of p's image's config: the base's, but for
+// those that describe an image (its version, source, creation...), which
+// are the base's and not this image's; the base's name and digest; the
+// binary's; then extra, the caller's, over all of them.
+func labels(baseLabels map[string]string, base *baseImage, p Platform, bin *inspect.Binary, created time.Time, extra map[string]string) map[string]string {
+	l := map[string]string{}
+	for k, v := range baseLabels {
 		if !strings.HasPrefix(k, "org.opencontainers.image.") {
-			labels[k] = v
+			l[k] = v
 		}
 	}
 	if base != nil {
@@ -223,37 +269,31 @@ func (img *Image) platform(ctx context.Context, opts Options, p Platform, base *
 		// digest depend on where the build runs: only a registry's
 		// reference names the base.
 		if r, err := ParseRef(base.ref); err == nil && r.Kind == Registry {
-			labels[ocispec.AnnotationBaseImageName] = base.ref
+			l[ocispec.AnnotationBaseImageName] = base.ref
 		}
 		d, _ := base.find(p)
-		labels[ocispec.AnnotationBaseImageDigest] = d.Digest.String()
+		l[ocispec.AnnotationBaseImageDigest] = d.Digest.String()
 	}
-	maps.Copy(labels, binaryLabels(bin, created))
-	maps.Copy(labels, opts.Labels)
-	cfg.Config.Labels = labels
-	cfg.RootFS.Type = "layers"
-	cfg.RootFS.DiffIDs = append(slices.Clip(cfg.RootFS.DiffIDs), l.diffID)
-	cfg.History = append(slices.Clip(cfg.History), ocispec.History{Created: &created, CreatedBy: "kvgen build -image", Comment: entry})
+	maps.Copy(l, binaryLabels(bin, created))
+	maps.Copy(l, extra)
+	return l
+}
+
+// pushManifest stores cfg and the manifest of the image: m, the base's
+// manifest or the zero one, with the layer added after the base's, and
+// without what described the base alone (its annotations, its subject).
+func (img *Image) pushManifest(ctx context.Context, m ocispec.Manifest, cfg ocispec.Image, layer ocispec.Descriptor) (ocispec.Descriptor, error) {
 	cfgDesc, err := img.push(ctx, ocispec.MediaTypeImageConfig, cfg)
 	if err != nil {
-		return pi, err
+		return ocispec.Descriptor{}, err
 	}
-
-	manifest.Versioned = specs.Versioned{SchemaVersion: 2}
-	manifest.MediaType = ocispec.MediaTypeImageManifest
-	manifest.Config = cfgDesc
-	manifest.Layers = append(slices.Clip(manifest.Layers), layerDesc)
-	manifest.Annotations = nil
-	manifest.Subject = nil
-	if pi.Manifest, err = img.push(ctx, ocispec.MediaTypeImageManifest, manifest); err != nil {
-		return pi, err
-	}
-
-	if pi.SBOMData, err = SBOM(bin, opts.Tool); err != nil {
-		return pi, err
-	}
-	pi.SBOM, err = img.pushSBOM(ctx, pi.SBOMData, pi.Manifest, created)
-	return pi, err
+	m.Versioned = specs.Versioned{SchemaVersion: 2}
+	m.MediaType = ocispec.MediaTypeImageManifest
+	m.Config = cfgDesc
+	m.Layers = append(slices.Clip(m.Layers), layer)
+	m.Annotations = nil
+	m.Subject = nil
+	return img.push(ctx, ocispec.MediaTypeImageManifest, m)
 }
 
 // binaryLabels are the labels that come from the binary: its source,
