@@ -375,82 +375,12 @@ func (img *Image) writeArchive(ctx context.Context, ref Ref) error {
 	if err != nil {
 		return err
 	}
-	entry := dockerManifestEntry{Config: blobPath(m.Config), RepoTags: []string{}}
-	if ref.Tag != "" {
-		entry.RepoTags = []string{ref.Tag}
-	}
-	for _, l := range m.Layers {
-		entry.Layers = append(entry.Layers, blobPath(l))
-	}
-	dockerJSON, _ := json.Marshal([]dockerManifestEntry{entry})
-	root := img.Root
-	if ref.Tag != "" {
-		// As docker save names it: the full name, and the tag alone.
-		_, tag, _ := strings.Cut(ref.Tag[strings.LastIndexByte(ref.Tag, '/')+1:], ":")
-		root.Annotations = map[string]string{"io.containerd.image.name": ref.Tag, ocispec.AnnotationRefName: tag}
-	}
-	index := ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex, Manifests: []ocispec.Descriptor{root}}
-	indexJSON, _ := json.Marshal(index)
-	layoutJSON, _ := json.Marshal(ocispec.ImageLayout{Version: ocispec.ImageLayoutVersion})
-
-	// The SBOM's manifest stays out: docker load would take it for an
-	// image.
-	seen := map[string]bool{}
-	var blobs []ocispec.Descriptor
-	for _, d := range append([]ocispec.Descriptor{pi.Manifest, m.Config}, m.Layers...) {
-		if !seen[d.Digest.String()] {
-			seen[d.Digest.String()] = true
-			blobs = append(blobs, d)
-		}
-	}
-	slices.SortFunc(blobs, func(a, b ocispec.Descriptor) int { return strings.Compare(a.Digest.String(), b.Digest.String()) })
-
 	tmp, err := os.CreateTemp(filepath.Dir(ref.Path), ".tmp-")
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp.Name())
-	tw := tar.NewWriter(tmp)
-	epoch := time.Unix(0, 0)
-	dir := func(name string) error {
-		return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: name, Mode: 0o755, ModTime: epoch})
-	}
-	put := func(name string, size int64, r io.Reader) error {
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: 0o644, Size: size, ModTime: epoch}); err != nil {
-			return err
-		}
-		_, err := io.Copy(tw, r)
-		return err
-	}
-	err = dir("blobs/")
-	if err == nil {
-		err = dir("blobs/sha256/")
-	}
-	for _, d := range blobs {
-		if err != nil {
-			break
-		}
-		var r io.ReadCloser
-		if r, err = img.Fetch(ctx, d); err == nil {
-			// Checked at its end, as a layout's blobs are: a base's blob
-			// whose bytes are not its digest's is no part of the archive.
-			if err = put(blobPath(d), d.Size, verified{content.NewVerifyReader(r, d)}); err != nil {
-				err = fmt.Errorf("blob %s: %w", d.Digest, err)
-			}
-			r.Close()
-		}
-	}
-	for _, f := range []struct {
-		name string
-		data []byte
-	}{{"index.json", indexJSON}, {"manifest.json", dockerJSON}, {"oci-layout", layoutJSON}} {
-		if err == nil {
-			err = put(f.name, int64(len(f.data)), strings.NewReader(string(f.data)))
-		}
-	}
-	if err == nil {
-		err = tw.Close()
-	}
+	err = img.writeTar(ctx, tmp, archiveBlobs(pi, m), archiveFiles(img.Root, m, ref.Tag))
 	if err == nil {
 		err = tmp.Chmod(0o644)
 	}
@@ -464,4 +394,99 @@ func (img *Image) writeArchive(ctx context.Context, ref Ref) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), ref.Path)
+}
+
+// archiveFile is a file of a docker archive other than a blob.
+type archiveFile struct {
+	name string
+	data []byte
+}
+
+// archiveFiles are the files beside a docker archive's blobs, in the
+// order the tar holds them: index.json, for OCI tools, whose root has
+// the names docker save gives it; manifest.json, which docker load
+// reads; and oci-layout. tag is the archive's NAME:TAG, or "".
+func archiveFiles(root ocispec.Descriptor, m ocispec.Manifest, tag string) []archiveFile {
+	entry := dockerManifestEntry{Config: blobPath(m.Config), RepoTags: []string{}}
+	if tag != "" {
+		entry.RepoTags = []string{tag}
+	}
+	for _, l := range m.Layers {
+		entry.Layers = append(entry.Layers, blobPath(l))
+	}
+	dockerJSON, _ := json.Marshal([]dockerManifestEntry{entry})
+	if tag != "" {
+		// As docker save names it: the full name, and the tag alone.
+		_, short, _ := strings.Cut(tag[strings.LastIndexByte(tag, '/')+1:], ":")
+		root.Annotations = map[string]string{"io.containerd.image.name": tag, ocispec.AnnotationRefName: short}
+	}
+	index := ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex, Manifests: []ocispec.Descriptor{root}}
+	indexJSON, _ := json.Marshal(index)
+	layoutJSON, _ := json.Marshal(ocispec.ImageLayout{Version: ocispec.ImageLayoutVersion})
+	return []archiveFile{{"index.json", indexJSON}, {"manifest.json", dockerJSON}, {"oci-layout", layoutJSON}}
+}
+
+// archiveBlobs are the blobs of pi's image, m its manifest, each once and
+// sorted by digest, so that an archive's bytes are the same from build to
+// build. The SBOM's manifest stays out: docker load would take it for an
+// image.
+func archiveBlobs(pi PlatformImage, m ocispec.Manifest) []ocispec.Descriptor {
+	seen := map[string]bool{}
+	var blobs []ocispec.Descriptor
+	for _, d := range append([]ocispec.Descriptor{pi.Manifest, m.Config}, m.Layers...) {
+		if !seen[d.Digest.String()] {
+			seen[d.Digest.String()] = true
+			blobs = append(blobs, d)
+		}
+	}
+	slices.SortFunc(blobs, func(a, b ocispec.Descriptor) int { return strings.Compare(a.Digest.String(), b.Digest.String()) })
+	return blobs
+}
+
+// writeTar writes a docker archive's tar to w: the blobs' directories,
+// the blobs, then files.
+func (img *Image) writeTar(ctx context.Context, w io.Writer, blobs []ocispec.Descriptor, files []archiveFile) error {
+	tw := tar.NewWriter(w)
+	for _, name := range []string{"blobs/", "blobs/sha256/"} {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: name, Mode: 0o755, ModTime: time.Unix(0, 0)}); err != nil {
+			return err
+		}
+	}
+	for _, d := range blobs {
+		if err := img.tarBlob(ctx, tw, d); err != nil {
+			return err
+		}
+	}
+	for _, f := range files {
+		if err := tarPut(tw, f.name, int64(len(f.data)), bytes.NewReader(f.data)); err != nil {
+			return err
+		}
+	}
+	return tw.Close()
+}
+
+// tarBlob adds the blob d to the tar, checked at its end, as a layout's
+// blobs are: a base's blob whose bytes are not its digest's is no part of
+// the archive.
+func (img *Image) tarBlob(ctx context.Context, tw *tar.Writer, d ocispec.Descriptor) error {
+	r, err := img.Fetch(ctx, d)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if err := tarPut(tw, blobPath(d), d.Size, verified{content.NewVerifyReader(r, d)}); err != nil {
+		return fmt.Errorf("blob %s: %w", d.Digest, err)
+	}
+	return nil
+}
+
+// tarPut adds a file of size bytes read from r to the tar, with a fixed
+// mode and time, so that an archive's bytes are the same from build to
+// build.
+func tarPut(tw *tar.Writer, name string, size int64, r io.Reader) error {
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: 0o644, Size: size, ModTime: time.Unix(0, 0)}); err != nil {
+		return err
+	}
+	_, err := io.Copy(tw, r)
+	return err
 }
