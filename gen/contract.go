@@ -24,7 +24,8 @@ import (
 // lines of its doc comment, which kvgen reads from the contract package's
 // source: [MarkerRoles] declares the roles its plugins serve, and
 // [MarkerRegistry] the function that turns the generated table into the
-// registry a host uses.
+// registry a host uses, and [MarkerSelect] how a config says which
+// entries a deployment links.
 type Contract struct {
 	// Path and Name are the import path and name of the type factory:
 	// names.
@@ -45,6 +46,9 @@ type Contract struct {
 	// generated file passes its table to, or is "" when the generated
 	// Registry is the table itself.
 	Registry string
+	// Select is the contract's rule for reading which entries a config
+	// selects, or nil when it declares none.
+	Select *Select
 
 	// imports are the packages Signature names, by import path, with the
 	// names they call them by: what an adapter function's file imports.
@@ -76,13 +80,67 @@ type Role struct {
 //
 //	//kvgen:roles scheduler=Scheduler worker=Worker
 //	//kvgen:registry NewRegistry
+//	//kvgen:select kv_connector children=kv_connector_extra_config.connectors multi=NewMultiConnector
 const (
 	// MarkerRoles declares the roles, each name=Interface or a bare name.
 	MarkerRoles = "//kvgen:roles"
 	// MarkerRegistry names a function of the contract's package that
 	// takes the generated *registry.Table[F] and returns the registry.
 	MarkerRegistry = "//kvgen:registry"
+	// MarkerSelect declares how a config, a JSON object, selects
+	// entries: see [Select].
+	MarkerSelect = "//kvgen:select"
 )
+
+// Select is a contract's rule, declared with [MarkerSelect], for reading
+// which entries a config selects, a JSON object such as vLLM's
+// --kv-transfer-config: what kvgen build -for links. The marker's line
+// is the key path that names an entry, then options:
+//
+//	//kvgen:select NAME [children=PATH] [multi=Func] [keys=KEY,KEY,...]
+//
+// A path is keys joined by dots, each a key of the object the one before
+// it names.
+type Select struct {
+	// Name is the path of the string that names the entry a config
+	// selects; a config must have it.
+	Name string
+	// Children is the path, in the config of an entry that has children,
+	// of the list of their configs, each selecting as a config does; ""
+	// when entries have none.
+	Children string
+	// Multi names the function of the contract's package whose entries
+	// have children, whose configs must list at least one. When it is
+	// "", every config that has the Children path lists children.
+	Multi string
+	// Keys, when not nil, are the only keys a config, or a child's, may
+	// have.
+	Keys []string
+
+	// path is the contract's package, and marked the functions it marks
+	// with //kvgen:constructor: an entry without constructor: links the
+	// one marked.
+	path   string
+	marked []string
+}
+
+// HasChildren reports whether an entry whose constructor is
+// importPath.constructor (constructor "" for the one its package marks)
+// is one whose config lists children: its constructor is s.Multi, or,
+// when s.Multi is "", any.
+func (s *Select) HasChildren(importPath, constructor string) bool {
+	switch {
+	case s.Children == "":
+		return false
+	case s.Multi == "":
+		return true
+	case importPath != s.path:
+		return false
+	case constructor == "":
+		return len(s.marked) == 1 && s.marked[0] == s.Multi
+	}
+	return constructor == s.Multi
+}
 
 // DefaultFactory is the contract of a manifest without factory:.
 const DefaultFactory = kvPath + ".Factory"
@@ -383,6 +441,63 @@ func LoadContract(ctx context.Context, dir string, env []string, factory string)
 	return &c, nil
 }
 
+// withMarkers is c with what mk declares.
+func (c Contract) withMarkers(mk markers) Contract {
+	c.Roles, c.Registry, c.Select = mk.roles, mk.registry, mk.sel
+	if c.Select != nil {
+		c.Select.path = c.Path
+	}
+	return c
+}
+
+// ReadMarkers reads the markers of the contract factory names
+// (IMPORT/PATH.TypeName; "" for [DefaultFactory]) from its package's
+// source, listed as the go command lists it in opts' WorkDir (or Dir),
+// with opts' Env and Tags: the contract's Path, Name, Roles, Registry and
+// Select, and nothing of its types. The package is neither type-checked
+// nor built: kvgen build -for reads which entries a config selects with
+// it, before anything loads.
+func ReadMarkers(ctx context.Context, opts Options, factory string) (*Contract, error) {
+	if factory == "" {
+		factory = DefaultFactory
+	}
+	path, name, err := manifest.ParseFactory(factory)
+	if err != nil {
+		return nil, err
+	}
+	if opts, err = withDefaults(ctx, opts); err != nil {
+		return nil, err
+	}
+	cfg := &packages.Config{Context: ctx, Dir: opts.loadDir(), Env: opts.Env, BuildFlags: opts.BuildFlags(), Mode: packages.NeedName | packages.NeedFiles}
+	if err := gocmd.CheckModuleFiles(cfg.Dir, cfg.Env); err != nil {
+		return nil, err
+	}
+	pkgs, err := packages.Load(cfg, path)
+	if err != nil {
+		return nil, fmt.Errorf("loading %s: %w", path, err)
+	}
+	if len(pkgs) != 1 || len(pkgs[0].Errors) > 0 && len(pkgs[0].GoFiles) == 0 {
+		msg := "was not found"
+		if len(pkgs) == 1 {
+			msg = foldLines(pkgs[0].Errors[0].Msg)
+		}
+		return nil, fmt.Errorf("factory %s: package %s: %s", suggest.Quote(factory), suggest.Quote(path), msg)
+	}
+	files, err := newSourceFiles(pkgs[0]).parsed()
+	if err != nil {
+		return nil, fmt.Errorf("factory %s: reading its markers: %w", suggest.Quote(factory), err)
+	}
+	if !declaresType(files, name) {
+		return nil, fmt.Errorf("factory %s: package %s has no type %s", suggest.Quote(factory), suggest.Quote(path), suggest.Quote(name))
+	}
+	mk, problem := readMarkers(files, name)
+	if problem != "" {
+		return nil, fmt.Errorf("factory %s: %s", suggest.Quote(factory), problem)
+	}
+	c := Contract{Path: path, Name: name, PkgName: pkgs[0].Name}.withMarkers(mk)
+	return &c, nil
+}
+
 // readContract reads the type that m's factory: names (named, by default
 // DefaultFactory) from pkg, its package as listed: its types from the
 // export data, and the markers of its doc comment from the source. It
@@ -414,11 +529,11 @@ func readContract(errs *diag.List, m *manifest.Manifest, named *Contract, pkg *p
 	if err != nil {
 		return at("reading its markers: %v", err)
 	}
-	marked := *named
-	var problem string
-	if marked.Roles, marked.Registry, problem = readMarkers(files, named.Name); problem != "" {
+	mk, problem := readMarkers(files, named.Name)
+	if problem != "" {
 		return at("%s", problem)
 	}
+	marked := named.withMarkers(mk)
 	_, filled, problem := typeContract(tpkg, marked)
 	if problem != "" {
 		return at("%s", problem)

@@ -112,9 +112,9 @@ func registryPackage(t testing.TB) (*types.Package, *typedContract) {
 			return
 		}
 		c := Contract{Path: kvPath, Name: "Factory"}
-		var problem string
-		if c.Roles, c.Registry, problem = readMarkers(files, c.Name); problem == "" {
-			kvResolved, kvContract, problem = typeContract(registryTypes, c)
+		mk, problem := readMarkers(files, c.Name)
+		if problem == "" {
+			kvResolved, kvContract, problem = typeContract(registryTypes, c.withMarkers(mk))
 		}
 		if problem != "" {
 			registryErr = errors.New(problem)

@@ -62,7 +62,7 @@ func runBuild(ctx context.Context, e *env, args []string) int {
 	fs.StringVar(&opts.Manifest, "manifest", "", "the deployment manifest (required)")
 	fs.StringVar(&opts.Binary, "o", "", "the binary to write (required); {os}, {arch} and {exe} (.exe on Windows) stand for each target's")
 	fs.Var(&targets, "target", "a GOOS/GOARCH to build for, such as darwin/arm64; repeat it or separate several with commas for several binaries; with -image, all for every Linux target (default: GOOS and GOARCH of the environment, else this machine)")
-	fs.StringVar(&opts.ForFile, "for", "", "a --kv-transfer-config JSON file: link only the connectors it creates")
+	fs.StringVar(&opts.ForFile, "for", "", "a config JSON file, such as a --kv-transfer-config: link only the entries it selects, by the contract's //kvgen:select rule")
 	fs.StringVar(&tags, "tags", "", "comma-separated build tags")
 	fs.StringVar(&opts.LDFlags, "ldflags", "", "flags for the linker, as go build takes them")
 	fs.BoolVar(&opts.Verbose, "v", false, "show the go commands and what they print")
@@ -121,13 +121,14 @@ type builtBinary struct {
 
 // buildFailed reports why deploy.Build or imagebuild.Build failed and
 // returns the exit code: a target or a binary path deploy.Build refuses,
-// and what imagebuild.Build says an image cannot be, is a usage error,
-// since the command line gave it; a -for config that names what the
-// manifest lacks is a problem in a file, as the manifest's own are.
+// -for with a contract that declares no rule for reading a config, and
+// what imagebuild.Build says an image cannot be, is a usage error, since
+// the command line gave it; a -for config that names what the manifest
+// lacks is a problem in a file, as the manifest's own are.
 func buildFailed(e *env, err error) int {
 	e.report(buildFlagged(err))
 	var oe *deploy.OptionError
-	if errors.As(err, &oe) && (oe.Field == "Targets" || oe.Field == "Binary") {
+	if errors.As(err, &oe) && (oe.Field == "Targets" || oe.Field == "Binary" || errors.Is(oe.Err, deploy.ErrNoSelect)) {
 		return exitUsage
 	}
 	if errors.As(err, new(*imagebuild.UsageError)) {

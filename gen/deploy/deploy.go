@@ -60,10 +60,12 @@ type Options struct {
 	// then name. Each must be one go tool dist list lists, and several
 	// must name their binaries apart in Binary.
 	Targets []Target
-	// ForConfig, when set, is a --kv-transfer-config: only the connectors
-	// it creates are linked (the one it names and, for a MultiConnector,
-	// its children), and each must be in the manifest. ForFile names it in
-	// messages.
+	// ForConfig, when set, is a config, such as a --kv-transfer-config,
+	// that says which entries to link: only those it selects are, by the
+	// rule the contract declares in its //kvgen:select line (for KV, the
+	// connector it names and, for a MultiConnector, its children), and
+	// each must be in the manifest. A contract without the rule is an
+	// error that wraps ErrNoSelect. ForFile names the config in messages.
 	ForConfig []byte
 	ForFile   string
 	// Package is the main package to build, as the go command takes it.
@@ -138,7 +140,13 @@ func Build(ctx context.Context, opts Options) error {
 		if m == nil {
 			return err
 		}
-		if opts.Only, err = connectorsFor(m, opts.ForConfig); err != nil {
+		// The contract says how a config selects entries, in a marker
+		// read from its package's source.
+		c, err := gen.ReadMarkers(ctx, opts.genOptions(), m.Factory.V)
+		if err != nil {
+			return err
+		}
+		if opts.Only, err = connectorsFor(m, c, opts.ForConfig); err != nil {
 			return &OptionError{Field: "ForConfig", Value: opts.ForFile, Err: err}
 		}
 		// Which entries that keeps, as the registry will list them.

@@ -19,10 +19,15 @@ import (
 // The lines below are data for kvgen: a manifest entry serves the roles
 // scheduler and worker, or those its roles: lists, and a constructor whose
 // result is a concrete type must implement the interface of each; the
-// generated Registry is NewRegistry of the generated table.
+// generated Registry is NewRegistry of the generated table; and a
+// --kv-transfer-config (kvgen build -for) selects the entry its
+// kv_connector names and, for a [NewMultiConnector], the children its
+// extra setting "connectors" lists, each a transfer config of its own
+// with the keys ParseTransferConfig knows.
 //
 //kvgen:roles scheduler=Scheduler worker=Worker
 //kvgen:registry NewRegistry
+//kvgen:select kv_connector children=kv_connector_extra_config.connectors multi=NewMultiConnector keys=kv_connector,engine_id,kv_buffer_device,kv_buffer_size,kv_role,kv_rank,kv_parallel_size,kv_ip,kv_port,kv_connector_extra_config,kv_connector_module_path,enable_permute_local_kv,kv_load_failure_policy,block_size,layer_names
 type Factory func(ctx context.Context, cfg Config, role Role) (Connector, error)
 
 // Connector is what every connector is. The value a Factory returns must also

@@ -20,8 +20,9 @@ const multiConstructor = "NewMultiConnector"
 
 // IsMultiConnector reports whether a manifest entry whose constructor is
 // importPath.constructor (constructor "" for the one its package marks)
-// links [NewMultiConnector]: the one place that says which entry is
-// kvgen's MultiConnector, whose children a transfer config lists.
+// links [NewMultiConnector], kvgen's MultiConnector, whose children a
+// transfer config lists. kvgen build -for does not call it: it reads the
+// same answer from [Factory]'s //kvgen:select line.
 func IsMultiConnector(importPath, constructor string) bool {
 	return importPath == registryImport && (constructor == "" || constructor == multiConstructor)
 }

@@ -1,0 +1,86 @@
+package gen
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// parseContract parses src, a contract package's file.
+func parseContract(t *testing.T, src string) []*ast.File {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), "contract.go", src, parser.ParseComments)
+	require.NoError(t, err)
+	return []*ast.File{f}
+}
+
+// A contract's //kvgen:select line is read as data: the key that names an
+// entry, where children are, which constructor has them, and the keys a
+// config may have.
+func TestReadSelect(t *testing.T) {
+	files := parseContract(t, `package plug
+
+// Factory makes a plugin.
+//
+//kvgen:select plugin.name children=with multi=NewChain keys=plugin,with,debug
+type Factory func(cfg map[string]any) (any, error)
+
+// NewChain runs its children in turn.
+//
+//kvgen:constructor
+func NewChain(cfg map[string]any) (any, error) { return nil, nil }
+`)
+	mk, problem := readMarkers(files, "Factory")
+	require.Empty(t, problem)
+	c := Contract{Path: "example.com/plug", Name: "Factory"}.withMarkers(mk)
+	require.NotNil(t, c.Select)
+	require.Equal(t, "plugin.name", c.Select.Name)
+	require.Equal(t, "with", c.Select.Children)
+	require.Equal(t, "NewChain", c.Select.Multi)
+	require.Equal(t, []string{"plugin", "with", "debug"}, c.Select.Keys)
+
+	require.True(t, c.Select.HasChildren("example.com/plug", "NewChain"))
+	require.True(t, c.Select.HasChildren("example.com/plug", ""), "the constructor the package marks")
+	require.False(t, c.Select.HasChildren("example.com/plug", "New"))
+	require.False(t, c.Select.HasChildren("example.com/other", "NewChain"))
+
+	// Without multi=, every entry's config may list children.
+	mk, problem = readMarkers(parseContract(t, "package plug\n\n//kvgen:select name children=then\ntype F func()\n"), "F")
+	require.Empty(t, problem)
+	require.True(t, mk.sel.HasChildren("example.com/any", "New"))
+	require.Nil(t, mk.sel.Keys)
+
+	// Without the line, no rule.
+	mk, problem = readMarkers(parseContract(t, "package plug\n\n//kvgen:roles a\ntype F func()\n"), "F")
+	require.Empty(t, problem)
+	require.Nil(t, mk.sel)
+}
+
+// A //kvgen:select line that does not parse is a problem that says what
+// is wrong with it.
+func TestReadSelectProblems(t *testing.T) {
+	for line, want := range map[string]string{
+		"":                                   "F's //kvgen:select line: want the key that names an entry first, as in kv_connector",
+		"children=x":                         "F's //kvgen:select line: want the key that names an entry first, as in kv_connector",
+		"a..b":                               `F's //kvgen:select line: "a..b" is not a key, or keys joined by dots`,
+		"name child=x":                       `F's //kvgen:select line: unknown option "child"= (did you mean children=?)`,
+		"name children":                      `F's //kvgen:select line: "children" is not children=PATH, multi=Func or keys=KEY,...`,
+		"name children=a children=b":         "F's //kvgen:select line: children= is given twice",
+		"name multi=New":                     "F's //kvgen:select line: multi= names the entries that have children, and there is no children= to say where they are",
+		"name children=c multi=Nope":         `F's //kvgen:select line: multi=Nope: the contract's package has no function "Nope"`,
+		"name children=c multi=a.B":          `F's //kvgen:select line: multi="a.B": want the name of a function of the contract's package`,
+		"name keys=a,,b":                     `F's //kvgen:select line: keys=: "" is not a key`,
+		"name keys=name,name":                `F's //kvgen:select line: keys=: "name" is listed twice`,
+		"name keys=other":                    `F's //kvgen:select line: keys= does not list "name", the key that names an entry`,
+		"name children=c.d keys=name":        `F's //kvgen:select line: keys= does not list "c", where the children are`,
+		"name\n//kvgen:select name":          "F's doc comment has more than one //kvgen:select line",
+		"name children=c multi=New keys=c,x": `F's //kvgen:select line: keys= does not list "name", the key that names an entry`,
+	} {
+		src := "package plug\n\n//kvgen:select " + line + "\ntype F func()\n\nfunc New() {}\n"
+		_, problem := readMarkers(parseContract(t, src), "F")
+		require.Equal(t, want, problem, "line %q", line)
+	}
+}
