@@ -36,7 +36,9 @@ import (
 // skip without it, saying so, except in CI.
 
 // testPassword is the password of user kvgen in testdata/htpasswd, a
-// bcrypt hash made once for the tests.
+// bcrypt hash made once for the tests, at bcrypt's lowest cost (4): the
+// registry checks it on every request, and at the usual cost of 10 each
+// check takes tens of milliseconds.
 const testPassword = "kvgen-test-password"
 
 // registryProgram finds the registry program, or skips (fails, in CI).
