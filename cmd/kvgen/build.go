@@ -6,7 +6,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/kvgen/kvgen/gen/deploy"
+	"github.com/kvgen/kvgen/internal/gen/deploy"
 	"github.com/kvgen/kvgen/internal/imagebuild"
 	"github.com/kvgen/kvgen/internal/readfile"
 )

@@ -5,9 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/kvgen/kvgen/gen"
+	"github.com/kvgen/kvgen/internal/gen"
 	"github.com/kvgen/kvgen/internal/suggest"
-	"github.com/kvgen/kvgen/templates"
+	"github.com/kvgen/kvgen/internal/templates"
 )
 
 // runDoc prints a Markdown table of the manifest's connectors.

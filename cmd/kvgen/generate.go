@@ -10,7 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/kvgen/kvgen/gen"
+	"github.com/kvgen/kvgen/internal/gen"
 	"github.com/kvgen/kvgen/internal/gomod"
 	"github.com/kvgen/kvgen/internal/manifest"
 	"github.com/kvgen/kvgen/internal/suggest"

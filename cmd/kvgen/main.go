@@ -62,8 +62,8 @@ import (
 	"sync/atomic"
 	"syscall"
 
-	"github.com/kvgen/kvgen/gen"
 	"github.com/kvgen/kvgen/internal/diag"
+	"github.com/kvgen/kvgen/internal/gen"
 	"github.com/kvgen/kvgen/internal/manifest"
 	"github.com/kvgen/kvgen/internal/suggest"
 )

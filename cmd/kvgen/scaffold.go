@@ -16,11 +16,11 @@ import (
 
 	"golang.org/x/mod/module"
 
-	"github.com/kvgen/kvgen/gen"
 	"github.com/kvgen/kvgen/internal/atomicfile"
+	"github.com/kvgen/kvgen/internal/gen"
 	"github.com/kvgen/kvgen/internal/gomod"
 	"github.com/kvgen/kvgen/internal/suggest"
-	"github.com/kvgen/kvgen/templates"
+	"github.com/kvgen/kvgen/internal/templates"
 )
 
 func runNew(ctx context.Context, e *env, args []string) int {

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvgen/kvgen/gen"
 	"github.com/kvgen/kvgen/internal/diag"
+	"github.com/kvgen/kvgen/internal/gen"
 )
 
 // A manifest value is shown quoted, and every error is one line of

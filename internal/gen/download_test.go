@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvgen/kvgen/gen"
+	"github.com/kvgen/kvgen/internal/gen"
 	"github.com/kvgen/kvgen/internal/kvgentest"
 )
 

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvgen/kvgen/gen"
+	"github.com/kvgen/kvgen/internal/gen"
 	"github.com/kvgen/kvgen/internal/kvgentest"
 )
 
@@ -254,5 +254,5 @@ func TestCacheIsWrittenOnlyBySave(t *testing.T) {
 // does, and runs the rest of the test in it.
 func inCase(t *testing.T, name string) {
 	t.Helper()
-	t.Chdir(caseModule(t, filepath.Join(kvgentest.Root(t), "gen", "testdata", name)))
+	t.Chdir(caseModule(t, filepath.Join(kvgentest.Root(t), "internal", "gen", "testdata", name)))
 }

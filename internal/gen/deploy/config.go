@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/kvgen/kvgen/gen"
+	"github.com/kvgen/kvgen/internal/gen"
 	"github.com/kvgen/kvgen/internal/manifest"
 	"github.com/kvgen/kvgen/internal/problemcap"
 	"github.com/kvgen/kvgen/internal/suggest"

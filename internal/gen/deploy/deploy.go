@@ -25,7 +25,7 @@ import (
 
 	"golang.org/x/tools/go/packages"
 
-	"github.com/kvgen/kvgen/gen"
+	"github.com/kvgen/kvgen/internal/gen"
 	"github.com/kvgen/kvgen/internal/gocmd"
 	"github.com/kvgen/kvgen/internal/gofiles"
 	"github.com/kvgen/kvgen/internal/manifest"

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvgen/kvgen/gen"
+	"github.com/kvgen/kvgen/internal/gen"
 	"github.com/kvgen/kvgen/internal/kvgentest"
 )
 
@@ -95,7 +95,7 @@ func cwd(t *testing.T) string {
 func caseModule(t *testing.T, src string) string {
 	t.Helper()
 	dir := kvgentest.Module(t, "example.com/kvcase", nil)
-	copyTree(t, filepath.Join(kvgentest.Root(t), "gen", "testdata", "_shared"), dir)
+	copyTree(t, filepath.Join(kvgentest.Root(t), "internal", "gen", "testdata", "_shared"), dir)
 	copyTree(t, src, dir)
 	require.NoError(t, os.RemoveAll(filepath.Join(dir, "want")))
 	return dir

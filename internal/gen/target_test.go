@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvgen/kvgen/gen"
+	"github.com/kvgen/kvgen/internal/gen"
 )
 
 // emptyManifest links no connectors: loading it still needs the module.

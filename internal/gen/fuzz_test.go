@@ -39,7 +39,7 @@ import (
 func FuzzGenerate(f *testing.F) {
 	seeds, err := filepath.Glob("testdata/*/connectors.yaml")
 	require.NoError(f, err)
-	seeds = append(seeds, "../connectors.yaml", "../examples/kvserver/deploy/edge.yaml", "../examples/kvserver/deploy/datacenter.yaml")
+	seeds = append(seeds, "../../connectors.yaml", "../../examples/kvserver/deploy/edge.yaml", "../../examples/kvserver/deploy/datacenter.yaml")
 	for _, s := range seeds {
 		data, err := os.ReadFile(s)
 		require.NoError(f, err)

@@ -7,9 +7,11 @@
 // check cache, CheckCache.Save); the terminal and the exit code are the
 // command's alone.
 //
-// It serves build systems and tools that generate, check or list a
-// registry without running the kvgen command, which is built on it; its
-// errors are data (see Problems). Deployment builds are in gen/deploy.
+// The kvgen command is built on it, and is its only caller: programs run
+// the command and read its -json reports (see examples/driver), so that
+// this package can change without breaking them. Its errors are data (see
+// Problems), which the command reports. Deployment builds are in
+// internal/gen/deploy.
 package gen
 
 import (

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvgen/kvgen/gen"
+	"github.com/kvgen/kvgen/internal/gen"
 	"github.com/kvgen/kvgen/internal/manifest"
 )
 
@@ -18,7 +18,7 @@ import (
 // source declares, read as kvgen build -for reads them.
 func kvContract(t *testing.T) *gen.Contract {
 	t.Helper()
-	root, err := filepath.Abs("../..")
+	root, err := filepath.Abs("../../..")
 	require.NoError(t, err)
 	c, err := gen.ReadMarkers(context.Background(), gen.Options{WorkDir: root, Env: os.Environ()}, "")
 	require.NoError(t, err)
