@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 
 	"golang.org/x/mod/module"
@@ -23,6 +22,8 @@ import (
 	"github.com/kvgen/kvgen/internal/templates"
 )
 
+// runNew is kvgen new: it scaffolds a KV connector module, or with
+// -factory a plugin package of that contract in this module.
 func runNew(ctx context.Context, e *env, args []string) int {
 	fs := newFlags(e, "new", "NAME [-module PATH] [-dir DIR] [-replace DIR] | NAME -factory IMPORT/PATH.TypeName [-dir DIR]")
 	modPath := fs.String("module", "", "module path of the new connector (default example.com/NAME)")
@@ -67,48 +68,21 @@ func runNew(ctx context.Context, e *env, args []string) int {
 		return exitError
 	}
 	s := templates.Scaffold{Name: name, Module: *modPath, GoVersion: "1.26.0", KVGenVersion: cmp.Or(ownVersion(), "v0.0.0-00010101000000-000000000000")}
-	checkout, fromHost := *replace, false
-	if checkout == "" && ownVersion() == "" {
-		// A development build: no proxy has its version, but the host
-		// module's go.mod, which it runs from, names its checkout.
-		if main, err := gomod.FindMain(ctx, workDir(), os.Environ()); err == nil {
-			checkout, fromHost = main.ReplaceDir(kvgenModule), true
-		}
-	}
-	if checkout != "" {
-		abs, err := filepath.Abs(checkout)
-		if err == nil {
-			var newDir string
-			if newDir, err = filepath.Abs(*dir); err == nil {
-				// Relative, as kvgen writes replace lines: no machine path
-				// in go.mod.
-				s.Replace, err = gomod.ReplaceTarget(newDir, abs)
-			}
-		}
-		if err != nil {
-			e.report(err)
-			return exitError
-		}
+	var fromHost bool
+	var err error
+	if s.Replace, fromHost, err = scaffoldReplace(ctx, *replace, *dir); err != nil {
+		e.report(err)
+		return exitError
 	}
 	files, err := templates.RenderScaffold(s)
 	if err != nil {
 		e.report(err)
 		return exitError
 	}
-	if err := os.MkdirAll(*dir, 0o755); err != nil {
+	names, err := writeScaffold(*dir, files)
+	if err != nil {
 		e.report(err)
 		return exitError
-	}
-	names := make([]string, 0, len(files))
-	for n := range files {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		if err := atomicfile.Write(filepath.Join(*dir, n), files[n]); err != nil {
-			e.report(err)
-			return exitError
-		}
 	}
 	fmt.Fprintf(e.stdout, "created %s (module %s): %s\n", suggest.Show(*dir), *modPath, strings.Join(names, ", "))
 	if fromHost && s.Replace != "" {
@@ -119,6 +93,53 @@ func runNew(ctx context.Context, e *env, args []string) int {
 	}
 	fmt.Fprintf(e.stdout, "next: cd %s && go mod tidy && go test ./...\n", suggest.Show(*dir))
 	return exitOK
+}
+
+// scaffoldReplace returns the replace target of kvgen for a module
+// scaffolded in dir, relative to it as kvgen writes replace lines (no
+// machine path in go.mod), or "" for none: the checkout -replace names,
+// else, for a development build, the one the host module's go.mod
+// replaces kvgen by (fromHost), so that the new module builds against the
+// kvgen that made it.
+func scaffoldReplace(ctx context.Context, replace, dir string) (target string, fromHost bool, err error) {
+	checkout := replace
+	if checkout == "" && ownVersion() == "" {
+		// A development build: no proxy has its version, but the host
+		// module's go.mod, which it runs from, names its checkout.
+		if main, err := gomod.FindMain(ctx, workDir(), os.Environ()); err == nil {
+			checkout, fromHost = main.ReplaceDir(kvgenModule), true
+		}
+	}
+	if checkout == "" {
+		return "", fromHost, nil
+	}
+	abs, err := filepath.Abs(checkout)
+	if err != nil {
+		return "", fromHost, err
+	}
+	newDir, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fromHost, err
+	}
+	target, err = gomod.ReplaceTarget(newDir, abs)
+	return target, fromHost, err
+}
+
+// writeScaffold writes files, by name, in dir, which it creates, and
+// returns their names sorted, for the line that says what was created;
+// each file is written whole or not at all, so a failure leaves no torn
+// one behind.
+func writeScaffold(dir string, files map[string][]byte) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	names := slices.Sorted(maps.Keys(files))
+	for _, n := range names {
+		if err := atomicfile.Write(filepath.Join(dir, n), files[n]); err != nil {
+			return nil, err
+		}
+	}
+	return names, nil
 }
 
 // newPlugin scaffolds, in dir, a package holding a constructor of the
@@ -184,16 +205,10 @@ func newPlugin(ctx context.Context, e *env, name, factory, dir string) int {
 		e.report(err)
 		return exitError
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	names, err := writeScaffold(dir, files)
+	if err != nil {
 		e.report(err)
 		return exitError
-	}
-	names := slices.Sorted(maps.Keys(files))
-	for _, n := range names {
-		if err := atomicfile.Write(filepath.Join(dir, n), files[n]); err != nil {
-			e.report(err)
-			return exitError
-		}
 	}
 	fmt.Fprintf(e.stdout, "created %s, a plugin of %s: %s\n", suggest.Show(dir), c.String(), strings.Join(names, ", "))
 	fmt.Fprintf(e.stdout, "next: go test %s, then list its import path in the manifest (New is marked, so no constructor: line) and run go generate\n", suggest.Show(goPackageArg(dir)))

@@ -454,111 +454,175 @@ type linked struct {
 // scratch directory, which it returns in modules. An entry whose version:
 // or replace: is wrong is reported in errs and left out.
 func loadLinked(ctx context.Context, errs *diag.List, opts Options, m *manifest.Manifest, out *outputFile, contractPath string) (*linked, error) {
-	// A failure that stops the run comes with the problems found so far:
-	// the manifest's and the output file's.
-	stop := func(err error) error {
-		if found := errs.Err(); found != nil {
-			return errors.Join(found, err)
-		}
-		return err
-	}
-	lc := loadConfig{contractPath: contractPath, dir: opts.loadDir(), workDir: opts.WorkDir, environ: opts.Env, flags: opts.BuildFlags(), loaderAbove: opts.loaderAbove}
+	r := &linkRun{ctx: ctx, errs: errs, opts: opts, m: m}
+	r.lc = loadConfig{contractPath: contractPath, dir: opts.loadDir(), workDir: opts.WorkDir, environ: opts.Env, flags: opts.BuildFlags(), loaderAbove: opts.loaderAbove}
 	var err error
 	// What a go command stopped by a signal leaves goes with tmp.
-	if lc.tmp, err = gocmd.TempDir(opts.Env); err != nil {
+	if r.lc.tmp, err = gocmd.TempDir(opts.Env); err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(lc.tmp)
+	defer os.RemoveAll(r.lc.tmp)
 	// The existing registry file stands aside while loading: it may be
 	// what closes an import cycle through a connector that imports the
 	// output package, and kvgen could never write a file without it.
-	overlay := out.pkg.overlay(out.abs)
-	paths := importPaths(m)
-	listed, err := load(ctx, lc, overlay, paths)
-	main, merr := mainModule(ctx, listed, err, lc.dir, opts.Env)
+	r.overlay = out.pkg.overlay(out.abs)
+	r.paths = importPaths(m)
+	listed, err := load(ctx, r.lc, r.overlay, r.paths)
+	main, merr := mainModule(ctx, listed, err, r.lc.dir, opts.Env)
 	if merr != nil {
-		return nil, stop(merr)
+		return nil, r.stop(merr)
 	}
-	lc.goMod = main.GoMod
+	r.main, r.lc.goMod = main, main.GoMod
 	ld := &linked{importPath: packagePath(main, filepath.Dir(out.abs))}
 	plan, perr := gomod.NewPlan(m, main, filepath.Dir(opts.abs(opts.Manifest)))
 	errs.Append(outputPos(m), perr)
 	if plan == nil {
 		return nil, errs.Err()
 	}
+	r.plan = plan
 	ld.warnings = plan.Warnings.Sort()
 	if markBad(m, plan) {
-		paths = importPaths(m)
+		r.paths = importPaths(m)
 	}
-	vendored := main.Vendored(opts.Env)
-	// A vendored module is looked at in the module cache: vendor/ holds
-	// only the packages it builds, and the go command reads nothing else.
-	nlc, nested, nerr := lc, listed, err
-	if vendored && (err != nil || len(listed.missing) > 0) {
-		nlc.fromCache = true
-		nested, nerr = load(ctx, nlc, overlay, paths)
-	}
-	var notes map[string]string
-	if nerr == nil && len(nested.missing) > 0 {
-		notes = linkNested(ctx, nlc, opts, m, main, plan, nested)
-	}
-	if len(plan.Lacks) > 0 {
-		if opts.ReadOnlyModules {
-			lerr := plan.Err()
-			if le, ok := lerr.(*gomod.LacksError); ok {
-				le.Vendored = vendored
-			}
-			return nil, stop(lerr)
-		}
-		scratch, merr := os.MkdirTemp(lc.tmp, "mod-")
-		if merr != nil {
-			return nil, merr
-		}
-		// The scratch go.mod is used outside workspace mode: it takes in
-		// what go.work gives the main module.
-		if err := main.UseWorkspace(opts.Env); err != nil {
-			return nil, stop(err)
-		}
-		if ld.modules, err = plan.Link(ctx, scratch, opts.Env); err != nil {
-			return nil, stop(err)
-		}
-		if vendored {
-			if ld.vendor, err = vendorLacks(opts, main, ld.modules.GoMod, nil); err != nil {
-				return nil, stop(err)
-			}
-		}
-		// Load again with the linked go.mod as go build will use it:
-		// read only, so that a go.mod still lacking something fails
-		// here.
-		lc.modFile, lc.goMod = ld.modules.ModFile, ld.modules.ModFile
-		lc.fromCache = ld.vendor != nil
-		listed, err = load(ctx, lc, overlay, paths)
-		ld.modules.ModFile = "" // the scratch go.mod goes with this run
-	} else if vendored {
-		var verr error
-		if ld.vendor, verr = vendorLacks(opts, main, nil, unvendored(m, listed, nested)); verr != nil {
-			return nil, stop(verr)
-		}
-		if ld.vendor != nil {
-			// Packages alone go on: check says what to run once it
-			// knows whether the registry file imports them.
-			if opts.ReadOnlyModules && len(ld.vendor.Lacks) > 0 {
-				return nil, stop(ld.vendor)
-			}
-			// The go command refuses the vendor directory: load from the
-			// module cache, as go build will once go mod vendor ran.
-			lc.fromCache = true
-			listed, err = load(ctx, lc, overlay, paths)
-		}
+	r.vendored = main.Vendored(opts.Env)
+	nested, notes := r.loadNested(listed, err)
+	switch {
+	case len(plan.Lacks) > 0:
+		listed, err = r.linkLacks(ld)
+	case r.vendored:
+		listed, err = r.reloadUnvendored(ld, listed, err, nested)
+	case err != nil:
+		err = r.stop(err)
 	}
 	if err != nil {
-		return nil, stop(err)
+		return nil, err
 	}
-	mods, versions := main.Requires(), main.Versions()
+	r.explain(ld, listed, notes)
+	ld.listing = listed
+	return ld, nil
+}
+
+// linkRun is what the steps of one loadLinked share: its arguments, the
+// go command's configuration, which a step may change for the steps after
+// it, and the main module and plan the first load found.
+type linkRun struct {
+	ctx      context.Context
+	errs     *diag.List
+	opts     Options
+	m        *manifest.Manifest
+	lc       loadConfig
+	overlay  map[string][]byte
+	paths    []string
+	main     *gomod.Main
+	plan     *gomod.Plan
+	vendored bool
+}
+
+// stop returns err, a failure that stops the run, with the problems found
+// so far, the manifest's and the output file's, so that one run reports
+// them all.
+func (r *linkRun) stop(err error) error {
+	if found := r.errs.Err(); found != nil {
+		return errors.Join(found, err)
+	}
+	return err
+}
+
+// loadNested returns the packages as the module cache has them, and the
+// notes linkNested adds for entries no module go.mod requires provides:
+// a vendored module is looked at in the module cache, since vendor/ holds
+// only the packages it builds and the go command reads nothing else.
+// listed and err are the first load's; nested is listed when vendor/ is
+// not in the way.
+func (r *linkRun) loadNested(listed *listing, err error) (nested *listing, notes map[string]string) {
+	nlc, nested, nerr := r.lc, listed, err
+	if r.vendored && (err != nil || len(listed.missing) > 0) {
+		nlc.fromCache = true
+		nested, nerr = load(r.ctx, nlc, r.overlay, r.paths)
+	}
+	if nerr == nil && len(nested.missing) > 0 {
+		notes = linkNested(r.ctx, nlc, r.opts, r.m, r.main, r.plan, nested)
+	}
+	return nested, notes
+}
+
+// linkLacks links the modules the plan says go.mod lacks in a scratch
+// go.mod, which ld.modules then holds, and loads the packages again with
+// it; with ReadOnlyModules it fails instead, saying what go.mod lacks.
+// Its errors are the run's to return.
+func (r *linkRun) linkLacks(ld *linked) (*listing, error) {
+	if r.opts.ReadOnlyModules {
+		lerr := r.plan.Err()
+		if le, ok := lerr.(*gomod.LacksError); ok {
+			le.Vendored = r.vendored
+		}
+		return nil, r.stop(lerr)
+	}
+	scratch, err := os.MkdirTemp(r.lc.tmp, "mod-")
+	if err != nil {
+		return nil, err
+	}
+	// The scratch go.mod is used outside workspace mode: it takes in
+	// what go.work gives the main module.
+	if err := r.main.UseWorkspace(r.opts.Env); err != nil {
+		return nil, r.stop(err)
+	}
+	if ld.modules, err = r.plan.Link(r.ctx, scratch, r.opts.Env); err != nil {
+		return nil, r.stop(err)
+	}
+	if r.vendored {
+		if ld.vendor, err = vendorLacks(r.opts, r.main, ld.modules.GoMod, nil); err != nil {
+			return nil, r.stop(err)
+		}
+	}
+	// Load again with the linked go.mod as go build will use it: read
+	// only, so that a go.mod still lacking something fails here.
+	r.lc.modFile, r.lc.goMod = ld.modules.ModFile, ld.modules.ModFile
+	r.lc.fromCache = ld.vendor != nil
+	listed, err := load(r.ctx, r.lc, r.overlay, r.paths)
+	ld.modules.ModFile = "" // the scratch go.mod goes with this run
+	if err != nil {
+		return nil, r.stop(err)
+	}
+	return listed, nil
+}
+
+// reloadUnvendored, for a main module that builds from vendor/ and whose
+// go.mod lacks nothing, records in ld.vendor what vendor/ lacks; if it
+// lacks something, it loads the packages again from the module cache, as
+// go build will once go mod vendor ran, since the go command refuses that
+// vendor directory. listed and err are the first load's, nested the
+// module cache's (loadNested). Its errors are the run's to return.
+func (r *linkRun) reloadUnvendored(ld *linked, listed *listing, err error, nested *listing) (*listing, error) {
+	var verr error
+	if ld.vendor, verr = vendorLacks(r.opts, r.main, nil, unvendored(r.m, listed, nested)); verr != nil {
+		return nil, r.stop(verr)
+	}
+	if ld.vendor != nil {
+		// Packages alone go on: check says what to run once it knows
+		// whether the registry file imports them.
+		if r.opts.ReadOnlyModules && len(ld.vendor.Lacks) > 0 {
+			return nil, r.stop(ld.vendor)
+		}
+		r.lc.fromCache = true
+		listed, err = load(r.ctx, r.lc, r.overlay, r.paths)
+	}
+	if err != nil {
+		return nil, r.stop(err)
+	}
+	return listed, nil
+}
+
+// explain completes the errors of the entries' packages that listed
+// lacks, by the modules go.mod requires as linked (ld.modules, else the
+// main module's): which module should provide each, the notes of
+// loadNested, and what the module cache lacks.
+func (r *linkRun) explain(ld *linked, listed *listing, notes map[string]string) {
+	mods, versions := r.main.Requires(), r.main.Versions()
 	if ld.modules != nil {
 		mods, versions = ld.modules.Requires(), ld.modules.Versions()
 	}
-	listed.explainMissing(ctx, lc, mods)
+	listed.explainMissing(r.ctx, r.lc, mods)
 	for path, note := range notes {
 		var nim *notInModuleError
 		if lp := listed.pkgs[path]; lp != nil && errors.As(lp.err, &nim) && !strings.HasSuffix(nim.msg, note) {
@@ -566,8 +630,6 @@ func loadLinked(ctx context.Context, errs *diag.List, opts Options, m *manifest.
 		}
 	}
 	listed.explainNotCached(mods, versions)
-	ld.listing = listed
-	return ld, nil
 }
 
 // linkNested adds to the plan, for each entry whose package a module
