@@ -53,7 +53,7 @@ func TestScripts(t *testing.T) {
 	// A team's private module proxy: it alone serves the modules under
 	// testdata/privatemod, as $PRIVATEPROXY, which scripts put in GOPROXY.
 	private := goproxytest.NewTestServer(t, "testdata/privatemod", "")
-	published, unpublished := publish(t, root)
+	published, commit, unpublished := publish(t, root)
 	if unpublished == "" && !testing.Short() {
 		unpublished = completeModCache(root, user)
 	}
@@ -102,6 +102,7 @@ func TestScripts(t *testing.T) {
 			// module cache's downloads. Without it, [!published] scripts
 			// skip, saying why.
 			env.Setenv("KVGEN_PUBLISHED_PROXY", published)
+			env.Setenv("KVGEN_PUBLISHED_COMMIT", commit)
 			env.Setenv("KVGEN_UNPUBLISHED", unpublished)
 			env.Setenv("MODCACHE_PROXY", modcacheProxy)
 			env.Setenv("PATH", filepath.Join(goEnv["GOROOT"], "bin")+string(os.PathListSeparator)+env.Getenv("PATH"))
@@ -266,18 +267,23 @@ func removeModCacheDir(dir string) error {
 // archive does: committed files, without ignored ones or nested modules, so
 // uncommitted changes are not what is served. A checkout that is not a git
 // one (a source tarball, say) cannot be zipped so: publish returns why.
-func publish(t *testing.T, root string) (proxy, why string) {
+// It returns the commit too: the module cache a script fills with v0.1.0
+// lies at a path named for it, since the go command indexes a module
+// cache's modules in the build cache by their directory and takes a
+// version's content never to change, which this v0.1.0's does from commit
+// to commit.
+func publish(t *testing.T, root string) (proxy, commit, why string) {
 	if _, err := exec.LookPath("git"); err != nil {
-		return "", "kvgen is not published: git is not on PATH"
+		return "", "", "kvgen is not published: git is not on PATH"
 	}
 	// A tree unpacked inside another repository's is not a checkout.
 	top, err := git(root, "rev-parse", "--show-toplevel")
 	if err != nil || !sameDir(top, root) {
-		return "", "kvgen is not published: this checkout is not a git work tree of its own"
+		return "", "", "kvgen is not published: this checkout is not a git work tree of its own"
 	}
 	head, err := git(root, "show", "-s", "--no-show-signature", "--format=%H %ct", "HEAD")
 	if err != nil {
-		return "", "kvgen is not published: this checkout has no commit"
+		return "", "", "kvgen is not published: this checkout has no commit"
 	}
 	hash, secs, _ := strings.Cut(head, " ")
 	unix, err := strconv.ParseInt(secs, 10, 64)
@@ -334,7 +340,7 @@ func publish(t *testing.T, root string) (proxy, why string) {
 			t.Fatal(err)
 		}
 	}
-	return "file://" + filepath.ToSlash(dir), ""
+	return "file://" + filepath.ToSlash(dir), hash, ""
 }
 
 // git runs git in dir and returns its output, trimmed.
