@@ -1,0 +1,95 @@
+package kvevents
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParse(t *testing.T) {
+	for _, tc := range []struct {
+		json string
+		want Config
+	}{
+		{`{}`, DefaultConfig()},
+		{`{"enable_kv_cache_events": true}`, func() Config {
+			c := DefaultConfig()
+			c.EnableKVCacheEvents, c.Publisher = true, "zmq"
+			return c
+		}()},
+		{`{"enable_kv_cache_events": true, "publisher": "null", "replay_endpoint": null}`, func() Config {
+			c := DefaultConfig()
+			c.EnableKVCacheEvents = true
+			return c
+		}()},
+		{`{"enable_kv_cache_events": true, "endpoint": "tcp://*:6000", "replay_endpoint": "tcp://*:6001",
+		   "buffer_steps": 5, "hwm": 6, "max_queue_size": 7, "topic": "kv"}`,
+			Config{true, "zmq", "tcp://*:6000", "tcp://*:6001", 5, 6, 7, "kv"}},
+	} {
+		got, err := Parse([]byte(tc.json))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.json, err)
+		}
+		if got != tc.want {
+			t.Errorf("%s:\n got %+v\nwant %+v", tc.json, got, tc.want)
+		}
+	}
+	if !(Config{EnableKVCacheEvents: true, Publisher: "zmq"}).Enabled() || (Config{Publisher: "zmq"}).Enabled() {
+		t.Error("Enabled")
+	}
+}
+
+func TestParseRefuses(t *testing.T) {
+	for _, tc := range []struct{ json, want string }{
+		{`{"enable_kv_cache_event": true}`, `unknown key "enable_kv_cache_event" (did you mean "enable_kv_cache_events"?)`},
+		{`{"replay-endpoint": "tcp://*:1"}`, `did you mean "replay_endpoint"?`},
+		{`{"zzzzzzzzzzzz": 1}`, `unknown key "zzzzzzzzzzzz"; known keys:`},
+		{`{"publisher": "kafka"}`, `publisher "kafka"`},
+		{`{"hwm": 0}`, `hwm 0: want at least 1`},
+		{`{"max_queue_size": -1}`, `max_queue_size -1`},
+		{`{"buffer_steps": -1}`, `buffer_steps -1`},
+		{`{"buffer_steps": 1.5}`, `buffer_steps`},
+		{`{"endpoint": "inproc://cache"}`, `inproc`},
+		{`{"endpoint": "udp://x:1"}`, `want tcp://host:port`},
+		{`{"endpoint": "tcp://host"}`, `missing port`},
+		{`{"endpoint": "tcp://host:0"}`, `cannot connect to port 0`},
+		{`null`, `want a JSON object`},
+		{`[1]`, `cannot unmarshal`},
+	} {
+		_, err := Parse([]byte(tc.json))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want an error containing %q", tc.json, err, tc.want)
+		}
+	}
+}
+
+func TestParseEndpoint(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		rank int
+		want endpoint
+	}{
+		{"", 0, endpoint{"tcp", "127.0.0.1:0", true}}, // defaultEndpoint, as TestMain sets it
+		{"tcp://*:5557", 0, endpoint{"tcp", ":5557", true}},
+		{"tcp://*:5557", 2, endpoint{"tcp", ":5559", true}},
+		{"tcp://[::]:5557", 1, endpoint{"tcp", "[::]:5558", true}},
+		{"tcp://10.0.0.1:5557", 0, endpoint{"tcp", "10.0.0.1:5557", false}},
+		{"tcp://indexer:5557", 3, endpoint{"tcp", "indexer:5560", false}},
+		{"ipc:///run/kv.sock", 0, endpoint{"unix", "/run/kv.sock", true}},
+	} {
+		got, err := parseEndpoint(tc.in, tc.rank, false)
+		if err != nil || got != tc.want {
+			t.Errorf("%q rank %d: got %+v, %v; want %+v", tc.in, tc.rank, got, err, tc.want)
+		}
+	}
+	if got, _ := parseEndpoint(DefaultEndpoint, 0, true); got != (endpoint{"tcp", "127.0.0.1:5557", true}) {
+		t.Errorf("the default endpoint as a replay endpoint: %+v", got)
+	}
+	for _, tc := range []struct {
+		in   string
+		rank int
+	}{{"ipc:///run/kv.sock", 1}, {"tcp://*:65535", 1}} {
+		if _, err := parseEndpoint(tc.in, tc.rank, false); err == nil {
+			t.Errorf("%q rank %d: no error", tc.in, tc.rank)
+		}
+	}
+}

@@ -1,0 +1,585 @@
+package kvevents
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kvgen/kvgen/registry/kv"
+)
+
+// ErrDisabled is returned by [New] for a config that asks for no events.
+var ErrDisabled = errors.New("kv events: not enabled (enable_kv_cache_events is false or publisher is \"null\")")
+
+// Options are kvgen's settings beside vLLM's config. The zero value takes
+// every default.
+type Options struct {
+	// Encoding of events inside a batch: [Maps] (vLLM's current one, the
+	// default) or [Arrays].
+	Encoding Encoding
+	// DataParallelRank is the batch's data_parallel_rank, and is added to
+	// the endpoints' TCP ports, as vLLM does for each data-parallel rank.
+	DataParallelRank int
+	// WriteTimeout bounds each write to a peer; a subscriber that takes
+	// longer is disconnected, so one stalled reader stops no one else.
+	// Default 5s.
+	WriteTimeout time.Duration
+	// HandshakeTimeout bounds a new connection's greeting and READY.
+	// Default 5s.
+	HandshakeTimeout time.Duration
+	// MaxSubscribers bounds PUB connections; more are closed at once.
+	// Default 128.
+	MaxSubscribers int
+	// MaxReplayConns bounds replay connections. Default 16.
+	MaxReplayConns int
+	// MaxQueueBytes bounds each subscriber's queue in payload bytes,
+	// beside hwm's bound in batches. Default 64 MiB.
+	MaxQueueBytes int
+	// MaxPeerFrame caps a frame a peer sends (subscriptions, replay
+	// requests, commands); a larger one closes the connection before
+	// anything is allocated for it. Default 4096.
+	MaxPeerFrame int
+	// Linger is how long Close keeps sending queued batches. Default 1s,
+	// vLLM's shutdown timeout.
+	Linger time.Duration
+	// Logger takes connection errors and rate-limited drop reports.
+	// Default slog.Default().
+	Logger *slog.Logger
+}
+
+func (o Options) withDefaults() Options {
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = 5 * time.Second
+	}
+	if o.HandshakeTimeout <= 0 {
+		o.HandshakeTimeout = 5 * time.Second
+	}
+	if o.MaxSubscribers <= 0 {
+		o.MaxSubscribers = 128
+	}
+	if o.MaxReplayConns <= 0 {
+		o.MaxReplayConns = 16
+	}
+	if o.MaxQueueBytes <= 0 {
+		o.MaxQueueBytes = 64 << 20
+	}
+	if o.MaxPeerFrame <= 0 {
+		o.MaxPeerFrame = 4096
+	}
+	if o.Linger <= 0 {
+		o.Linger = time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o
+}
+
+// Stats are the publisher's counters, for metrics.
+type Stats struct {
+	// Published counts batches sent out (to every subscriber whose
+	// subscription matches the topic, and into the replay buffer).
+	Published uint64
+	// Dropped counts batches never published: the queue of max_queue_size
+	// was full, the publisher was closed, or a batch could not be encoded.
+	// Each still took its sequence number, so subscribers see the gap.
+	Dropped uint64
+	// SubscriberDrops counts batches one subscriber did not get: its queue
+	// was at hwm or MaxQueueBytes, or it was disconnected with batches
+	// queued.
+	SubscriberDrops uint64
+	// Subscribers is the number of PUB connections now.
+	Subscribers int
+	// Refused counts connections closed at once: over a cap, or a bad
+	// greeting or handshake.
+	Refused uint64
+	// Replays counts replay requests served.
+	Replays uint64
+}
+
+// Publisher puts batches of kv events on vLLM's wire: a ZeroMQ PUB socket
+// sending [topic, seq, payload] messages, and optionally a ROUTER socket
+// replaying the latest batches. Its methods are safe for concurrent use.
+type Publisher struct {
+	cfg   Config
+	opts  Options
+	topic []byte
+	log   *slog.Logger
+
+	mu      sync.Mutex // orders seq with the queue
+	nextSeq uint64
+	closed  bool
+	in      chan batch
+
+	ringMu sync.Mutex
+	ring   []published // the last BufferSteps batches, oldest at ring0
+	ring0  int
+
+	subsMu   sync.Mutex
+	subs     map[*subscriber]struct{} // after their handshake
+	pubConns int
+	replays  int
+
+	listeners []net.Listener
+	pubL      net.Listener
+	replayL   net.Listener
+	ctx       context.Context
+	cancel    context.CancelFunc
+	runDone   chan struct{}
+	conns     sync.WaitGroup
+	closeOnce sync.Once
+
+	published, dropped, subDrops, refused, served atomic.Uint64
+	dropLog, subDropLog                           rateLog
+}
+
+type batch struct {
+	seq    uint64
+	ts     float64
+	events []kv.KVEvent
+}
+
+type published struct {
+	seq     []byte // 8 bytes, big-endian
+	payload []byte
+}
+
+// New starts a publisher for cfg: it binds or connects the endpoint and
+// binds the replay endpoint, if any. It returns [ErrDisabled] if cfg does
+// not enable events. Cancelling ctx closes the publisher as Close does.
+func New(ctx context.Context, cfg Config, opts Options) (*Publisher, error) {
+	if !cfg.Enabled() {
+		return nil, ErrDisabled
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	opts = opts.withDefaults()
+	pub, err := parseEndpoint(cfg.Endpoint, opts.DataParallelRank, false)
+	if err != nil {
+		return nil, fmt.Errorf("kv events: endpoint: %w", err)
+	}
+	p := &Publisher{
+		cfg:     cfg,
+		opts:    opts,
+		topic:   []byte(cfg.Topic),
+		log:     opts.Logger,
+		in:      make(chan batch, cfg.MaxQueueSize),
+		subs:    map[*subscriber]struct{}{},
+		runDone: make(chan struct{}),
+	}
+	p.dropLog.log, p.subDropLog.log = p.log, p.log
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	if pub.bind {
+		l, err := listen(pub)
+		if err != nil {
+			return nil, fmt.Errorf("kv events: %w", err)
+		}
+		p.listeners = append(p.listeners, l)
+		p.pubL = l
+	}
+	if cfg.ReplayEndpoint != "" {
+		rep, err := parseEndpoint(cfg.ReplayEndpoint, opts.DataParallelRank, true)
+		if err == nil {
+			var l net.Listener
+			if l, err = listen(rep); err == nil {
+				p.listeners = append(p.listeners, l)
+				p.replayL = l
+				p.conns.Add(1)
+				go p.accept(l, true)
+			}
+		}
+		if err != nil {
+			for _, l := range p.listeners {
+				l.Close()
+			}
+			return nil, fmt.Errorf("kv events: replay: %w", err)
+		}
+	}
+	if pub.bind {
+		p.conns.Add(1)
+		go p.accept(p.pubL, false)
+	} else {
+		p.conns.Add(1)
+		go p.dial(pub)
+	}
+	go p.run()
+	context.AfterFunc(ctx, func() { p.Close() })
+	return p, nil
+}
+
+func listen(e endpoint) (net.Listener, error) {
+	if e.network == "unix" {
+		// A socket file left by a process that is gone would stop the
+		// bind; ZeroMQ replaces it too.
+		if fi, err := os.Lstat(e.address); err == nil && fi.Mode()&os.ModeSocket != 0 {
+			os.Remove(e.address)
+		}
+	}
+	return net.Listen(e.network, e.address)
+}
+
+// PubAddr returns the address the PUB socket is bound to (useful with
+// port 0), or nil when it connects out.
+func (p *Publisher) PubAddr() net.Addr {
+	if p.pubL == nil {
+		return nil
+	}
+	return p.pubL.Addr()
+}
+
+// ReplayAddr returns the address the replay socket is bound to, or nil.
+func (p *Publisher) ReplayAddr() net.Addr {
+	if p.replayL == nil {
+		return nil
+	}
+	return p.replayL.Addr()
+}
+
+// Publish sends events as one batch, with the next sequence number. It
+// never blocks: when max_queue_size batches are waiting, the batch is
+// dropped and counted. The events are Publish's to keep. After Close it
+// drops the batch.
+func (p *Publisher) Publish(events []kv.KVEvent) {
+	now := time.Now()
+	b := batch{ts: float64(now.UnixNano()) / 1e9, events: events}
+	p.mu.Lock()
+	b.seq = p.nextSeq
+	p.nextSeq++
+	ok := false
+	if !p.closed {
+		select {
+		case p.in <- b:
+			ok = true
+		default:
+		}
+	}
+	p.mu.Unlock()
+	if !ok {
+		p.dropped.Add(1)
+		p.dropLog.report("kv events: batches dropped before sending (queue full or publisher closed)")
+	}
+}
+
+// Emit publishes one event as its own batch. Pass it to a connector's
+// [kv.EventReporter.ReportEvents].
+func (p *Publisher) Emit(e kv.KVEvent) {
+	p.Publish([]kv.KVEvent{e})
+}
+
+// Stats returns the counters.
+func (p *Publisher) Stats() Stats {
+	p.subsMu.Lock()
+	n := len(p.subs)
+	p.subsMu.Unlock()
+	return Stats{
+		Published:       p.published.Load(),
+		Dropped:         p.dropped.Load(),
+		SubscriberDrops: p.subDrops.Load(),
+		Subscribers:     n,
+		Refused:         p.refused.Load(),
+		Replays:         p.served.Load(),
+	}
+}
+
+// Close stops accepting batches, sends those queued for up to Linger,
+// and closes every connection and socket.
+func (p *Publisher) Close() error {
+	p.closeOnce.Do(func() {
+		p.mu.Lock()
+		p.closed = true
+		close(p.in)
+		p.mu.Unlock()
+		<-p.runDone
+		for _, l := range p.listeners {
+			l.Close()
+		}
+		// Each subscriber's writer sends what is queued, then ends.
+		p.subsMu.Lock()
+		subs := make([]*subscriber, 0, len(p.subs))
+		for s := range p.subs {
+			subs = append(subs, s)
+			s.closeQueue()
+		}
+		p.subsMu.Unlock()
+		linger := time.NewTimer(p.opts.Linger)
+	wait:
+		for _, s := range subs {
+			select {
+			case <-s.done:
+			case <-linger.C:
+				break wait
+			}
+		}
+		linger.Stop()
+		p.cancel()
+		p.conns.Wait()
+		p.dropLog.flush()
+		p.subDropLog.flush()
+	})
+	return nil
+}
+
+// run encodes queued batches in order, keeps them for replay and hands
+// them to the subscribers.
+func (p *Publisher) run() {
+	defer close(p.runDone)
+	for b := range p.in {
+		payload, err := encodeBatch(b.ts, b.events, p.opts.DataParallelRank, p.opts.Encoding)
+		if err != nil {
+			p.dropped.Add(1)
+			p.log.Error("kv events: batch not encoded", "seq", b.seq, "err", err)
+			continue
+		}
+		m := published{seq: binary.BigEndian.AppendUint64(nil, b.seq), payload: payload}
+		p.remember(m)
+		p.subsMu.Lock()
+		for s := range p.subs {
+			s.offer(p.topic, m)
+		}
+		p.subsMu.Unlock()
+		p.published.Add(1)
+	}
+}
+
+func (p *Publisher) remember(m published) {
+	if p.cfg.BufferSteps == 0 || p.cfg.ReplayEndpoint == "" {
+		return
+	}
+	p.ringMu.Lock()
+	defer p.ringMu.Unlock()
+	if len(p.ring) < p.cfg.BufferSteps {
+		p.ring = append(p.ring, m)
+		return
+	}
+	p.ring[p.ring0] = m
+	p.ring0 = (p.ring0 + 1) % len(p.ring)
+}
+
+// since returns the buffered batches from seq start on, oldest first.
+func (p *Publisher) since(start uint64) []published {
+	p.ringMu.Lock()
+	defer p.ringMu.Unlock()
+	var out []published
+	for i := range p.ring {
+		m := p.ring[(p.ring0+i)%len(p.ring)]
+		if binary.BigEndian.Uint64(m.seq) >= start {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func (p *Publisher) accept(l net.Listener, replay bool) {
+	defer p.conns.Done()
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			if p.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			p.log.Warn("kv events: accept", "err", err)
+			select {
+			case <-time.After(100 * time.Millisecond):
+			case <-p.ctx.Done():
+				return
+			}
+			continue
+		}
+		p.conns.Add(1)
+		if replay {
+			go p.serveReplay(c)
+		} else {
+			go p.serveSubscriber(c, true)
+		}
+	}
+}
+
+// dial connects to a bound SUB socket, and again after the connection
+// ends, as ZeroMQ reconnects.
+func (p *Publisher) dial(e endpoint) {
+	defer p.conns.Done()
+	backoff := 100 * time.Millisecond
+	for p.ctx.Err() == nil {
+		d := net.Dialer{Timeout: p.opts.HandshakeTimeout}
+		c, err := d.DialContext(p.ctx, e.network, e.address)
+		if err == nil {
+			p.conns.Add(1)
+			if p.serveSubscriber(c, false) {
+				backoff = 100 * time.Millisecond
+			}
+		}
+		select {
+		case <-time.After(backoff):
+		case <-p.ctx.Done():
+			return
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+// serveSubscriber runs a PUB connection: it reads the peer's
+// subscriptions while a writer sends its queue. It reports whether the
+// handshake succeeded.
+func (p *Publisher) serveSubscriber(c net.Conn, asServer bool) bool {
+	defer p.conns.Done()
+	defer c.Close()
+	if !p.admit(&p.pubConns, p.opts.MaxSubscribers) {
+		return false
+	}
+	defer p.release(&p.pubConns)
+	stop := context.AfterFunc(p.ctx, func() { c.Close() })
+	defer stop()
+	if _, err := handshake(c, "PUB", asServer, time.Now().Add(p.opts.HandshakeTimeout), p.opts.MaxPeerFrame); err != nil {
+		p.refused.Add(1)
+		p.log.Debug("kv events: subscriber refused", "remote", c.RemoteAddr(), "err", err)
+		return false
+	}
+	s := newSubscriber(p, c)
+	p.subsMu.Lock()
+	p.subs[s] = struct{}{}
+	p.subsMu.Unlock()
+	defer func() {
+		p.subsMu.Lock()
+		delete(p.subs, s)
+		p.subsMu.Unlock()
+	}()
+	p.conns.Add(1)
+	go func() {
+		defer p.conns.Done()
+		s.write()
+	}()
+	for {
+		m, err := readMessage(c, p.opts.MaxPeerFrame, p.opts.MaxPeerFrame)
+		if err != nil {
+			if errors.Is(err, errFrameTooLarge) {
+				p.log.Warn("kv events: subscriber cut", "remote", c.RemoteAddr(), "err", err)
+			}
+			s.stop()
+			<-s.done
+			return true
+		}
+		s.handle(m)
+	}
+}
+
+// admit counts a connection in *n, or refuses it when *n is at limit
+// or the publisher is closing.
+func (p *Publisher) admit(n *int, limit int) bool {
+	p.subsMu.Lock()
+	ok := *n < limit && p.ctx.Err() == nil
+	if ok {
+		*n++
+	}
+	p.subsMu.Unlock()
+	if !ok {
+		p.refused.Add(1)
+	}
+	return ok
+}
+
+func (p *Publisher) release(n *int) {
+	p.subsMu.Lock()
+	*n--
+	p.subsMu.Unlock()
+}
+
+// serveReplay answers replay requests on a ROUTER connection: a
+// request's frames are an empty delimiter and an 8-byte big-endian
+// sequence number; the reply is [b"", seq, payload] for every buffered
+// batch from it on, then [b"", 0xFF×8, b""].
+func (p *Publisher) serveReplay(c net.Conn) {
+	defer p.conns.Done()
+	defer c.Close()
+	if !p.admit(&p.replays, p.opts.MaxReplayConns) {
+		return
+	}
+	defer p.release(&p.replays)
+	stop := context.AfterFunc(p.ctx, func() { c.Close() })
+	defer stop()
+	if _, err := handshake(c, "ROUTER", true, time.Now().Add(p.opts.HandshakeTimeout), p.opts.MaxPeerFrame); err != nil {
+		p.refused.Add(1)
+		p.log.Debug("kv events: replay peer refused", "remote", c.RemoteAddr(), "err", err)
+		return
+	}
+	write := func(b net.Buffers) error {
+		if err := c.SetWriteDeadline(time.Now().Add(p.opts.WriteTimeout)); err != nil {
+			return err
+		}
+		_, err := b.WriteTo(c)
+		return err
+	}
+	end := []byte{0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF}
+	for {
+		m, err := readMessage(c, p.opts.MaxPeerFrame, p.opts.MaxPeerFrame)
+		if err != nil {
+			if errors.Is(err, errFrameTooLarge) {
+				p.log.Warn("kv events: replay peer cut", "remote", c.RemoteAddr(), "err", err)
+			}
+			return
+		}
+		if m.command {
+			name, data, err := parseCommand(m.frames[0])
+			if err != nil {
+				return
+			}
+			if name == "PING" {
+				if write(pong(data)) != nil {
+					return
+				}
+			}
+			continue
+		}
+		if len(m.frames) != 2 || len(m.frames[0]) != 0 || len(m.frames[1]) != 8 {
+			p.log.Warn("kv events: invalid replay request", "remote", c.RemoteAddr(), "frames", len(m.frames))
+			continue
+		}
+		p.served.Add(1)
+		for _, b := range p.since(binary.BigEndian.Uint64(m.frames[1])) {
+			if write(wireMessage(nil, b.seq, b.payload)) != nil {
+				return
+			}
+		}
+		if write(wireMessage(nil, end, nil)) != nil {
+			return
+		}
+	}
+}
+
+// rateLog reports a count of drops at most once per interval.
+type rateLog struct {
+	log     *slog.Logger
+	mu      sync.Mutex
+	last    time.Time
+	pending uint64
+	msg     string
+}
+
+const dropLogInterval = 10 * time.Second
+
+func (r *rateLog) report(msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pending++
+	r.msg = msg
+	if time.Since(r.last) >= dropLogInterval {
+		r.log.Warn(msg, "count", r.pending, "since", r.last)
+		r.pending, r.last = 0, time.Now()
+	}
+}
+
+func (r *rateLog) flush() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.pending > 0 {
+		r.log.Warn(r.msg, "count", r.pending, "since", r.last)
+		r.pending = 0
+	}
+}

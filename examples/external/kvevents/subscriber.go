@@ -1,0 +1,223 @@
+package kvevents
+
+import (
+	"bytes"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// maxSubscriptions bounds the distinct prefixes one peer may subscribe
+// to; a publisher has one topic, so a real subscriber needs one or two.
+const maxSubscriptions = 64
+
+// subscriber is one PUB connection: its subscriptions, and a queue of
+// batches bounded by hwm and MaxQueueBytes that its own writer drains,
+// so that a slow peer costs only its own queue.
+type subscriber struct {
+	p *Publisher
+	c net.Conn
+
+	mu       sync.Mutex
+	q        []published
+	qBytes   int // payload bytes queued or being written
+	ctl      []net.Buffers
+	closing  bool // send what is queued, then end
+	stopped  bool // end now
+	prefixes map[string]int
+	matches  atomic.Bool
+
+	wake chan struct{}
+	done chan struct{} // the writer ended
+}
+
+func newSubscriber(p *Publisher, c net.Conn) *subscriber {
+	return &subscriber{
+		p:        p,
+		c:        c,
+		prefixes: map[string]int{},
+		wake:     make(chan struct{}, 1),
+		done:     make(chan struct{}),
+	}
+}
+
+func (s *subscriber) signal() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// offer queues m if the peer subscribed to topic, or drops it and counts
+// the drop if the queue is full.
+func (s *subscriber) offer(topic []byte, m published) {
+	if !s.matches.Load() {
+		return
+	}
+	s.mu.Lock()
+	if s.stopped || s.closing {
+		s.mu.Unlock()
+		return
+	}
+	full := len(s.q) >= s.p.cfg.HWM || s.qBytes+len(m.payload) > s.p.opts.MaxQueueBytes
+	if !full {
+		s.q = append(s.q, m)
+		s.qBytes += len(m.payload)
+	}
+	s.mu.Unlock()
+	if full {
+		s.p.subDrops.Add(1)
+		s.p.subDropLog.report("kv events: batches dropped for a subscriber whose queue is full (hwm)")
+		return
+	}
+	s.signal()
+}
+
+// handle applies a subscription change or answers a PING.
+func (s *subscriber) handle(m message) {
+	var subscribe bool
+	var prefix []byte
+	if m.command {
+		name, data, err := parseCommand(m.frames[0])
+		if err != nil {
+			return
+		}
+		switch name {
+		case "SUBSCRIBE":
+			subscribe, prefix = true, data
+		case "CANCEL":
+			prefix = data
+		case "PING":
+			s.mu.Lock()
+			if len(s.ctl) < 4 {
+				s.ctl = append(s.ctl, pong(data))
+			}
+			s.mu.Unlock()
+			s.signal()
+			return
+		default:
+			return
+		}
+	} else {
+		// ZMTP 3.0: a one-frame message, 1 or 0 and the prefix. A PUB
+		// socket discards anything else a peer sends.
+		if len(m.frames) != 1 || len(m.frames[0]) == 0 || m.frames[0][0] > 1 {
+			return
+		}
+		subscribe, prefix = m.frames[0][0] == 1, m.frames[0][1:]
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := string(prefix)
+	if subscribe {
+		if _, ok := s.prefixes[k]; !ok && len(s.prefixes) >= maxSubscriptions {
+			return
+		}
+		s.prefixes[k]++
+	} else if n, ok := s.prefixes[k]; ok {
+		if n <= 1 {
+			delete(s.prefixes, k)
+		} else {
+			s.prefixes[k] = n - 1
+		}
+	}
+	match := false
+	for pre := range s.prefixes {
+		if bytes.HasPrefix(s.p.topic, []byte(pre)) {
+			match = true
+			break
+		}
+	}
+	s.matches.Store(match)
+}
+
+// write sends the queue, one batch at a time, each write bounded by
+// WriteTimeout; on an error it disconnects the peer.
+func (s *subscriber) write() {
+	defer close(s.done)
+	for {
+		s.mu.Lock()
+		ctl := s.ctl
+		s.ctl = nil
+		var m published
+		have := len(s.q) > 0
+		if have {
+			m = s.q[0]
+			s.q[0] = published{}
+			s.q = s.q[1:]
+			if len(s.q) == 0 {
+				s.q = nil
+			}
+		}
+		stopped, closing := s.stopped, s.closing
+		s.mu.Unlock()
+		if stopped {
+			return
+		}
+		for _, b := range ctl {
+			if !s.send(b) {
+				return
+			}
+		}
+		if have {
+			ok := s.send(wireMessage(s.p.topic, m.seq, m.payload))
+			s.mu.Lock()
+			if !s.stopped { // stop zeroed the count
+				s.qBytes -= len(m.payload)
+			}
+			s.mu.Unlock()
+			if !ok {
+				s.p.subDrops.Add(1)
+				return
+			}
+			continue
+		}
+		if closing {
+			s.c.Close()
+			return
+		}
+		select {
+		case <-s.wake:
+		case <-s.p.ctx.Done():
+			s.stop()
+			return
+		}
+	}
+}
+
+func (s *subscriber) send(b net.Buffers) bool {
+	if err := s.c.SetWriteDeadline(time.Now().Add(s.p.opts.WriteTimeout)); err != nil {
+		s.stop()
+		return false
+	}
+	if _, err := b.WriteTo(s.c); err != nil {
+		s.p.log.Debug("kv events: subscriber disconnected", "remote", s.c.RemoteAddr(), "err", err)
+		s.stop()
+		return false
+	}
+	return true
+}
+
+// stop ends the connection now; what was queued is counted as dropped.
+func (s *subscriber) stop() {
+	s.mu.Lock()
+	if !s.stopped {
+		s.stopped = true
+		if n := len(s.q); n > 0 {
+			s.p.subDrops.Add(uint64(n))
+		}
+		s.q, s.qBytes = nil, 0
+	}
+	s.mu.Unlock()
+	s.c.Close()
+	s.signal()
+}
+
+// closeQueue makes the writer end once the queue is sent.
+func (s *subscriber) closeQueue() {
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
+	s.signal()
+}

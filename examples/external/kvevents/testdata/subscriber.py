@@ -1,0 +1,151 @@
+"""A router's view of kvgen's KV events, through libzmq (pyzmq).
+
+Usage: subscriber.py PUB_ENDPOINT REPLAY_ENDPOINT TOPIC COUNT
+
+Subscribes to TOPIC, prints "ready", reads COUNT batches, checks each as
+vLLM's msgspec decoder of KVEventBatch would (an array batch; events
+tagged by "type" as maps, or by a leading tag as arrays; every required
+field present; integers never bools; hashes within 64 bits), asks the
+replay socket for every batch from 0 and checks that the replies equal
+the live payloads byte for byte. Prints one JSON line: the events, each
+as a map, per batch. Exits non-zero on the first mismatch.
+"""
+
+import json
+import sys
+
+import msgpack
+import zmq
+
+# Fields in declaration order; those with a default may be left out.
+FIELDS = {
+    "BlockStored": (
+        ["block_hashes", "parent_block_hash", "token_ids", "block_size",
+         "lora_id", "medium", "lora_name"],
+        ["extra_keys", "group_idx", "kv_cache_spec_kind",
+         "kv_cache_spec_sliding_window"],
+    ),
+    "BlockRemoved": (["block_hashes", "medium"], ["group_idx"]),
+    "AllBlocksCleared": ([], []),
+}
+
+
+def fail(msg):
+    print(msg, file=sys.stderr)
+    sys.exit(1)
+
+
+def is_int(x):
+    return type(x) is int
+
+
+def check_type(name, value):
+    def int_list(v):
+        return isinstance(v, list) and all(is_int(i) for i in v)
+
+    def opt(pred):
+        return lambda v: v is None or pred(v)
+
+    hash_ok = lambda v: is_int(v) and 0 <= v < 1 << 64
+    checks = {
+        "block_hashes": lambda v: isinstance(v, list) and all(hash_ok(h) for h in v),
+        "parent_block_hash": opt(hash_ok),
+        "token_ids": int_list,
+        "block_size": is_int,
+        "lora_id": opt(is_int),
+        "medium": opt(lambda v: isinstance(v, str)),
+        "lora_name": opt(lambda v: isinstance(v, str)),
+        "group_idx": opt(is_int),
+    }
+    check = checks.get(name)
+    if check is not None and not check(value):
+        fail(f"field {name}: {value!r} has the wrong type")
+
+
+def decode_event(ev):
+    if isinstance(ev, dict):
+        tag = ev.get("type")
+        if tag not in FIELDS:
+            fail(f"unknown or missing tag in {ev!r}")
+        required, optional = FIELDS[tag]
+        for name in required:
+            if name not in ev:
+                fail(f"{tag}: required field {name} missing")
+        out = {"type": tag}
+        for name in required + optional:
+            if name in ev:
+                check_type(name, ev[name])
+                out[name] = ev[name]
+        return out
+    if isinstance(ev, list):
+        if not ev or ev[0] not in FIELDS:
+            fail(f"unknown or missing tag in {ev!r}")
+        tag = ev[0]
+        required, optional = FIELDS[tag]
+        values = ev[1:]
+        if not len(required) <= len(values) <= len(required) + len(optional):
+            fail(f"{tag}: {len(values)} fields")
+        out = {"type": tag}
+        for name, value in zip(required + optional, values):
+            check_type(name, value)
+            out[name] = value
+        return out
+    fail(f"event {ev!r} is neither a map nor an array")
+
+
+def decode_batch(payload):
+    batch = msgpack.unpackb(payload, raw=False, strict_map_key=True)
+    if not isinstance(batch, list) or len(batch) not in (2, 3):
+        fail(f"batch {batch!r}: want [ts, events, data_parallel_rank]")
+    if type(batch[0]) is not float:
+        fail(f"ts {batch[0]!r} is not a float")
+    if not isinstance(batch[1], list):
+        fail("events is not an array")
+    if len(batch) == 3 and not (batch[2] is None or is_int(batch[2])):
+        fail(f"data_parallel_rank {batch[2]!r}")
+    return [decode_event(ev) for ev in batch[1]]
+
+
+def main():
+    pub_endpoint, replay_endpoint, topic, count = sys.argv[1:5]
+    count = int(count)
+    ctx = zmq.Context()
+    sub = ctx.socket(zmq.SUB)
+    sub.setsockopt(zmq.RCVTIMEO, 20000)
+    sub.setsockopt_string(zmq.SUBSCRIBE, topic)
+    sub.connect(pub_endpoint)
+    print("ready", flush=True)
+
+    live, decoded = [], []
+    for want_seq in range(count):
+        frames = sub.recv_multipart()
+        if len(frames) != 3:
+            fail(f"{len(frames)} frames, want 3")
+        got_topic, seq, payload = frames
+        if got_topic != topic.encode():
+            fail(f"topic {got_topic!r}")
+        if int.from_bytes(seq, "big") != want_seq or len(seq) != 8:
+            fail(f"seq {seq.hex()}, want {want_seq}")
+        live.append(payload)
+        decoded.append(decode_batch(payload))
+
+    dealer = ctx.socket(zmq.DEALER)
+    dealer.setsockopt(zmq.RCVTIMEO, 20000)
+    dealer.connect(replay_endpoint)
+    dealer.send_multipart([b"", (0).to_bytes(8, "big")])
+    replayed = []
+    while True:
+        frames = dealer.recv_multipart()
+        if len(frames) != 3 or frames[0] != b"":
+            fail(f"replay reply of {len(frames)} frames")
+        if frames[1] == b"\xff" * 8:
+            if frames[2] != b"":
+                fail("end marker with a payload")
+            break
+        replayed.append(frames[2])
+    if replayed != live:
+        fail(f"replay differs from the live payloads ({len(replayed)} vs {len(live)})")
+    print(json.dumps(decoded), flush=True)
+
+
+main()
