@@ -41,7 +41,7 @@ import (
 
 // modules are the repository's modules, by directory from its root; the
 // root's go.mod does not reach into the others.
-var modules = []string{".", "examples/kvserver", "examples/gateway", "examples/scheduler", "examples/external/redis"}
+var modules = []string{".", "examples/kvserver", "examples/gateway", "examples/scheduler", "examples/external/redis", "examples/external/kvevents"}
 
 // allowedSkip matches the reasons a test may skip for in CI (skipReason):
 // what this platform lacks, and checks of the conformance suite that do

@@ -9,8 +9,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-
-	"github.com/kvgen/kvgen/internal/suggest"
 )
 
 // DefaultEndpoint is where the publisher binds when the config names no
@@ -92,11 +90,9 @@ func Parse(data []byte) (Config, error) {
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
 		k := unknown[0]
-		msg := fmt.Sprintf("kv events config: unknown key %s", suggest.Quote(k))
-		if s := suggest.Nearest(k, configKeys, 1); len(s) > 0 {
-			msg += fmt.Sprintf(" (did you mean %q?)", s[0])
-		}
-		return Config{}, errors.New(msg + "; known keys: " + strings.Join(configKeys, ", "))
+		// %q escapes what a terminal would act on; the known keys are few
+		// enough to list, which says what was meant without guessing.
+		return Config{}, fmt.Errorf("kv events config: unknown key %q; known keys: %s", k, strings.Join(configKeys, ", "))
 	}
 	c := DefaultConfig()
 	c.Publisher = ""
