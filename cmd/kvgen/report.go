@@ -18,7 +18,7 @@ import (
 // object, its report. Its fields are those the command sets, in the order
 // it first sets them, then "problems": what report and errorf were given,
 // in one shape for every command (diag.Error's JSON; past
-// diag.MaxErrors, a last one saying how many more there are), empty when
+// problemcap.Max, a last one saying how many more there are), empty when
 // there were none. One list may be streamed an item at a time, so that
 // memory holds one item (a binary inspect read) at a time: the object's
 // opening and the list's are written with the first item, and the rest

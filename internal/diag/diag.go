@@ -1,6 +1,6 @@
 // Package diag holds kvgen's positioned errors: every problem kvgen reports
 // points at a place in a manifest or in Go source, and a run finds all of
-// them and shows them sorted by position, the first MaxErrors of them.
+// them and shows them sorted by position, the first problemcap.Max of them.
 //
 // An Error is a value: its position, its message, the error underneath it
 // and the other places it concerns (where a duplicate was first given,
@@ -258,15 +258,12 @@ func (l List) Err() error {
 	return l.Sort()
 }
 
-// MaxErrors is how many problems a list shows: past that a line says how
-// many more there are (see package problemcap). A manifest of 50,000
-// unknown keys is a mistake to fix at its first lines, not 5 MB of output.
-const MaxErrors = problemcap.Max
-
-// more stands for the n problems of a list past MaxErrors.
+// more stands for the n problems of a list past problemcap.Max, the one
+// cap kvgen and its runtime share: a manifest of 50,000 unknown keys is a
+// mistake to fix at its first lines, not 5 MB of output.
 func more(n int) *Error { return &Error{Msg: problemcap.More(n)} }
 
-// Error prints one error per line: the first MaxErrors of them, then a
+// Error prints one error per line: the first problemcap.Max of them, then a
 // line saying how many more there are.
 func (l List) Error() string {
 	var b strings.Builder
@@ -279,13 +276,13 @@ func (l List) Error() string {
 	return b.String()
 }
 
-// limit returns the first MaxErrors of errs, and an Error without a
+// limit returns the first problemcap.Max of errs, and an Error without a
 // position saying how many more there are, if there are more.
 func limit(errs []*Error) []*Error {
-	if len(errs) <= MaxErrors {
+	if len(errs) <= problemcap.Max {
 		return errs
 	}
-	return append(slices.Clip(errs[:MaxErrors]), more(len(errs)-MaxErrors))
+	return append(slices.Clip(errs[:problemcap.Max]), more(len(errs)-problemcap.Max))
 }
 
 // Unwrap returns the errors of the list.
@@ -300,7 +297,7 @@ func (l List) Unwrap() []error {
 // Flatten returns the problems err holds, one Error each: the errors of a
 // List, the parts of a joined error (errors.Join) each flattened, an
 // *Error inside a wrapper, or err itself as an Error without a position.
-// As List.Error prints them, there are at most MaxErrors, then an Error
+// As List.Error prints them, there are at most problemcap.Max, then an Error
 // without a position whose message says how many more there are.
 func Flatten(err error) []*Error { return limit(flatten(err)) }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kvgen/kvgen/internal/problemcap"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -153,8 +154,8 @@ odd\nname.yaml:1:1: go: \r\n\abell`, err.Error())
 		"related": [{"file": "connectors.yaml", "line": 2, "column": 2, "message": "here\\u202e"}]}`, string(data))
 }
 
-// A list shows its first MaxErrors problems and says how many more there
-// are, in text and in what Flatten gives -json; up to MaxErrors, all.
+// A list shows its first problemcap.Max problems and says how many more there
+// are, in text and in what Flatten gives -json; up to problemcap.Max, all.
 func TestListShowsTheFirstTenProblems(t *testing.T) {
 	list := func(n int) List {
 		var l List
@@ -164,7 +165,7 @@ func TestListShowsTheFirstTenProblems(t *testing.T) {
 		return l
 	}
 	lines := strings.Split(list(50000).Err().Error(), "\n")
-	require.Len(t, lines, MaxErrors+1)
+	require.Len(t, lines, problemcap.Max+1)
 	assert.Equal(t, "connectors.yaml:1:1: problem 1", lines[0])
 	assert.Equal(t, "connectors.yaml:10:1: problem 10", lines[9])
 	assert.Equal(t, "... and 49990 more problems", lines[10])
@@ -172,7 +173,7 @@ func TestListShowsTheFirstTenProblems(t *testing.T) {
 	assert.NotContains(t, list(10).Error(), "more")
 
 	flat := Flatten(fmt.Errorf("wrapped: %w", list(25).Err()))
-	require.Len(t, flat, MaxErrors+1)
+	require.Len(t, flat, problemcap.Max+1)
 	assert.Equal(t, "problem 10", flat[9].Msg)
 	last, err := json.Marshal(flat[10])
 	require.NoError(t, err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kvgen/kvgen/internal/diag"
 	"github.com/kvgen/kvgen/internal/names"
+	"github.com/kvgen/kvgen/internal/problemcap"
 )
 
 // An output name that could hide what it is, break out of a comment or a
@@ -163,11 +164,11 @@ func TestManyProblemsShowTheFirstTen(t *testing.T) {
 	_, err := Parse(file, []byte(b.String()))
 	require.Error(t, err)
 	lines := strings.Split(err.Error(), "\n")
-	require.Len(t, lines, diag.MaxErrors+1)
-	for i, l := range lines[:diag.MaxErrors] {
+	require.Len(t, lines, problemcap.Max+1)
+	for i, l := range lines[:problemcap.Max] {
 		assert.Equal(t, fmt.Sprintf(`connectors.yaml:%d:5: connector "a": unknown key "importt%d"; did you mean "import"?`, 5+i, i), l)
 	}
-	assert.Equal(t, "... and 49991 more problems", lines[diag.MaxErrors])
+	assert.Equal(t, "... and 49991 more problems", lines[problemcap.Max])
 	assert.Less(t, len(err.Error()), 2000)
 }
 

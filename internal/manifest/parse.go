@@ -17,6 +17,7 @@ import (
 
 	"github.com/kvgen/kvgen/internal/diag"
 	"github.com/kvgen/kvgen/internal/names"
+	"github.com/kvgen/kvgen/internal/problemcap"
 	"github.com/kvgen/kvgen/internal/suggest"
 )
 
@@ -296,7 +297,7 @@ func (p *parser) decodeMapping(n *yaml.Node, v reflect.Value, errs *diag.List) {
 	}
 }
 
-// crowded reports whether diag.MaxErrors problems precede the node being
+// crowded reports whether problemcap.Max problems precede the node being
 // decoded, errs being where its problems go: one found now is never shown,
 // so it is not worth a suggestion. Decoding finds problems in the order of
 // their positions, and validation's come after, so the count of those
@@ -306,7 +307,7 @@ func (p *parser) crowded(errs *diag.List) bool {
 	if errs != &p.errs {
 		n += len(*errs)
 	}
-	return n >= diag.MaxErrors
+	return n >= problemcap.Max
 }
 
 // scalar is a Value that decodes itself from a YAML scalar.

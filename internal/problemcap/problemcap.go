@@ -2,6 +2,10 @@
 // the first Max of them, one a line, then a line that counts the rest.
 // Both kvgen's diagnostics and the runtime registry's errors about a
 // transfer config follow it; it imports only what those already link.
+//
+// Max is the cap's one name in kvgen's own code. The runtime exports it
+// as kv.MaxProblems, defined as Max and kept because registry/kv's API only
+// grows.
 package problemcap
 
 import "strconv"
