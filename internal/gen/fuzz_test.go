@@ -217,9 +217,9 @@ func fuzzGenerate(t *testing.T, data []byte) {
 	got, err := os.ReadFile(res.Path)
 	require.NoError(t, err)
 	require.Equal(t, res.Content, got)
-	rel, err := filepath.Rel(dir, res.file.target)
+	rel, err := filepath.Rel(dir, res.file.resolved)
 	require.NoError(t, err)
-	require.False(t, rel == ".." || len(rel) > 2 && rel[:3] == ".."+string(filepath.Separator), "written outside the module: %s", res.file.target)
+	require.False(t, rel == ".." || len(rel) > 2 && rel[:3] == ".."+string(filepath.Separator), "written outside the module: %s", res.file.resolved)
 
 	first, _, _ := bytes.Cut(got, []byte("\n"))
 	require.Regexp(t, generatedHeaderLine, string(first))

@@ -235,9 +235,9 @@ type outputFile struct {
 	// could not be read, a problem reported.
 	pkg *outputPackage
 	// root is the directory of the module that compiles the file, or ""
-	// for none; target is abs with its symbolic links resolved, once
+	// for none; resolved is abs with its symbolic links resolved, once
 	// checkWritable has found that kvgen may write it.
-	root, target string
+	root, resolved string
 }
 
 // placeOutput returns the file to write for m and the package it goes
@@ -271,18 +271,18 @@ func (o *outputFile) checkWritable(errs *diag.List, m *manifest.Manifest) error 
 }
 
 // writable checks that kvgen may write the file, m's output or the one
-// Options.Output named, and sets o.target.
+// Options.Output named, and sets o.resolved.
 func (o *outputFile) writable(m *manifest.Manifest) error {
 	if o.given != "" && manifest.CheckFileName("", filepath.ToSlash(o.given)) != "" {
 		return &OutputError{Path: o.given}
 	}
 	if o.root == "" {
-		return targetError(m, o.given, errors.New("the manifest is not inside a Go module (no go.mod in its directory or above); kvgen generates into a module"))
+		return outputFileError(m, o.given, errors.New("the manifest is not inside a Go module (no go.mod in its directory or above); kvgen generates into a module"))
 	}
-	target, err := resolveWritable(o.path, o.abs, o.root)
+	resolved, err := resolveWritable(o.path, o.abs, o.root)
 	if err != nil {
-		return targetError(m, o.given, err)
+		return outputFileError(m, o.given, err)
 	}
-	o.target = target
+	o.resolved = resolved
 	return nil
 }

@@ -100,9 +100,9 @@ func resolveWritable(path, abs, root string) (string, error) {
 	return resolved, nil
 }
 
-// targetError places an error about the file to write: at the manifest's
+// outputFileError places an error about the file to write: at the manifest's
 // output key, or, when Options.Output named the file, in an *OutputError.
-func targetError(m *manifest.Manifest, output string, err error) error {
+func outputFileError(m *manifest.Manifest, output string, err error) error {
 	switch {
 	case output != "":
 		return &OutputError{Path: output, Err: err}
@@ -151,15 +151,15 @@ func (r *Result) Write() (bool, error) {
 	if err := r.file.writable(r.manifest); err != nil {
 		return false, err
 	}
-	target := r.file.target
-	old, err := readfile.Read(target, readfile.Max)
+	resolved := r.file.resolved
+	old, err := readfile.Read(resolved, readfile.Max)
 	if err == nil && bytes.Equal(old, r.Content) {
 		// Leave the file and its modification time alone, but not what
 		// a killed run left beside it; Write removes that otherwise.
-		return false, atomicfile.RemoveStaleTemps(target)
+		return false, atomicfile.RemoveStaleTemps(resolved)
 	}
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return false, err
 	}
-	return true, atomicfile.Write(target, r.Content)
+	return true, atomicfile.Write(resolved, r.Content)
 }
