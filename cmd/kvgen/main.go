@@ -163,15 +163,15 @@ type command struct {
 }
 
 // env is what a command may touch: its output streams, the run's context,
-// the check cache, and the report -json prints.
+// kvgen's cache of checks and renders, and the report -json prints.
 type env struct {
 	stdout, stderr io.Writer
 	// ctx is the run's context: once a signal has ended it, errors are its
 	// consequences, and report says only that.
 	ctx context.Context
-	// cache is this kvgen's check cache, nil for none; run saves it once
-	// the command is done, unless a signal stopped it.
-	cache *gen.CheckCache
+	// cache is this kvgen's cache of checks and renders, nil for none;
+	// run saves it once the command is done, unless a signal stopped it.
+	cache *gen.Cache
 	// asJSON, set by -json, makes report and errorf give their problems to
 	// json, the report run prints on stdout once the command is done,
 	// instead of printing them.
@@ -416,7 +416,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	if dir != "" {
-		e.cache = gen.OpenCheckCache(dir, generatorIdentity())
+		e.cache = gen.OpenCache(dir, generatorIdentity())
 	}
 	code := c.run(ctx, e, args)
 	if ctx.Err() == nil {

@@ -69,9 +69,9 @@ func TestScripts(t *testing.T) {
 	goEnv := scriptGoEnv(t, user, proxy.URL+","+modcacheProxy)
 	stable := filepath.Join(filepath.Dir(goEnv["GOPATH"]), "stable")
 	warmBuildCache(t, root, goEnv, module)
-	// The scripts share one check cache of their own: HOME is /no-home in
+	// The scripts share one cache of their own: HOME is /no-home in
 	// a script, and the user's cache directory is not the tests' to write.
-	checkCache := t.TempDir()
+	cacheDir := t.TempDir()
 	testscript.Run(t, testscript.Params{
 		Dir:           "testdata/script",
 		UpdateScripts: *update,
@@ -87,7 +87,7 @@ func TestScripts(t *testing.T) {
 				}
 			})
 			env.Setenv("STABLE", dir)
-			env.Setenv("KVGENCACHE", checkCache)
+			env.Setenv("KVGENCACHE", cacheDir)
 			for k, v := range goEnv {
 				env.Setenv(k, v)
 			}

@@ -35,7 +35,7 @@ func versionIn(info *debug.BuildInfo) string {
 	return v
 }
 
-// generatorIdentity names this kvgen for the check cache: its module
+// generatorIdentity names this kvgen for the cache: its module
 // version, and for a development build, which has none, the executable
 // itself (its path, size and modification time: a rebuilt kvgen is a new
 // file). It is "" when neither can be read, and then there is no cache.

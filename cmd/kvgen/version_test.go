@@ -8,7 +8,7 @@ import (
 )
 
 // A version names kvgen's code exactly only when the go command recorded a
-// release or a clean commit: the check cache trusts it across binaries.
+// release or a clean commit: the cache trusts it across binaries.
 func TestVersionIn(t *testing.T) {
 	dep := func(m debug.Module) *debug.BuildInfo {
 		return &debug.BuildInfo{Main: debug.Module{Path: "example.com/host", Version: "(devel)"}, Deps: []*debug.Module{&m}}

@@ -13,9 +13,9 @@ import (
 	"github.com/kvgen/kvgen/internal/readfile"
 )
 
-// The check cache remembers what checking a constructor against the
-// contract found, so that a run whose packages have not changed reads no
-// export data.
+// The cache remembers two things per manifest: what checking each
+// constructor against the contract found, so that a run whose packages
+// have not changed reads no export data, and what was last rendered.
 //
 // It cannot go stale: an entry's key is the hash of a checkInput, with the
 // generator's own identity, and a checkInput holds the names of the
@@ -26,71 +26,75 @@ import (
 // passed are remembered; problems are found again, so their messages are
 // always current.
 //
-// Besides the entries, the cache keeps the hash of the last file rendered
+// Besides the checks, the cache keeps the hash of the last file rendered
 // for the manifest and the key of the renderInput it was rendered from, so
 // that kvgen check on an unchanged tree compares hashes instead of
 // rendering.
+//
+// Its directory is still named "check" and cacheFormat "kvgen-check-1":
+// renaming them would only orphan the files of earlier versions.
 
-// CheckCache is one generator's check cache. Runs given it in
+// Cache is one generator's cache of checks and renders. Runs given it in
 // Options.Cache read it and add to it in memory; nothing is written until
-// the caller calls Save. A nil *CheckCache is no cache.
-type CheckCache struct {
+// the caller calls Save. A nil *Cache is no cache.
+type Cache struct {
 	dir, identity string
 
-	mu    sync.Mutex
-	files map[string]*checkCache // by file path
+	mu        sync.Mutex
+	manifests map[string]*manifestCache // by file path
 }
 
-// OpenCheckCache returns the check cache kept in dir for the generator
+// OpenCache returns the cache kept in dir for the generator
 // that identity names, such as its module version: what one generator
 // found is not taken on trust by another, whose checks may differ. An
 // empty dir or identity gives no cache (nil).
-func OpenCheckCache(dir, identity string) *CheckCache {
+func OpenCache(dir, identity string) *Cache {
 	if dir == "" || identity == "" {
 		return nil
 	}
-	return &CheckCache{dir: dir, identity: identity, files: map[string]*checkCache{}}
+	return &Cache{dir: dir, identity: identity, manifests: map[string]*manifestCache{}}
 }
 
 // Save writes back what the runs found, each manifest's file once and
 // only if it changed. A file that cannot be written is left as it was:
 // the cache only ever saves time.
-func (c *CheckCache) Save() {
+func (c *Cache) Save() {
 	if c == nil {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, f := range c.files {
+	for _, f := range c.manifests {
 		f.save()
 	}
 }
 
-// file returns the cache of the manifest at manifestAbs rendering output,
-// read from its file the first time.
-func (c *CheckCache) file(manifestAbs, output string) *checkCache {
+// forManifest returns the cache of the manifest at manifestAbs rendering
+// output, read from its file the first time.
+func (c *Cache) forManifest(manifestAbs, output string) *manifestCache {
 	if c == nil {
-		return &checkCache{used: map[string]cachedCheck{}}
+		return &manifestCache{used: map[string]cachedCheck{}}
 	}
 	sum := sha256.Sum256([]byte(cacheFormat + "\x00" + manifestAbs + "\x00" + output))
 	path := filepath.Join(c.dir, "check", hex.EncodeToString(sum[:16])+".json")
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if f, ok := c.files[path]; ok {
+	if f, ok := c.manifests[path]; ok {
 		return f
 	}
-	f := &checkCache{path: path, salt: cacheFormat + " " + c.identity, used: map[string]cachedCheck{}}
+	f := &manifestCache{path: path, salt: cacheFormat + " " + c.identity, used: map[string]cachedCheck{}}
 	if data, err := readfile.Read(path, readfile.Max); err == nil {
 		if json.Unmarshal(data, &f.data) != nil {
 			f.data = cacheFile{}
 		}
 	}
-	c.files[path] = f
+	c.manifests[path] = f
 	return f
 }
 
-// checkCache is one manifest's cache file: read once, written once.
-type checkCache struct {
+// manifestCache is one manifest's checks and last render, kept in one
+// file: read once, written once.
+type manifestCache struct {
 	path string // "" when there is no cache
 	salt string
 
@@ -146,7 +150,7 @@ type checkInput struct {
 
 // key names the check of one entry: "" when there is no cache, or an
 // export file is missing, so that nothing is cached.
-func (c *checkCache) key(in checkInput) string {
+func (c *manifestCache) key(in checkInput) string {
 	if in.RegistryExport == "" || in.ContractExport == "" || in.PackageExport == "" {
 		return ""
 	}
@@ -157,7 +161,7 @@ func (c *checkCache) key(in checkInput) string {
 // whole of it in exported fields, which JSON encodes; with the salt, so
 // that what one generator computed is not taken on trust by another. It
 // is "" when there is no cache.
-func (c *checkCache) hash(in any) string {
+func (c *manifestCache) hash(in any) string {
 	if c.path == "" {
 		return ""
 	}
@@ -168,7 +172,7 @@ func (c *checkCache) hash(in any) string {
 	return hashFields(c.salt, string(data))
 }
 
-func (c *checkCache) get(key string) (cachedCheck, bool) {
+func (c *manifestCache) get(key string) (cachedCheck, bool) {
 	if key == "" {
 		return cachedCheck{}, false
 	}
@@ -184,7 +188,7 @@ func (c *checkCache) get(key string) (cachedCheck, bool) {
 	return r, ok
 }
 
-func (c *checkCache) put(key string, r cachedCheck) {
+func (c *manifestCache) put(key string, r cachedCheck) {
 	if key == "" {
 		return
 	}
@@ -196,7 +200,7 @@ func (c *checkCache) put(key string, r cachedCheck) {
 
 // rendered reports whether content is what was last rendered from the
 // inputs named by key.
-func (c *checkCache) rendered(key string, content []byte) bool {
+func (c *manifestCache) rendered(key string, content []byte) bool {
 	if c.path == "" || key == "" {
 		return false
 	}
@@ -206,7 +210,7 @@ func (c *checkCache) rendered(key string, content []byte) bool {
 }
 
 // remember records the file rendered from the inputs named by key.
-func (c *checkCache) remember(key string, content []byte) {
+func (c *manifestCache) remember(key string, content []byte) {
 	if c.path == "" || key == "" {
 		return
 	}
@@ -221,7 +225,7 @@ func (c *checkCache) remember(key string, content []byte) {
 // save writes the cache back, keeping only the entries the runs used, so
 // that the file stays the size of the manifest. Failing to write is not
 // an error.
-func (c *checkCache) save() {
+func (c *manifestCache) save() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.path == "" || (!c.changed && len(c.used) == len(c.data.Entries)) {

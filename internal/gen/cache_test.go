@@ -171,7 +171,7 @@ func TestCacheUpToDateFile(t *testing.T) {
 }
 
 // TestCacheFollowsTheContract changes the contract a factory: names, and
-// not the constructor, between runs that share a check cache: the
+// not the constructor, between runs that share a cache: the
 // constructor is checked against the new contract.
 func TestCacheFollowsTheContract(t *testing.T) {
 	inCase(t, "ok_contract_func")
@@ -223,22 +223,22 @@ func TestCacheBelongsToOneGenerator(t *testing.T) {
 	}
 }
 
-// generateCached runs Generate with the check cache that dir holds for the
+// generateCached runs Generate with the cache that dir holds for the
 // generator identity names, as kvgen runs it: opened for the run, and
 // saved after it, whether it failed or not.
 func generateCached(opts gen.Options, dir, identity string) (*gen.Result, error) {
-	opts.Cache = gen.OpenCheckCache(dir, identity)
+	opts.Cache = gen.OpenCache(dir, identity)
 	res, err := gen.Generate(context.Background(), opts)
 	opts.Cache.Save()
 	return res, err
 }
 
-// Generate writes nothing to the check cache: what it found is on disk
+// Generate writes nothing to the cache: what it found is on disk
 // only once the caller saves it.
 func TestCacheIsWrittenOnlyBySave(t *testing.T) {
 	inCase(t, "basic")
 	cacheDir := t.TempDir()
-	cache := gen.OpenCheckCache(cacheDir, "test")
+	cache := gen.OpenCache(cacheDir, "test")
 	_, err := gen.Generate(context.Background(), gen.Options{WorkDir: cwd(t), Env: os.Environ(), Manifest: "connectors.yaml", Cache: cache})
 	require.NoError(t, err)
 	ents, err := os.ReadDir(cacheDir)

@@ -351,7 +351,7 @@ func sameFile(a, b string) bool {
 // remembers needs no types, and the packages of the others are decoded
 // together, in parallel, if they are not yet. Without contractOK, the
 // contract could not be read, and only what does not need it is checked.
-func checkEntries(errs *diag.List, m *manifest.Manifest, ld *linked, contract *Contract, contractOK bool, rel func(string) string, cache *checkCache) ([]*Entry, error) {
+func checkEntries(errs *diag.List, m *manifest.Manifest, ld *linked, contract *Contract, contractOK bool, rel func(string) string, cache *manifestCache) ([]*Entry, error) {
 	type miss struct {
 		index   int
 		e       *Entry

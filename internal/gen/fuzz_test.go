@@ -191,7 +191,7 @@ func fuzzGenerate(t *testing.T, data []byte) {
 	target := &outputFile{path: path, abs: path, root: dir, pkg: out}
 	res := &Result{manifest: m, Package: out.name, Path: path, file: target}
 	var errs diag.List
-	res.Entries, err = checkEntries(&errs, m, &linked{listing: &listing{pkgs: pkgs}}, &kvContract, true, func(s string) string { return s }, (*CheckCache)(nil).file("", ""))
+	res.Entries, err = checkEntries(&errs, m, &linked{listing: &listing{pkgs: pkgs}}, &kvContract, true, func(s string) string { return s }, (*Cache)(nil).forManifest("", ""))
 	require.NoError(t, err)
 	err = errs.Err()
 	if err == nil {

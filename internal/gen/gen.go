@@ -4,7 +4,7 @@
 // static registry file. It returns results and errors, and reads no state
 // of the process (Options carries the working directory and environment).
 // It writes nothing until the command calls Result.Write (and, for the
-// check cache, CheckCache.Save); the terminal and the exit code are the
+// cache, Cache.Save); the terminal and the exit code are the
 // command's alone.
 //
 // The kvgen command is built on it, and is its only caller: programs run
@@ -70,8 +70,8 @@ type Options struct {
 	// Cache holds what earlier runs found when checking constructors,
 	// keyed by the content of the packages checked, so that packages that
 	// have not changed are not read again; the run adds what it finds,
-	// which CheckCache.Save writes. nil turns the cache off.
-	Cache *CheckCache
+	// which Cache.Save writes. nil turns the cache off.
+	Cache *Cache
 	// Only, when not nil, keeps of the manifest's entries those with one of
 	// these names or aliases, as if the manifest listed no others: what a
 	// deployment that runs only some connectors links.
@@ -129,7 +129,7 @@ func Generate(ctx context.Context, opts Options) (*Result, error) {
 }
 
 // render is the last stage: the registry file of what resolve checked.
-func (r *Result) render(cache *checkCache, workDir string) ([]byte, error) {
+func (r *Result) render(cache *manifestCache, workDir string) ([]byte, error) {
 	desc, err := describe(r.manifest, r.Contract, r.linked.importPath, r.Entries)
 	if err != nil {
 		return nil, err
@@ -186,9 +186,9 @@ func Resolve(ctx context.Context, opts Options) (*Result, error) {
 //	checkEntries  manifest, *linked, contract → the entries that pass
 //
 // Generate then renders the file (render). resolve returns the manifest's
-// check cache, which render uses too. Problems that let the run go on
+// cache, which render uses too. Problems that let the run go on
 // collect in errs, so that one run reports them all.
-func resolve(ctx context.Context, opts Options, forWrite bool) (*Result, *checkCache, error) {
+func resolve(ctx context.Context, opts Options, forWrite bool) (*Result, *manifestCache, error) {
 	opts, err := withDefaults(ctx, opts)
 	if err != nil {
 		return nil, nil, err
@@ -222,7 +222,7 @@ func atPins(m *manifest.Manifest, err error, parsed diag.List) error {
 
 // resolveManifest is resolve for the manifest m, with the problems found
 // in it so far in errs.
-func resolveManifest(ctx context.Context, opts Options, forWrite bool, m *manifest.Manifest, errs diag.List) (*Result, *checkCache, error) {
+func resolveManifest(ctx context.Context, opts Options, forWrite bool, m *manifest.Manifest, errs diag.List) (*Result, *manifestCache, error) {
 	out := placeOutput(&errs, opts, m)
 	if opts.Dir == "" {
 		opts.Dir = defaultLoadDir(opts, out.abs)
@@ -239,7 +239,7 @@ func resolveManifest(ctx context.Context, opts Options, forWrite bool, m *manife
 		return nil, nil, err
 	}
 	contract, contractOK := readContract(&errs, m, named, ld.contractPkg)
-	cache := opts.Cache.file(opts.abs(opts.Manifest), out.path)
+	cache := opts.Cache.forManifest(opts.abs(opts.Manifest), out.path)
 	entries, err := checkEntries(&errs, m, ld, contract, contractOK, shortPath(opts.WorkDir), cache)
 	if err != nil {
 		return nil, nil, err

@@ -63,7 +63,7 @@ func TestGolden(t *testing.T) {
 	}
 }
 
-// secondRunAgrees runs Generate again with the check cache the first run
+// secondRunAgrees runs Generate again with the cache the first run
 // (res, err) filled, loading through the loader package, as a list of
 // patterns too long for one go list run is loaded, and fails unless it
 // comes out the same to the byte, errors included: the cache answers for

@@ -12,7 +12,7 @@ import (
 // A changed input to a constructor's check is a new key: every field of
 // checkInput, walked by reflection so that no field can be left out.
 func TestCheckKeyHoldsEveryField(t *testing.T) {
-	cache := &checkCache{path: "cache.json", salt: "kvgen-test"}
+	cache := &manifestCache{path: "cache.json", salt: "kvgen-test"}
 	in := checkInput{
 		RegistryExport: "aaaa-d", ContractExport: "bbbb-d", PackageExport: "cccc-d",
 		Factory: "example.com/text.Transform", Roles: []Role{{Name: "worker", Interface: "Worker"}}, Registry: "NewRegistry",
@@ -26,7 +26,7 @@ func TestCheckKeyHoldsEveryField(t *testing.T) {
 // by reflection, the contract's adapter too, whose types differ here only
 // in the path of a package of the same name.
 func TestRenderKeyHoldsEveryField(t *testing.T) {
-	cache := &checkCache{path: "cache.json", salt: "kvgen-test"}
+	cache := &manifestCache{path: "cache.json", salt: "kvgen-test"}
 	in := renderInput{
 		Manifest: "../connectors.yaml",
 		Package:  "main",

@@ -187,7 +187,7 @@ type Result struct {
 
 // Run runs name in dir (the test's working directory if "") with env added
 // to the test's environment, and fails the test if it cannot start or
-// does not exit within timeout. The check cache is off unless env says
+// does not exit within timeout. kvgen's cache is off unless env says
 // otherwise: the user's cache is not the tests' to write.
 func Run(t testing.TB, dir string, env []string, timeout time.Duration, name string, args ...string) Result {
 	t.Helper()

@@ -39,12 +39,12 @@ func TestMain(m *testing.M) { os.Exit(kvgentest.Main(m).Run()) }
 // modules of N connector packages, alternating each run with `go list
 // -deps=false -export` of the same packages so that both see the same
 // machine state. The registry file is removed before each run, so every
-// run renders and writes it, as after a manifest change; the check cache
+// run renders and writes it, as after a manifest change; the cache
 // is warm, as it is after the first run on a machine. names=same gives
 // every package the name connector (their paths differ), which makes kvgen
 // alias every import; names=distinct gives each its own.
 //
-// cache=cold runs with an empty check cache each time: the cost of the
+// cache=cold runs with an empty cache each time: the cost of the
 // first run, or of a run after every connector changed.
 func BenchmarkGenerate(b *testing.B) {
 	kvgen := kvgentest.KVGen(b)
@@ -157,7 +157,7 @@ func (c cost) add(d cost) cost { return cost{c.wall + d.wall, c.cpu + d.cpu, c.r
 // timed runs one command and returns what it cost.
 type timed func(b *testing.B) cost
 
-// command returns a timed run of a command in dir, with the check cache in
+// command returns a timed run of a command in dir, with the cache in
 // the run's shared directory; it fails the benchmark if the command fails.
 func command(dir, name string, args ...string) timed {
 	return func(b *testing.B) cost {
@@ -180,7 +180,7 @@ func command(dir, name string, args ...string) timed {
 	}
 }
 
-// coldCache empties the check cache before each run.
+// coldCache empties the cache before each run.
 func coldCache(run timed) timed {
 	return func(b *testing.B) cost {
 		b.Helper()

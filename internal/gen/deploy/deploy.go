@@ -47,7 +47,7 @@ type Options struct {
 	// ReadOnlyModules and Cache are as for kvgen generate (see
 	// gen.Options).
 	ReadOnlyModules bool
-	Cache           *gen.CheckCache
+	Cache           *gen.Cache
 	// Only keeps the manifest's entries of those names, as ForConfig
 	// does; give one of the two.
 	Only []string
