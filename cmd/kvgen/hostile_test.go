@@ -46,7 +46,7 @@ func TestHostileArgumentsStayText(t *testing.T) {
 	// A Go binary with a description appended that says hostile things.
 	enc, err := inspect.Encode(inspect.Description{
 		Manifest: hostile + ".yaml", ManifestSHA256: hostile, Package: "evil\x1b[2J\x1b[H\u009b\x7f",
-		Connectors: []inspect.Connector{{Name: hostile, Aliases: []string{hostile}, Roles: []string{hostile}, Import: hostile, Constructor: hostile, Module: hostile}},
+		Entries: []inspect.Entry{{Name: hostile, Aliases: []string{hostile}, Roles: []string{hostile}, Import: hostile, Constructor: hostile, Module: hostile}},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -16,7 +16,7 @@ func (r *Result) Annotate(out string) string {
 	var lines []string
 	for _, line := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
 		best, bestIdx := "", -1
-		for i, c := range m.Connectors {
+		for i, c := range m.Entries {
 			for _, p := range []string{c.Import.V, modules[c.Import.V]} {
 				if p != "" && len(p) > len(best) && mentions(line, p) {
 					best, bestIdx = p, i
@@ -24,7 +24,7 @@ func (r *Result) Annotate(out string) string {
 			}
 		}
 		if bestIdx >= 0 {
-			c := m.Connectors[bestIdx]
+			c := m.Entries[bestIdx]
 			line = fmt.Sprintf("%s: %s: %s", c.Import.Pos, c.Label(bestIdx), line)
 		}
 		lines = append(lines, line)

@@ -48,7 +48,7 @@ type Entry struct {
 	// Decl is where the constructor is declared.
 	Decl token.Position
 
-	manifest manifest.Connector // the entry as written
+	manifest manifest.Entry // the entry as written
 }
 
 // markerConstructor marks the function a manifest entry without a
@@ -60,7 +60,7 @@ const markerConstructor = "//kvgen:constructor"
 // constructor. It returns nil when the entry has a problem, which it adds
 // to errs, and otherwise the entry and the position to blame for problems
 // with the constructor.
-func prepareEntry(errs *diag.List, c manifest.Connector, index int, lp *loadedPackage) (*Entry, token.Position) {
+func prepareEntry(errs *diag.List, c manifest.Entry, index int, lp *loadedPackage) (*Entry, token.Position) {
 	label := c.Label(index)
 	if lp.err != nil {
 		errs.Add(c.Import.Pos, "%s: package %s: %v", label, suggest.Quote(c.Import.V), lp.err)
@@ -372,8 +372,8 @@ func checkEntries(errs *diag.List, m *manifest.Manifest, ld *linked, contract *C
 		Registry:       contract.Registry,
 	}
 	outPath := ld.importPath
-	entries := make([]*Entry, len(m.Connectors))
-	for i, c := range m.Connectors {
+	entries := make([]*Entry, len(m.Entries))
+	for i, c := range m.Entries {
 		// A roles: problem does not stop the check: the constructor is
 		// checked for the roles that are right, so that one run reports
 		// every problem the entry has.
@@ -441,7 +441,7 @@ func exportName(p *packages.Package) string {
 // whether all are, and the roles to check the constructor for: those of
 // c's roles the contract declares, nil (every role) if c lists none or the
 // contract declares none.
-func checkRoles(errs *diag.List, c manifest.Connector, index int, contract *Contract) (bool, []string) {
+func checkRoles(errs *diag.List, c manifest.Entry, index int, contract *Contract) (bool, []string) {
 	if len(c.Roles) == 0 {
 		return true, c.RoleNames()
 	}

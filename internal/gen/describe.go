@@ -16,15 +16,15 @@ func describe(m *manifest.Manifest, contract *Contract, importPath string, entri
 		Manifest:       filepath.Base(m.File),
 		ManifestSHA256: m.SHA256,
 		Package:        importPath,
-		Connectors:     make([]inspect.Connector, len(entries)),
+		Entries:        make([]inspect.Entry, len(entries)),
 	}
 	if c := contract.String(); c != DefaultFactory {
 		d.Factory = c
 	}
 	for i, e := range entries {
-		c := inspect.Connector{Name: e.Name, Aliases: e.Aliases, Import: e.ImportPath, Constructor: e.Constructor, Module: e.Module}
+		c := inspect.Entry{Name: e.Name, Aliases: e.Aliases, Import: e.ImportPath, Constructor: e.Constructor, Module: e.Module}
 		c.Roles = contract.RolesOf(e)
-		d.Connectors[i] = c
+		d.Entries[i] = c
 	}
 	return inspect.Encode(d)
 }

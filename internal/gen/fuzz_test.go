@@ -152,7 +152,7 @@ func fuzzGenerate(t *testing.T, data []byte) {
 		if m != nil {
 			// Only entries had problems: they are marked, and checking
 			// leaves them out.
-			require.True(t, slices.ContainsFunc(m.Connectors, func(c manifest.Connector) bool { return c.Invalid }), "a manifest returned with errors marks the entries that have them")
+			require.True(t, slices.ContainsFunc(m.Entries, func(c manifest.Entry) bool { return c.Invalid }), "a manifest returned with errors marks the entries that have them")
 		}
 		return
 	}
@@ -165,7 +165,7 @@ func fuzzGenerate(t *testing.T, data []byte) {
 	adapted := types.NewSignatureType(nil, nil, nil, c.sig.Params(),
 		types.NewTuple(types.NewParam(token.NoPos, nil, "", worker), c.sig.Results().At(1)), false)
 	pkgs := map[string]*loadedPackage{}
-	for _, conn := range m.Connectors {
+	for _, conn := range m.Entries {
 		p := conn.Import.V
 		lp := pkgs[p]
 		if lp == nil {
@@ -292,7 +292,7 @@ func fuzzGenerate(t *testing.T, data []byte) {
 		}
 	}
 	assert.Equal(t, []string{"Registry"}, exported)
-	assert.Equal(t, len(m.Connectors), bytes.Count(got, []byte("\t\tFactory: ")))
+	assert.Equal(t, len(m.Entries), bytes.Count(got, []byte("\t\tFactory: ")))
 }
 
 // assertStaticEntries checks that the package's variables are static data

@@ -312,7 +312,7 @@ func readManifest(errs *diag.List, opts Options) (*manifest.Manifest, error) {
 		return nil, err
 	}
 	if opts.Only != nil {
-		m.Connectors = slices.DeleteFunc(m.Connectors, func(c manifest.Connector) bool {
+		m.Entries = slices.DeleteFunc(m.Entries, func(c manifest.Entry) bool {
 			return !slices.ContainsFunc(opts.Only, c.HasName)
 		})
 	}

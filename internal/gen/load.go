@@ -640,8 +640,8 @@ func (r *linkRun) explain(ld *linked, listed *listing, notes map[string]string) 
 func linkNested(ctx context.Context, lc loadConfig, opts Options, m *manifest.Manifest, main *gomod.Main, plan *gomod.Plan, listed *listing) (notes map[string]string) {
 	listed.explainMissing(ctx, lc, main.Requires())
 	notes = map[string]string{}
-	for i := range m.Connectors {
-		c := &m.Connectors[i]
+	for i := range m.Entries {
+		c := &m.Entries[i]
 		lp := listed.pkgs[c.Import.V]
 		var nim *notInModuleError
 		if c.Invalid || plan.Bad[i] || c.Replace.Set || lp == nil || !errors.As(lp.err, &nim) || !nim.nested {
@@ -690,7 +690,7 @@ func unvendored(m *manifest.Manifest, inVendor, cached *listing) diag.List {
 		return nil
 	}
 	var list diag.List
-	for i, c := range m.Connectors {
+	for i, c := range m.Entries {
 		lp, found := inVendor.pkgs[c.Import.V], cached.pkgs[c.Import.V]
 		if lp == nil || !slices.Contains(inVendor.missing, lp) || found == nil || found.pkg == nil || found.pkg.Module == nil || len(found.pkg.Errors) > 0 {
 			continue
@@ -706,8 +706,8 @@ func markBad(m *manifest.Manifest, plan *gomod.Plan) bool {
 	if len(plan.Bad) == 0 {
 		return false
 	}
-	for i := range m.Connectors {
-		c := &m.Connectors[i]
+	for i := range m.Entries {
+		c := &m.Entries[i]
 		c.Invalid = c.Invalid || plan.Bad[i]
 		c.OnlyNames = c.OnlyNames && !plan.Bad[i]
 	}
@@ -738,8 +738,8 @@ func mainModule(ctx context.Context, listed *listing, loadErr error, dir string,
 // importPaths lists the import paths of m's entries that have no problem
 // reported yet, or only problems with their names.
 func importPaths(m *manifest.Manifest) []string {
-	paths := make([]string, 0, len(m.Connectors))
-	for _, c := range m.Connectors {
+	paths := make([]string, 0, len(m.Entries))
+	for _, c := range m.Entries {
 		if !c.Invalid || c.OnlyNames {
 			paths = append(paths, c.Import.V)
 		}

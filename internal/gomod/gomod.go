@@ -174,7 +174,7 @@ func NewPlan(m *manifest.Manifest, main *Main, manifestDir string) (*Plan, error
 	for _, r := range main.file.Require {
 		pl.required[r.Mod.Path] = r.Mod.Version
 	}
-	for i, c := range m.Connectors {
+	for i, c := range m.Entries {
 		if mod := ModuleOf(c.Import.V, main.Requires()); mod != "" && mod != main.Path && !c.Invalid {
 			pos := c.Import.Pos
 			if c.Version.Set {
@@ -246,7 +246,7 @@ func (pl *planner) agree(i int, mod string, c claim) bool {
 
 // versioned plans entry i, which names a version: and no replace:, for
 // its module to be required at that version.
-func (pl *planner) versioned(i int, c manifest.Connector) {
+func (pl *planner) versioned(i int, c manifest.Entry) {
 	main := pl.Main
 	mod := ModuleOf(c.Import.V, main.Requires())
 	if mod == main.Path {
@@ -319,7 +319,7 @@ func majorMismatch(mod, importPath, version string) string {
 
 // replaced plans entry i, which names a replace: directory, for its module
 // to be required and replaced by that directory. Its error stops the plan.
-func (pl *planner) replaced(i int, c manifest.Connector) error {
+func (pl *planner) replaced(i int, c manifest.Entry) error {
 	main := pl.Main
 	dir := filepath.Join(pl.manifestDir, filepath.FromSlash(c.Dir), filepath.FromSlash(c.Replace.V))
 	modPath, err := modulePath(dir)

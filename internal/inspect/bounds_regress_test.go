@@ -14,7 +14,7 @@ import (
 
 // A description's JSON may be up to MaxDescription bytes, but what it
 // decodes into must not be many times that: "{}" is three bytes of JSON
-// and a Connector of about 200 bytes, so 8 MiB of empty connectors once
+// and an Entry of about 200 bytes, so 8 MiB of empty connectors once
 // decoded into 1.9 GB, and four such descriptions appended to a binary ran
 // kvgen inspect out of memory.
 func TestDescriptionOfManyEmptyConnectorsIsBounded(t *testing.T) {

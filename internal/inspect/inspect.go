@@ -40,12 +40,12 @@ type Description struct {
 	Package string `json:"package,omitempty"`
 	// Factory is the contract the manifest's factory: names, or "" for
 	// the KV connectors'.
-	Factory    string      `json:"factory,omitempty"`
-	Connectors []Connector `json:"connectors"`
+	Factory string  `json:"factory,omitempty"`
+	Entries []Entry `json:"connectors"` // the JSON keeps the key binaries carry
 }
 
-// Connector is one linked connector.
-type Connector struct {
+// Entry is one manifest entry as the binary links it.
+type Entry struct {
 	Name        string   `json:"name"`
 	Aliases     []string `json:"aliases,omitempty"`
 	Roles       []string `json:"roles,omitempty"` // none for contracts other than the KV connectors''
@@ -184,7 +184,7 @@ func scan(ctx context.Context, r io.ReaderAt, size int64) (descs []found, passed
 			if !ok {
 				continue
 			}
-			connectors += len(d.Connectors)
+			connectors += len(d.Entries)
 			if len(descs) < maxFound {
 				descs = append(descs, found{d, begin, int64(header) + int64(length)})
 			} else {
@@ -227,25 +227,25 @@ func index(w []byte) int {
 // connector that lacks a name, an import or a constructor, or with more
 // than most connectors, is not one. Connectors are decoded one at a time,
 // so that what the JSON decodes into stays in proportion to it: "{}" is
-// three bytes, and a Connector two hundred.
+// three bytes, and an Entry two hundred.
 func decode(data []byte, most int) (Description, bool) {
 	if bytes.Count(data, []byte("{")) > most+1 {
 		return Description{}, false // more connectors than it may have: no need to decode them
 	}
 	var raw struct {
 		Description
-		Connectors []json.RawMessage `json:"connectors"`
+		Entries []json.RawMessage `json:"connectors"`
 	}
-	if json.Unmarshal(data, &raw) != nil || raw.Manifest == "" || len(raw.Connectors) > most {
+	if json.Unmarshal(data, &raw) != nil || raw.Manifest == "" || len(raw.Entries) > most {
 		return Description{}, false
 	}
 	d := raw.Description
-	d.Connectors = make([]Connector, len(raw.Connectors))
-	for i, c := range raw.Connectors {
-		if json.Unmarshal(c, &d.Connectors[i]) != nil {
+	d.Entries = make([]Entry, len(raw.Entries))
+	for i, c := range raw.Entries {
+		if json.Unmarshal(c, &d.Entries[i]) != nil {
 			return Description{}, false
 		}
-		if c := d.Connectors[i]; c.Name == "" || c.Import == "" || c.Constructor == "" {
+		if c := d.Entries[i]; c.Name == "" || c.Import == "" || c.Constructor == "" {
 			return Description{}, false
 		}
 	}
@@ -361,8 +361,8 @@ func Reader(ctx context.Context, name string, r io.ReaderAt, size int64) (*Binar
 		b.Registries = append(b.Registries, fd.d)
 	}
 	for i := range b.Registries {
-		for j := range b.Registries[i].Connectors {
-			join(&b.Registries[i].Connectors[j], mods)
+		for j := range b.Registries[i].Entries {
+			join(&b.Registries[i].Entries[j], mods)
 		}
 	}
 	if len(b.Suspect) > 0 {
@@ -395,7 +395,7 @@ func readHeaders(r io.ReaderAt) (*debug.BuildInfo, loaded, error) {
 
 // join fills in a connector's version, sum and replacement from its
 // module in the build information.
-func join(c *Connector, mods map[string]*debug.Module) {
+func join(c *Entry, mods map[string]*debug.Module) {
 	m := mods[c.Module]
 	if m == nil {
 		return
@@ -420,7 +420,7 @@ func contradicts(d Description, mods map[string]*debug.Module) string {
 	if d.Package != "" && !inModules(d.Package, mods) {
 		return fmt.Sprintf("its package %s is in none of the modules the binary was built with", suggest.Quote(d.Package))
 	}
-	for _, c := range d.Connectors {
+	for _, c := range d.Entries {
 		if _, ok := mods[c.Module]; !ok {
 			return fmt.Sprintf("its connector %s is of module %s, which the binary was not built with", suggest.Quote(c.Name), suggest.Quote(c.Module))
 		}
@@ -488,7 +488,7 @@ func WriteText(w io.Writer, bins []*Binary) error {
 func writeTable(w io.Writer, r Description) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tROLES\tCONSTRUCTOR\tMODULE\tSUM")
-	for _, c := range r.Connectors {
+	for _, c := range r.Entries {
 		name := show(c.Name)
 		if len(c.Aliases) > 0 {
 			name += " (" + showAll(c.Aliases, ", ") + ")"

@@ -45,8 +45,8 @@ func scanBytes(data []byte) []Description {
 // surrounded, across the chunks it reads, and passes over what only starts
 // like one.
 func TestScanFindsEveryDescription(t *testing.T) {
-	a := Description{Manifest: "a.yaml", ManifestSHA256: SumManifest([]byte("a")), Connectors: []Connector{{Name: "x", Import: "example.com/x", Constructor: "New", Roles: []string{"worker"}}}}
-	b := Description{Manifest: "b.yaml", ManifestSHA256: SumManifest([]byte("b")), Connectors: []Connector{}}
+	a := Description{Manifest: "a.yaml", ManifestSHA256: SumManifest([]byte("a")), Entries: []Entry{{Name: "x", Import: "example.com/x", Constructor: "New", Roles: []string{"worker"}}}}
+	b := Description{Manifest: "b.yaml", ManifestSHA256: SumManifest([]byte("b")), Entries: []Entry{}}
 	ea, err := Encode(a)
 	require.NoError(t, err)
 	eb, err := Encode(b)
@@ -110,14 +110,14 @@ func TestAppendedDescriptionIsSuspect(t *testing.T) {
 	require.ErrorIs(t, err, ErrSuspect, "the foreign description's module is not the binary's")
 	require.Len(t, b.Registries, 1)
 	assert.Equal(t, "linked.yaml", b.Registries[0].Manifest)
-	assert.Equal(t, "github.com/kvgen/kvgen", b.Registries[0].Connectors[0].Module)
+	assert.Equal(t, "github.com/kvgen/kvgen", b.Registries[0].Entries[0].Module)
 	require.Len(t, b.Suspect, 1)
 	assert.Equal(t, "foreign.yaml", b.Suspect[0].Manifest)
 	assert.Contains(t, b.Suspect[0].Reason, `its connector "foreign" is of module "example.com/notlinked", which the binary was not built with`)
 
 	hostile := Description{
 		Manifest: "x.yaml", ManifestSHA256: "00", Package: "evil\x1b[2J\x1b[H",
-		Connectors: []Connector{{Name: "\x1b[31mred\nkvgen: fake", Import: "example.com/e", Constructor: "New", Module: "github.com/kvgen/kvgen"}},
+		Entries: []Entry{{Name: "\x1b[31mred\nkvgen: fake", Import: "example.com/e", Constructor: "New", Module: "github.com/kvgen/kvgen"}},
 	}
 	enc, err := Encode(hostile)
 	require.NoError(t, err)
@@ -195,8 +195,8 @@ func TestHeadersClaimingGigabytesAreBounded(t *testing.T) {
 // descriptions, each of which encodes again to itself and prints, linked
 // or suspect, as lines of printable text.
 func FuzzScan(f *testing.F) {
-	a, _ := Encode(Description{Manifest: "a.yaml", Package: "example.com/a", Connectors: []Connector{{Name: "x", Aliases: []string{"y"}, Roles: []string{"worker"}, Import: "example.com/x", Constructor: "New", Module: "example.com/x"}}})
-	hostile, _ := Encode(Description{Manifest: "\u202e.yaml", Package: "evil\x1b[2J", Connectors: []Connector{{Name: "\x1b[31m\nkvgen: fake", Sum: "\xff"}}})
+	a, _ := Encode(Description{Manifest: "a.yaml", Package: "example.com/a", Entries: []Entry{{Name: "x", Aliases: []string{"y"}, Roles: []string{"worker"}, Import: "example.com/x", Constructor: "New", Module: "example.com/x"}}})
+	hostile, _ := Encode(Description{Manifest: "\u202e.yaml", Package: "evil\x1b[2J", Entries: []Entry{{Name: "\x1b[31m\nkvgen: fake", Sum: "\xff"}}})
 	f.Add([]byte(a))
 	f.Add([]byte(hostile))
 	f.Add([]byte("\x7fELF" + a + hostile + a[:30]))

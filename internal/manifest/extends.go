@@ -168,7 +168,7 @@ var versionKey = regexp.MustCompile(`^(version|"version"|'version')\s*:`)
 // is marked Invalid, so that the others can still be checked.
 func onlyEntryErrors(m *Manifest, errs diag.List) bool {
 	for _, e := range errs {
-		if !slices.ContainsFunc(m.Connectors, func(c Connector) bool { return c.Invalid && within(c, e.Pos) }) {
+		if !slices.ContainsFunc(m.Entries, func(c Entry) bool { return c.Invalid && within(c, e.Pos) }) {
 			return false
 		}
 	}
@@ -177,7 +177,7 @@ func onlyEntryErrors(m *Manifest, errs diag.List) bool {
 
 // within reports whether pos lies in the entry c: in its file, from its
 // first key to its last value.
-func within(c Connector, pos token.Position) bool {
+func within(c Entry, pos token.Position) bool {
 	if pos.Filename != c.Pos.Filename || pos.Offset < c.Pos.Offset {
 		return false
 	}
@@ -211,7 +211,7 @@ func merge(m, base *Manifest, baseDir string, errs *diag.List) {
 		errs.Add(m.Factory.Pos, "factory %q: %s names the contract %s; a manifest has the contract of the manifest it extends, so remove factory: here", m.Factory.V, base.File, contractName(base))
 	}
 	find := func(name string) int {
-		return slices.IndexFunc(base.Connectors, func(c Connector) bool { return c.Name.V == name })
+		return slices.IndexFunc(base.Entries, func(c Entry) bool { return c.Name.V == name })
 	}
 	dropped := map[int]bool{}
 	for _, d := range m.drop {
@@ -242,8 +242,8 @@ func merge(m, base *Manifest, baseDir string, errs *diag.List) {
 		}
 		pins[i] = p
 	}
-	var merged []Connector
-	for i, c := range base.Connectors {
+	var merged []Entry
+	for i, c := range base.Entries {
 		if dropped[i] {
 			continue
 		}
@@ -259,9 +259,9 @@ func merge(m, base *Manifest, baseDir string, errs *diag.List) {
 		}
 		merged = append(merged, c)
 	}
-	own := m.Connectors
+	own := m.Entries
 	conflicts(merged, own, base.File, errs)
-	m.Connectors = append(merged, own...)
+	m.Entries = append(merged, own...)
 }
 
 // AtPin places e, a problem found in checking m's entries, at the pin:
@@ -271,7 +271,7 @@ func merge(m, base *Manifest, baseDir string, errs *diag.List) {
 // as a related position. A problem at the pinned version: or replace: is
 // there already, and one outside pinned entries comes back as it is.
 func (m *Manifest) AtPin(e *diag.Error) *diag.Error {
-	for _, c := range m.Connectors {
+	for _, c := range m.Entries {
 		if c.Pin.IsValid() && within(c, e.Pos) {
 			entry := diag.At(e.Pos, "the pinned entry")
 			moved := *e
@@ -295,13 +295,13 @@ func contractName(m *Manifest) string {
 // conflicts reports each name or alias of an entry of m's own that an entry
 // of the extended manifest still has, at the own entry, with both positions;
 // that entry is then left out.
-func conflicts(kept, own []Connector, baseFile string, errs *diag.List) {
+func conflicts(kept, own []Entry, baseFile string, errs *diag.List) {
 	for i := range own {
 		c := &own[i]
 		keys := []Value[string]{c.Name}
 		keys = append(keys, c.Aliases...)
 		for _, k := range keys {
-			j := slices.IndexFunc(kept, func(b Connector) bool { return b.HasName(k.V) })
+			j := slices.IndexFunc(kept, func(b Entry) bool { return b.HasName(k.V) })
 			if j < 0 || !k.Set {
 				continue
 			}
@@ -318,7 +318,7 @@ func conflicts(kept, own []Connector, baseFile string, errs *diag.List) {
 // the nearest, else all of them.
 func baseNames(m *Manifest, name string) string {
 	var names []string
-	for _, c := range m.Connectors {
+	for _, c := range m.Entries {
 		names = append(names, c.Name.V)
 	}
 	if near := suggest.Nearest(name, names, 1); len(near) > 0 {

@@ -30,7 +30,7 @@ func TestExtendsKeepsReplaceRelativeToItsManifest(t *testing.T) {
 	require.NoError(t, err)
 	type entry struct{ name, dir, replace, version, replaceFile string }
 	var got []entry
-	for _, c := range m.Connectors {
+	for _, c := range m.Entries {
 		got = append(got, entry{c.Name.V, c.Dir, c.Replace.V, c.Version.V, c.Replace.Pos.Filename})
 	}
 	assert.Equal(t, []entry{
@@ -112,7 +112,7 @@ func TestExtendsReadsOnlyManifestsOfItsTree(t *testing.T) {
 	write("repo/example/deploy/dc.yaml", "version: 1\nextends: ../../connectors.yaml\n")
 	m, err := manifest.LoadIn(filepath.Join(top, "repo", "example"), "deploy/dc.yaml")
 	require.NoError(t, err)
-	require.Len(t, m.Connectors, 1)
+	require.Len(t, m.Entries, 1)
 
 	for base, want := range map[string]string{
 		"../../outside/shadow.yaml": "is outside",
@@ -133,7 +133,7 @@ func TestExtendsReadsOnlyManifestsOfItsTree(t *testing.T) {
 	require.NoError(t, os.RemoveAll(filepath.Join(top, "repo", ".git")))
 	m, err = manifest.LoadIn(filepath.Join(top, "repo", "example"), "deploy/dc.yaml")
 	require.NoError(t, err)
-	require.Len(t, m.Connectors, 1)
+	require.Len(t, m.Entries, 1)
 }
 
 // A problem in an entry that a pin: changes is the pin's: it is placed
@@ -146,7 +146,7 @@ func TestAtPinPlacesProblemsAtThePin(t *testing.T) {
 	m, err := manifest.LoadIn(dir, "deploy/disk.yaml")
 	require.NoError(t, err)
 
-	a, b := m.Connectors[0], m.Connectors[1]
+	a, b := m.Entries[0], m.Entries[1]
 	moved := m.AtPin(diag.Errorf(a.Import.Pos, "connector %q: package not found", "a"))
 	assert.Equal(t, `deploy/disk.yaml:4:11: connector "a": package not found (as pinned here; the entry is at connectors.yaml:4:13)`, moved.Error())
 	require.Len(t, moved.Related, 1)

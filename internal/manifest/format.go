@@ -14,7 +14,7 @@ import (
 // formatVersion is the manifest version this package reads.
 const formatVersion = 1
 
-// fileV1 and connectorV1 define the keys of a version 1 manifest. The parser
+// fileV1 and entryV1 define the keys of a version 1 manifest. The parser
 // accepts exactly their tagged fields and Schema describes exactly them. Tags:
 //
 //	yaml     the key
@@ -37,7 +37,7 @@ type fileV1 struct {
 	Extends    Value[string]   `yaml:"extends" example:"../connectors.yaml" doc:"A manifest this one builds on, relative to this one: its connectors, less those dropped, with versions and replacements pinned here, and then this manifest's own."`
 	Drop       []Value[string] `yaml:"drop" unique:"true" name:"true" example:"[memory]" doc:"Names of connectors of the extended manifest to leave out."`
 	Pin        []pinV1         `yaml:"pin" example:"[{name: redis, version: v0.2.0}]" doc:"Connectors of the extended manifest whose module version or local replacement this manifest sets."`
-	Connectors []connectorV1   `yaml:"connectors" required:"true" unless:"extends" maxItems:"10000" example:"[]" doc:"The connectors linked into the binary, in registry order; an empty list links none. At most 10000: compiling the registry costs time and memory in proportion to its entries."`
+	Connectors []entryV1       `yaml:"connectors" required:"true" unless:"extends" maxItems:"10000" example:"[]" doc:"The connectors linked into the binary, in registry order; an empty list links none. At most 10000: compiling the registry costs time and memory in proportion to its entries."`
 }
 
 // pinV1 sets the version: or replace: of a connector an extended manifest
@@ -57,7 +57,7 @@ func (c pinV1) label(index int) string {
 	return fmt.Sprintf("pin %d", index+1)
 }
 
-type connectorV1 struct {
+type entryV1 struct {
 	Pos         token.Position  `yaml:"-"`
 	Name        Value[string]   `yaml:"name" required:"true" name:"true" example:"redis" doc:"Registry key the connector is created by; unique across all names and aliases."`
 	Import      Value[string]   `yaml:"import" required:"true" example:"github.com/acme/kvredis" doc:"Go import path of the package that holds the constructor."`
@@ -72,8 +72,8 @@ type connectorV1 struct {
 	Dir         string          `yaml:"-"`
 }
 
-// label names the entry in errors; see Connector.Label.
-func (c connectorV1) label(index int) string { return Connector(c).Label(index) }
+// label names the entry in errors; see Entry.Label.
+func (c entryV1) label(index int) string { return Entry(c).Label(index) }
 
 // labeler is implemented by list items whose errors name the item.
 type labeler interface{ label(index int) string }

@@ -186,7 +186,7 @@ func TestConnectorsAreAtMostTenThousand(t *testing.T) {
 	}
 	m, err := Parse(file, manifest(10000))
 	require.NoError(t, err)
-	assert.Len(t, m.Connectors, 10000)
+	assert.Len(t, m.Entries, 10000)
 
 	m, err = Parse(file, manifest(10001))
 	assert.Nil(t, m)

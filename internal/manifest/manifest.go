@@ -41,10 +41,10 @@ type Manifest struct {
 	Output Value[string]
 	// Extends is the manifest this one extends, relative to it; LoadIn
 	// merges that manifest's connectors (less those dropped, with the
-	// pins applied) into Connectors, ahead of this one's own.
+	// pins applied) into Entries, ahead of this one's own.
 	Extends Value[string]
-	// Connectors are the entries, in registry order.
-	Connectors []Connector
+	// Entries are the items of its connectors: list, in registry order.
+	Entries []Entry
 	// SHA256 is the hex SHA-256 of the manifest's bytes, or, when it
 	// extends another, of its bytes and the other's SHA256: what names
 	// its content, in a binary and in listings.
@@ -87,8 +87,11 @@ func splitFactory(s string) (path, name string, ok bool) {
 	return s[:dot], s[dot+1:], true
 }
 
-// Connector is one entry of the connectors list.
-type Connector struct {
+// Entry is one item of the manifest's connectors: list, which names a
+// plugin (for the KV contract, a connector) to link. The key keeps its
+// name, which every manifest spells; messages, written for manifest
+// authors, call an entry a connector too.
+type Entry struct {
 	// Pos is the position of the entry's first key.
 	Pos token.Position
 	// Name is the registry key the connector is created by.
@@ -129,7 +132,7 @@ type Connector struct {
 }
 
 // HasName reports whether the entry is named name, or has it as an alias.
-func (c Connector) HasName(name string) bool {
+func (c Entry) HasName(name string) bool {
 	if c.Name.V == name {
 		return true
 	}
@@ -143,7 +146,7 @@ func (c Connector) HasName(name string) bool {
 
 // RoleNames returns the names of the roles the connector serves, as
 // listed; nil, when no roles were listed, means every role.
-func (c Connector) RoleNames() []string {
+func (c Entry) RoleNames() []string {
 	var names []string
 	for _, r := range c.Roles {
 		names = append(names, r.V)
@@ -152,9 +155,9 @@ func (c Connector) RoleNames() []string {
 }
 
 // Label is how errors name the entry at index (counted from 0 in
-// Manifest.Connectors): `connector "redis"`, or `connector 3` for the third
+// Manifest.Entries): `connector "redis"`, or `connector 3` for the third
 // entry when it has no valid name.
-func (c Connector) Label(index int) string {
+func (c Entry) Label(index int) string {
 	if c.Name.Set && validName(c.Name.V) {
 		return fmt.Sprintf("connector %q", c.Name.V)
 	}

@@ -54,9 +54,9 @@ func TestParseFull(t *testing.T) {
 	assert.Equal(t, Value[int]{V: 1, Pos: at(2, 10), Set: true}, withoutOffset(m.Version))
 	assert.Equal(t, Value[string]{V: "connectors", Pos: at(3, 10), Set: true}, withoutOffset(m.Package))
 	assert.Equal(t, Value[string]{V: "gen/connectors_gen.go", Pos: at(4, 9), Set: true}, withoutOffset(m.Output))
-	require.Len(t, m.Connectors, 2)
+	require.Len(t, m.Entries, 2)
 
-	fs := m.Connectors[0]
+	fs := m.Entries[0]
 	assert.Equal(t, at(6, 5), noOffset(fs.Pos))
 	assert.Equal(t, Value[string]{V: "filesystem", Pos: at(6, 11), Set: true}, withoutOffset(fs.Name))
 	assert.Equal(t, Value[string]{V: "github.com/kvgen/kvgen/examples/connectors/filesystem", Pos: at(7, 13), Set: true}, withoutOffset(fs.Import))
@@ -73,7 +73,7 @@ func TestParseFull(t *testing.T) {
 	assert.Equal(t, Value[string]{V: "../filesystem", Pos: at(12, 14), Set: true}, withoutOffset(fs.Replace))
 	assert.Equal(t, []string{"scheduler", "worker"}, fs.RoleNames())
 
-	lm := m.Connectors[1]
+	lm := m.Entries[1]
 	assert.Equal(t, at(13, 5), noOffset(lm.Pos), "an entry's position is its first key, whichever it is")
 	assert.Equal(t, Value[string]{V: "LMCacheConnectorV1", Pos: at(14, 11), Set: true}, withoutOffset(lm.Name))
 	assert.Equal(t, Value[string]{V: "example.com/lmcache", Pos: at(13, 13), Set: true}, withoutOffset(lm.Import))
@@ -87,7 +87,7 @@ func TestParseOffsets(t *testing.T) {
 	src := "version: 1\nconnectors:\n  - {replace: ../ünï, name: redis, import: example.com/a}\n"
 	m, err := Parse(file, []byte(src))
 	require.NoError(t, err)
-	c := m.Connectors[0]
+	c := m.Entries[0]
 	assert.Equal(t, at(3, 31), noOffset(c.Name.Pos))
 	for _, v := range []Value[string]{c.Replace, c.Name, c.Import} {
 		assert.True(t, strings.HasPrefix(src[v.Pos.Offset:], v.V), "the offset of %q points at it", v.V)
@@ -113,7 +113,7 @@ func TestParseDefaults(t *testing.T) {
 
 	assert.Equal(t, Value[string]{}, m.Package, "an absent package is left to gen")
 	assert.Equal(t, Value[string]{V: "connectors_gen.go"}, m.Output, "output defaults, unset and without position")
-	c := m.Connectors[0]
+	c := m.Entries[0]
 	assert.Equal(t, Value[string]{}, c.Constructor, "an absent constructor is left to the package's marker")
 	assert.Empty(t, c.Roles)
 	assert.Empty(t, c.Aliases)
@@ -545,7 +545,7 @@ func TestParseErrors(t *testing.T) {
 			}
 			require.NotNil(t, m, "every problem is within an entry")
 			var invalid int
-			for _, c := range m.Connectors {
+			for _, c := range m.Entries {
 				if c.Invalid {
 					invalid++
 				}
@@ -556,10 +556,10 @@ func TestParseErrors(t *testing.T) {
 }
 
 func TestLabel(t *testing.T) {
-	named := Connector{Name: Value[string]{V: "redis", Set: true}}
+	named := Entry{Name: Value[string]{V: "redis", Set: true}}
 	assert.Equal(t, `connector "redis"`, named.Label(0))
-	assert.Equal(t, "connector 3", Connector{}.Label(2), "entries without a name are counted from 1")
-	invalid := Connector{Name: Value[string]{V: "a\"b", Set: true}}
+	assert.Equal(t, "connector 3", Entry{}.Label(2), "entries without a name are counted from 1")
+	invalid := Entry{Name: Value[string]{V: "a\"b", Set: true}}
 	assert.Equal(t, "connector 1", invalid.Label(0), "an invalid name is not repeated in other errors")
 }
 
@@ -631,14 +631,14 @@ connectors:
 	require.Error(t, err)
 	require.NotNil(t, m, "the problems are all within entries")
 	var invalid, onlyNames []bool
-	for _, c := range m.Connectors {
+	for _, c := range m.Entries {
 		invalid = append(invalid, c.Invalid)
 		onlyNames = append(onlyNames, c.OnlyNames)
 	}
 	assert.Equal(t, []bool{true, false, true, true, false, true}, invalid)
 	// Problems with names alone leave the package and constructor to check.
 	assert.Equal(t, []bool{true, false, true, false, false, false}, onlyNames)
-	assert.Equal(t, "example.com/d", m.Connectors[4].Import.V)
+	assert.Equal(t, "example.com/d", m.Entries[4].Import.V)
 	assert.Len(t, strings.Split(err.Error(), "\n"), 5)
 
 	// A problem outside the entries leaves no manifest to go on with.

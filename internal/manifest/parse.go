@@ -153,10 +153,10 @@ func (p *parser) parse() *Manifest {
 		pin:     f.Pin,
 	}
 	for _, c := range f.Connectors {
-		m.Connectors = append(m.Connectors, Connector(c))
+		m.Entries = append(m.Entries, Entry(c))
 	}
 	for _, i := range p.badEntries {
-		m.Connectors[i].Invalid = true
+		m.Entries[i].Invalid = true
 	}
 	p.validate(m)
 	return m
@@ -415,7 +415,7 @@ func (p *parser) decodeList(n *yaml.Node, dst reflect.Value, f field, errs *diag
 			}
 			// A connector with a problem is left out and the others are
 			// checked; a problem elsewhere fails the manifest.
-			if len(itemErrs) > 0 && elem == reflect.TypeFor[connectorV1]() {
+			if len(itemErrs) > 0 && elem == reflect.TypeFor[entryV1]() {
 				p.entryErrs += len(itemErrs)
 				p.badEntries = append(p.badEntries, i)
 			}

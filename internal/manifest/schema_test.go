@@ -113,8 +113,8 @@ func TestSchemaExamplesParse(t *testing.T) {
 	require.NoError(t, err)
 	m, err := Parse(file, data)
 	require.NoError(t, err, "%s", data)
-	require.Len(t, m.Connectors, 1)
-	c := m.Connectors[0]
+	require.Len(t, m.Entries, 1)
+	c := m.Entries[0]
 	for _, set := range []bool{m.Version.Set, m.Package.Set, m.Output.Set, c.Name.Set, c.Import.Set, c.Constructor.Set, c.Version.Set, c.Replace.Set} {
 		assert.True(t, set)
 	}

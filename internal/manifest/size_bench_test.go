@@ -36,7 +36,7 @@ func BenchmarkParseSize(b *testing.B) {
 			for b.Loop() {
 				m, _ := Parse("connectors.yaml", tc.data)
 				if m != nil {
-					n += len(m.Connectors)
+					n += len(m.Entries)
 				}
 			}
 			benchSink = n

@@ -62,20 +62,20 @@ func (p *parser) validate(m *Manifest) {
 			p.errs.Add(v.Pos, "%s: version %s is not a canonical semantic version; want a version such as v1.4.0", pin.label(0), suggest.Quote(v.V))
 		}
 	}
-	for i, c := range m.Connectors {
+	for i, c := range m.Entries {
 		n := len(p.errs)
 		p.validateNames(c, c.Label(i))
 		names := len(p.errs) - n
-		p.validateConnector(c, c.Label(i))
-		p.markInvalid(m.Connectors, i, len(p.errs)-n)
-		m.Connectors[i].OnlyNames = !c.Invalid && names > 0 && len(p.errs)-n == names
+		p.validateEntry(c, c.Label(i))
+		p.markInvalid(m.Entries, i, len(p.errs)-n)
+		m.Entries[i].OnlyNames = !c.Invalid && names > 0 && len(p.errs)-n == names
 	}
-	p.checkUnique(m.Connectors)
+	p.checkUnique(m.Entries)
 }
 
 // validateNames checks an entry's name and aliases: problems that leave
 // its package and constructor fit to check.
-func (p *parser) validateNames(c Connector, label string) {
+func (p *parser) validateNames(c Entry, label string) {
 	add := p.adder(label)
 	if v := c.Name; v.Set {
 		if msg := checkName("name", v.V); msg != "" {
@@ -98,7 +98,7 @@ func (p *parser) adder(label string) func(pos token.Position, format string, arg
 	}
 }
 
-func (p *parser) validateConnector(c Connector, label string) {
+func (p *parser) validateEntry(c Entry, label string) {
 	add := p.adder(label)
 	if v := c.Import; v.Set {
 		if err := module.CheckImportPath(v.V); err != nil {
@@ -107,7 +107,7 @@ func (p *parser) validateConnector(c Connector, label string) {
 				reason = ip.Err
 			}
 			add(v.Pos, "import %s is not a valid Go import path: %v; give the package's full import path, e.g. %q",
-				suggest.Quote(v.V), reason, mustField(reflect.TypeFor[connectorV1](), "import").example)
+				suggest.Quote(v.V), reason, mustField(reflect.TypeFor[entryV1](), "import").example)
 		}
 	}
 	if v := c.Constructor; v.Set {
@@ -127,7 +127,7 @@ func (p *parser) validateConnector(c Connector, label string) {
 		}
 	}
 	if v := c.Replace; v.Set {
-		if msg := checkRelative("replace", v.V, "the module's directory", mustField(reflect.TypeFor[connectorV1](), "replace").example); msg != "" {
+		if msg := checkRelative("replace", v.V, "the module's directory", mustField(reflect.TypeFor[entryV1](), "replace").example); msg != "" {
 			add(v.Pos, "%s", msg)
 		}
 	}
@@ -317,7 +317,7 @@ type claim struct {
 
 // checkUnique reports every name or alias that an earlier entry already
 // took, at the later one, naming the earlier one's position.
-func (p *parser) checkUnique(cs []Connector) {
+func (p *parser) checkUnique(cs []Entry) {
 	var claims []claim
 	for i, c := range cs {
 		if c.Name.Set && validName(c.Name.V) {
@@ -357,7 +357,7 @@ func (p *parser) checkUnique(cs []Connector) {
 }
 
 // markInvalid records that n of the errors found lie within entry i.
-func (p *parser) markInvalid(cs []Connector, i, n int) {
+func (p *parser) markInvalid(cs []Entry, i, n int) {
 	if n > 0 {
 		p.entryErrs += n
 		cs[i].Invalid = true

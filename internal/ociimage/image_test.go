@@ -29,7 +29,7 @@ var tinyDescription = inspect.Description{
 	Manifest:       "tiny.yaml",
 	ManifestSHA256: inspect.SumManifest([]byte("tiny")),
 	Package:        "example.com/tiny",
-	Connectors: []inspect.Connector{{
+	Entries: []inspect.Entry{{
 		Name: "memory", Roles: []string{"scheduler", "worker"},
 		Import: "example.com/tiny/memory", Constructor: "New", Module: "example.com/tiny",
 	}},
@@ -204,7 +204,7 @@ func inspectBack(t *testing.T, ref Ref, rm Remote, img *Image) {
 		assert.Equal(t, img.Platforms[i].Manifest.Digest, f.Manifest.Digest)
 		require.NotNil(t, f.Binary)
 		require.Len(t, f.Binary.Registries, 1)
-		assert.Equal(t, "memory", f.Binary.Registries[0].Connectors[0].Name)
+		assert.Equal(t, "memory", f.Binary.Registries[0].Entries[0].Name)
 		want, err := SBOM(f.Binary, "v0.0.0-test")
 		require.NoError(t, err)
 		assert.Equal(t, string(want), string(f.SBOM))

@@ -92,7 +92,7 @@ func SBOM(bin *inspect.Binary, tool string) ([]byte, error) {
 		b.Metadata.Props = append(b.Metadata.Props,
 			property{"kvgen:registry:" + r.Package + ":manifest", r.Manifest},
 			property{"kvgen:registry:" + r.Package + ":manifest_sha256", r.ManifestSHA256})
-		for _, c := range r.Connectors {
+		for _, c := range r.Entries {
 			ref := "kvgen:connector:" + r.Package + ":" + c.Name
 			props := []property{{"kvgen:connector:registry", r.Package}, {"kvgen:connector:import", c.Import}, {"kvgen:connector:constructor", c.Constructor}, {"kvgen:connector:module", c.Module}}
 			if len(c.Roles) > 0 {

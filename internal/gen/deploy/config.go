@@ -20,13 +20,13 @@ import (
 // Options.ForConfig cannot say what to link.
 var ErrNoSelect = errors.New("declares no rule for selecting entries from a config")
 
-// connectorsFor returns the names of the manifest's entries that a config
+// entriesFor returns the names of the manifest's entries that a config
 // selects, by the rule of m's contract c: the entry the config names and,
 // where that entry has children, theirs, and so on. The config is read as
 // JSON, as data: no code of the contract runs. A name the manifest does not
 // list is an error that names every such name. Its errors are about the
 // config, and Build says which.
-func connectorsFor(m *manifest.Manifest, c *gen.Contract, data []byte) ([]string, error) {
+func entriesFor(m *manifest.Manifest, c *gen.Contract, data []byte) ([]string, error) {
 	sel := c.Select
 	if sel == nil {
 		return nil, fmt.Errorf("the contract %s %w (with a %s line); list what this deployment links in %s instead", c, ErrNoSelect, gen.MarkerSelect, m.File)
@@ -125,14 +125,14 @@ func (w *walker) walk(where string, cfg any, depth int) {
 		w.problem(where, "%s: want a string, got %s", w.sel.Name, jsonKind(v))
 		return
 	}
-	i := slices.IndexFunc(w.m.Connectors, func(c manifest.Connector) bool { return c.HasName(name) })
+	i := slices.IndexFunc(w.m.Entries, func(c manifest.Entry) bool { return c.HasName(name) })
 	if i < 0 {
 		if !slices.Contains(w.missing, name) {
 			w.missing = append(w.missing, name)
 		}
 		return
 	}
-	c := w.m.Connectors[i]
+	c := w.m.Entries[i]
 	if !slices.Contains(w.names, c.Name.V) {
 		w.names = append(w.names, c.Name.V)
 	}

@@ -62,7 +62,7 @@ func nested(n int) string {
 // A --kv-transfer-config selects, by the rule registry/kv declares, the
 // connector it names and a MultiConnector's children, in the order it
 // names them; its problems are named.
-func TestConnectorsForKV(t *testing.T) {
+func TestEntriesForKV(t *testing.T) {
 	c := kvContract(t)
 	m := loadManifest(t, kvManifest)
 	for _, tc := range []struct {
@@ -99,7 +99,7 @@ func TestConnectorsForKV(t *testing.T) {
 		{"too big", `{"kv_connector": "memory", "engine_id": "` + strings.Repeat("x", 1<<20) + `"}`, nil, "1048619 bytes: want at most 1 MiB (1048576 bytes); a config is a few hundred"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := connectorsFor(m, c, []byte(tc.config))
+			got, err := entriesFor(m, c, []byte(tc.config))
 			if tc.err != "" {
 				require.EqualError(t, err, tc.err)
 				return
@@ -112,7 +112,7 @@ func TestConnectorsForKV(t *testing.T) {
 
 // A contract of any kind selects by the rule it declares; one that
 // declares none is told so, with an error that wraps ErrNoSelect.
-func TestConnectorsForAnyContract(t *testing.T) {
+func TestEntriesForAnyContract(t *testing.T) {
 	m := loadManifest(t, `version: 1
 factory: example.com/plug.Factory
 connectors:
@@ -123,15 +123,15 @@ connectors:
 `)
 	// Without multi=, any config that has the children's path lists them.
 	c := &gen.Contract{Path: "example.com/plug", Name: "Factory", Select: &gen.Select{Name: "use.plugin", Children: "then"}}
-	got, err := connectorsFor(m, c, []byte(`{"use": {"plugin": "chain"}, "then": [{"use": {"plugin": "gzip"}, "level": 9}]}`))
+	got, err := entriesFor(m, c, []byte(`{"use": {"plugin": "chain"}, "then": [{"use": {"plugin": "gzip"}, "level": 9}]}`))
 	require.NoError(t, err)
 	require.Equal(t, []string{"chain", "gzip"}, got)
-	got, err = connectorsFor(m, c, []byte(`{"use": {"plugin": "gzip"}}`))
+	got, err = entriesFor(m, c, []byte(`{"use": {"plugin": "gzip"}}`))
 	require.NoError(t, err)
 	require.Equal(t, []string{"gzip"}, got)
 
 	c.Select = nil
-	_, err = connectorsFor(m, c, []byte(`{"use": {"plugin": "gzip"}}`))
+	_, err = entriesFor(m, c, []byte(`{"use": {"plugin": "gzip"}}`))
 	require.True(t, errors.Is(err, ErrNoSelect))
 	require.EqualError(t, err, "the contract example.com/plug.Factory declares no rule for selecting entries from a config (with a //kvgen:select line); list what this deployment links in connectors.yaml instead")
 }

@@ -146,12 +146,12 @@ func Build(ctx context.Context, opts Options) error {
 		if err != nil {
 			return err
 		}
-		if opts.Only, err = connectorsFor(m, c, opts.ForConfig); err != nil {
+		if opts.Only, err = entriesFor(m, c, opts.ForConfig); err != nil {
 			return &OptionError{Field: "ForConfig", Value: opts.ForFile, Err: err}
 		}
 		// Which entries that keeps, as the registry will list them.
 		var kept []string
-		for _, c := range m.Connectors {
+		for _, c := range m.Entries {
 			if slices.ContainsFunc(opts.Only, c.HasName) {
 				kept = append(kept, c.Name.V)
 			}
