@@ -67,14 +67,14 @@ func runNew(ctx context.Context, e *env, args []string) int {
 		e.errorf("%s already exists; choose another -dir", suggest.Show(*dir))
 		return exitError
 	}
-	s := templates.Scaffold{Name: name, Module: *modPath, GoVersion: "1.26.0", KVGenVersion: cmp.Or(ownVersion(), "v0.0.0-00010101000000-000000000000")}
+	s := templates.ConnectorScaffold{Name: name, Module: *modPath, GoVersion: "1.26.0", KVGenVersion: cmp.Or(ownVersion(), "v0.0.0-00010101000000-000000000000")}
 	var fromHost bool
 	var err error
 	if s.Replace, fromHost, err = scaffoldReplace(ctx, *replace, *dir); err != nil {
 		e.report(err)
 		return exitError
 	}
-	files, err := templates.RenderScaffold(s)
+	files, err := templates.RenderConnectorScaffold(s)
 	if err != nil {
 		e.report(err)
 		return exitError
@@ -159,7 +159,7 @@ func newPlugin(ctx context.Context, e *env, name, factory, dir string) int {
 		e.errorf("plugin name %q: the contract's signature names a package of that name; choose another", name)
 		return exitUsage
 	}
-	p := templates.Plugin{
+	p := templates.PluginScaffold{
 		Name: name, Contract: c.String(), TypeName: c.PkgName + "." + c.Name,
 		Params: sig.paramList, Results: sig.resultList, ReturnsError: sig.returnsError,
 		Imports: []templates.Import{{Path: c.Path, Name: c.PkgName}},
@@ -200,7 +200,7 @@ func newPlugin(ctx context.Context, e *env, name, factory, dir string) int {
 		p.Return = "&" + p.Impl + "{}"
 		p.Call = "if New() == nil {\n\t\tt.Fatal(\"New returns nil\")\n\t}"
 	}
-	files, err := templates.RenderPlugin(p)
+	files, err := templates.RenderPluginScaffold(p)
 	if err != nil {
 		e.report(err)
 		return exitError

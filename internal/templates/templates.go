@@ -27,8 +27,10 @@ import (
 //go:embed connector/*.tmpl plugin/*.tmpl doc.md.tmpl
 var files embed.FS
 
-// Scaffold is what a new connector module is rendered from.
-type Scaffold struct {
+// ConnectorScaffold is what the module of a new KV connector (kvgen new)
+// is rendered from; PluginScaffold is its like for other contracts. A
+// scaffold is source to write, not a manifest entry: hence not Entry.
+type ConnectorScaffold struct {
 	// Name is the connector's registry name, also its package name.
 	Name string
 	// Module is the new module's path.
@@ -44,10 +46,10 @@ type Scaffold struct {
 	Replace string
 }
 
-// RenderScaffold returns the scaffold's files by their path in the new
-// module. Go files are gofmt'd; go.mod is written with x/mod, which quotes
-// paths that need it.
-func RenderScaffold(s Scaffold) (map[string][]byte, error) {
+// RenderConnectorScaffold returns the scaffold's files by their path in
+// the new module. Go files are gofmt'd; go.mod is written with x/mod,
+// which quotes paths that need it.
+func RenderConnectorScaffold(s ConnectorScaffold) (map[string][]byte, error) {
 	gomod, err := goMod(s)
 	if err != nil {
 		return nil, err
@@ -73,7 +75,7 @@ func RenderScaffold(s Scaffold) (map[string][]byte, error) {
 	return out, err
 }
 
-func goMod(s Scaffold) ([]byte, error) {
+func goMod(s ConnectorScaffold) ([]byte, error) {
 	f := new(modfile.File)
 	if err := f.AddModuleStmt(s.Module); err != nil {
 		return nil, err
@@ -92,9 +94,9 @@ func goMod(s Scaffold) ([]byte, error) {
 	return f.Format()
 }
 
-// Plugin is what the package of a new plugin of a contract other than the
-// KV connector's is rendered from.
-type Plugin struct {
+// PluginScaffold is what the package of a new plugin of a contract other
+// than the KV connector's is rendered from.
+type PluginScaffold struct {
 	// Name is the package's name.
 	Name string
 	// Contract is the contract as factory: names it; TypeName the type of
@@ -121,14 +123,14 @@ type Plugin struct {
 // Import is an imported package and the name the code calls it by.
 type Import struct{ Path, Name string }
 
-// Method is a stub method of Plugin.Impl: func (NAME) Name Signature {
-// return Return }.
+// Method is a stub method of PluginScaffold.Impl: func (NAME) Name
+// Signature { return Return }.
 type Method struct{ Name, Signature, Return string }
 
-// RenderPlugin returns the new plugin package's files by name: its
+// RenderPluginScaffold returns the new plugin package's files by name: its
 // constructor, marked for kvgen, and a test that checks it fits the
 // contract and calls it.
-func RenderPlugin(p Plugin) (map[string][]byte, error) {
+func RenderPluginScaffold(p PluginScaffold) (map[string][]byte, error) {
 	out := map[string][]byte{}
 	p.Imports = slices.Clone(p.Imports)
 	for i, imp := range p.Imports {
