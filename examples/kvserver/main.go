@@ -41,6 +41,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/kvgen/kvgen/examples/external/kvevents"
 	"github.com/kvgen/kvgen/registry/kv"
 )
 
@@ -61,6 +62,8 @@ func run(ctx context.Context, linked *kv.Registry, args []string, stdout, stderr
 	tokens := fs.Int("tokens", 100, "prompt length in tokens, from 1 to -max-prompt-tokens; the prompt's tokens repeat to fill it")
 	verbose := fs.Bool("v", false, "log each connector created")
 	listen := fs.String("listen", "127.0.0.1:8080", "serve: the address to listen on")
+	eventsJSON := fs.String("kv-events-config", "", "vLLM's KV events config (JSON): publish the KV events the connector reports on ZeroMQ, as vLLM does, e.g. '{\"enable_kv_cache_events\":true,\"endpoint\":\"tcp://*:5557\",\"topic\":\"kv@pod-a@model\"}'; the default endpoint is tcp://127.0.0.1:5557; default: no events")
+	eventsEncoding := fs.String("kv-events-encoding", "maps", "how -kv-events-config's events are encoded: maps (vLLM's current encoding) or arrays (vLLM's older one, for routers that read only it)")
 	lim := defaultLimits
 	lim.flags(fs)
 	fs.Usage = func() { usage(fs) }
@@ -101,6 +104,20 @@ func run(ctx context.Context, linked *kv.Registry, args []string, stdout, stderr
 		fmt.Fprintf(stderr, "kvserver: -tokens %d: %v\n", *tokens, err)
 		return 2
 	}
+	var eventsCfg kvevents.Config
+	if *eventsJSON != "" {
+		c, err := kvevents.Parse([]byte(*eventsJSON))
+		if err != nil {
+			fmt.Fprintf(stderr, "kvserver: -kv-events-config: %s\n", strings.TrimPrefix(err.Error(), "kv events config: "))
+			return 2
+		}
+		eventsCfg = c
+	}
+	encoding, err := kvevents.ParseEncoding(*eventsEncoding)
+	if err != nil {
+		fmt.Fprintf(stderr, "kvserver: -kv-events-encoding: %v\n", err)
+		return 2
+	}
 	if *configJSON == "" {
 		*configJSON = defaultConfig(linked)
 	}
@@ -124,6 +141,17 @@ func run(ctx context.Context, linked *kv.Registry, args []string, stdout, stderr
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	req := &kv.Request{ID: "req-0", PromptTokens: tokenize(*prompt, *tokens)}
 	e := &engine{reg: linked.WithLogger(logger), log: logger, cfg: cfg}
+	if eventsCfg.Enabled() {
+		// Closed after the connectors (defers run last first): what they
+		// report up to then is sent, for up to a second.
+		pub, err := kvevents.New(ctx, eventsCfg, kvevents.Options{Encoding: encoding, Logger: logger})
+		if err != nil {
+			fmt.Fprintln(stderr, "kvserver: -kv-events-config:", err)
+			return 1
+		}
+		defer pub.Close()
+		e.events = pub
+	}
 	defer e.Close()
 
 	var report any
