@@ -1,8 +1,13 @@
 """A router's view of kvgen's KV events, through libzmq (pyzmq).
 
-Usage: subscriber.py PUB_ENDPOINT REPLAY_ENDPOINT TOPIC COUNT
+Usage: subscriber.py [--bind] PUB_ENDPOINT REPLAY_ENDPOINT TOPIC COUNT
 
-Subscribes to TOPIC, prints "ready", reads COUNT batches, checks each as
+Subscribes to TOPIC, connecting to PUB_ENDPOINT, or with --bind binding it
+for a publisher that connects (as vLLM does to an endpoint without "*"),
+and prints "ready" (with --bind, "ready" and the endpoint bound, so that
+port * can be asked for). COUNT "-" is read from stdin after "ready", so
+that a test can say how many batches to expect once it has made them.
+Reads COUNT batches, checks each as
 vLLM's msgspec decoder of KVEventBatch would (an array batch; events
 tagged by "type" as maps, or by a leading tag as arrays; every required
 field present; integers never bools; hashes within 64 bits), asks the
@@ -107,14 +112,22 @@ def decode_batch(payload):
 
 
 def main():
-    pub_endpoint, replay_endpoint, topic, count = sys.argv[1:5]
-    count = int(count)
+    args = sys.argv[1:]
+    bind = args[:1] == ["--bind"]
+    if bind:
+        args = args[1:]
+    pub_endpoint, replay_endpoint, topic, count = args[:4]
     ctx = zmq.Context()
     sub = ctx.socket(zmq.SUB)
     sub.setsockopt(zmq.RCVTIMEO, 20000)
     sub.setsockopt_string(zmq.SUBSCRIBE, topic)
-    sub.connect(pub_endpoint)
-    print("ready", flush=True)
+    if bind:
+        sub.bind(pub_endpoint)
+        print("ready", sub.getsockopt_string(zmq.LAST_ENDPOINT), flush=True)
+    else:
+        sub.connect(pub_endpoint)
+        print("ready", flush=True)
+    count = int(sys.stdin.readline() if count == "-" else count)
 
     live, decoded = [], []
     for want_seq in range(count):
