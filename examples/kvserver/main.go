@@ -4,8 +4,8 @@
 // tokens and the layer stand in for a model's attention KV.
 //
 //	kvserver -list-connectors [-json]
-//	kvserver [-kv-transfer-config JSON] [-model NAME] [-prompt TEXT] [-tokens N] [-json] [-v] [demo|prefill|decode]
-//	kvserver [-kv-transfer-config JSON] [-model NAME] [-listen ADDR] serve
+//	kvserver [-kv-transfer-config JSON] [-kv-events-config JSON] [-model NAME] [-prompt TEXT] [-tokens N] [-json] [-v] [demo|prefill|decode]
+//	kvserver [-kv-transfer-config JSON] [-kv-events-config JSON] [-model NAME] [-listen ADDR] serve
 //
 // prefill computes the prompt's KV and saves it through the worker side;
 // as in vLLM, the last prompt token is always computed, so prefill saves the
@@ -24,6 +24,11 @@
 // Retry-After past them), the time each read and write may take, and how
 // far an /events follower may fall behind; -h lists them with their
 // defaults.
+//
+// In every mode, -kv-events-config (vLLM's --kv-events-config JSON)
+// publishes the KV events the connector reports on ZeroMQ as vLLM does,
+// encoded as -kv-events-encoding says (maps or arrays); serve's /metrics
+// then counts them.
 package main
 
 //go:generate go tool kvgen -manifest ../../connectors.yaml
