@@ -127,11 +127,10 @@ func testKVEventsOnVLLMsWire(t *testing.T, py, encoding string) {
 	config := `{"kv_connector":"memory","kv_role":"kv_both","kv_connector_extra_config":{"capacity_bytes":500000,"store":"` + store + `"}}`
 	events := fmt.Sprintf(`{"enable_kv_cache_events":true,"publisher":"zmq","endpoint":%q,"replay_endpoint":%q,"topic":%q}`, endpoint, replay, topic)
 	s := serveInProcess(t, Registry, "-kv-transfer-config", config, "-kv-events-config", events, "-kv-events-encoding", encoding)
-	require.Eventually(t, func() bool { return metric(t, s.base, "kvserver_kv_events_subscribers") == 1 }, 20*time.Second, 10*time.Millisecond,
-		"kvserver connects to the subscriber: %s", s.errs)
-	// The subscription follows the handshake at once; a batch published
-	// before it arrives would not reach the subscriber.
-	time.Sleep(300 * time.Millisecond)
+	// A batch published before the subscription arrives would not reach
+	// the subscriber: wait for it, not only for the connection.
+	require.Eventually(t, func() bool { return metric(t, s.base, "kvserver_kv_events_subscribed") == 1 }, 20*time.Second, 10*time.Millisecond,
+		"kvserver connects to the subscriber, which subscribes: %s", s.errs)
 
 	// The same store, seen as the scheduler sees it: what can be loaded.
 	cfg, err := kv.ParseTransferConfig([]byte(config))
@@ -156,16 +155,15 @@ func testKVEventsOnVLLMsWire(t *testing.T, py, encoding string) {
 	}
 
 	// The memory connector reports under its lock, before a prefill is
-	// answered: every batch has its sequence number now. Once the count
-	// stays put, all are published.
-	published := func() float64 { return metric(t, s.base, "kvserver_kv_events_published_total") }
-	var n float64
+	// answered: every batch has its sequence number now. Once as many
+	// are published (none dropped, below), all are.
+	sequenced := metric(t, s.base, "kvserver_kv_events_sequenced_total")
+	require.Positive(t, sequenced)
+	n := sequenced
 	require.Eventually(t, func() bool {
-		before := published()
-		time.Sleep(200 * time.Millisecond)
-		n = published()
-		return n > 0 && n == before
-	}, 20*time.Second, 10*time.Millisecond)
+		return metric(t, s.base, "kvserver_kv_events_published_total")+metric(t, s.base, "kvserver_kv_events_dropped_total") == sequenced
+	},
+		20*time.Second, 10*time.Millisecond)
 	assert.Zero(t, metric(t, s.base, "kvserver_kv_events_dropped_total"))
 	assert.Zero(t, metric(t, s.base, "kvserver_kv_events_subscriber_dropped_total"))
 	assert.Equal(t, 1.0, metric(t, s.base, "kvserver_kv_events_subscribers"))
@@ -181,7 +179,7 @@ func testKVEventsOnVLLMsWire(t *testing.T, py, encoding string) {
 		t.Fatalf("the subscriber did not end: %s", stderr)
 	}
 	require.Len(t, batches, int(n))
-	assert.Equal(t, n, published(), "nothing was published after the count")
+	assert.Equal(t, n, metric(t, s.base, "kvserver_kv_events_published_total"), "nothing was published after the count")
 	assert.Equal(t, 1.0, metric(t, s.base, "kvserver_kv_events_replays_total"))
 
 	index := map[uint64]bool{}

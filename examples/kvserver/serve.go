@@ -110,8 +110,12 @@ func serve(ctx context.Context, e *engine, lim limits, listen string, stdout, st
 				func(s kvevents.Stats) uint64 { return s.SubscriberDrops }),
 			counter("kvserver_kv_events_replays_total", "Replay requests served on replay_endpoint.",
 				func(s kvevents.Stats) uint64 { return s.Replays }),
+			counter("kvserver_kv_events_sequenced_total", "KV events given a sequence number: published, dropped, or still queued.",
+				func(s kvevents.Stats) uint64 { return s.Sequenced }),
 			gauge("kvserver_kv_events_subscribers", "Subscribers connected to the KV events publisher.",
 				func() float64 { return float64(pub.Stats().Subscribers) }),
+			gauge("kvserver_kv_events_subscribed", "Subscribers whose subscription matches the topic: those that get the events.",
+				func() float64 { return float64(pub.Stats().Subscribed) }),
 		)
 	}
 	if r, ok := w.(kv.StatsReporter); ok {
