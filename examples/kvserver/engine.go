@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/kvgen/kvgen/examples/external/kvevents"
 	"github.com/kvgen/kvgen/registry/kv"
 )
 
@@ -29,6 +30,9 @@ type engine struct {
 	cfg       kv.Config
 	scheduler kv.Scheduler
 	worker    kv.Worker
+	// events publishes the KV events the worker side reports on vLLM's
+	// wire (-kv-events-config); nil when that is off.
+	events *kvevents.Publisher
 }
 
 func (e *engine) schedulerSide(ctx context.Context) (kv.Scheduler, error) {
@@ -49,6 +53,13 @@ func (e *engine) workerSide(ctx context.Context) (kv.Worker, error) {
 			return nil, err
 		}
 		e.worker = c
+		if e.events != nil {
+			if r, ok := c.(kv.EventReporter); ok {
+				r.ReportEvents(e.events.Emit)
+			} else {
+				e.log.Warn("kv events: the connector reports no KV events; none are published", "connector", e.cfg.Connector)
+			}
+		}
 	}
 	return e.worker, nil
 }

@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/kvgen/kvgen v0.0.0-00010101000000-000000000000
+	github.com/kvgen/kvgen/examples/external/kvevents v0.0.0-00010101000000-000000000000
 	github.com/prometheus/client_golang v1.25.0
 	github.com/stretchr/testify v1.12.1
 )
@@ -19,6 +20,8 @@ require (
 	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/rogpeppe/go-internal v1.16.0 // indirect
+	github.com/vmihailenco/msgpack/v5 v5.4.1 // indirect
+	github.com/vmihailenco/tagparser/v2 v2.0.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.6 // indirect
 	golang.org/x/mod v0.43.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
@@ -31,3 +34,5 @@ require (
 tool github.com/kvgen/kvgen/cmd/kvgen
 
 replace github.com/kvgen/kvgen => ../..
+
+replace github.com/kvgen/kvgen/examples/external/kvevents => ../external/kvevents

@@ -4,8 +4,8 @@
 // tokens and the layer stand in for a model's attention KV.
 //
 //	kvserver -list-connectors [-json]
-//	kvserver [-kv-transfer-config JSON] [-model NAME] [-prompt TEXT] [-tokens N] [-json] [-v] [demo|prefill|decode]
-//	kvserver [-kv-transfer-config JSON] [-model NAME] [-listen ADDR] serve
+//	kvserver [-kv-transfer-config JSON] [-kv-events-config JSON] [-model NAME] [-prompt TEXT] [-tokens N] [-json] [-v] [demo|prefill|decode]
+//	kvserver [-kv-transfer-config JSON] [-kv-events-config JSON] [-model NAME] [-listen ADDR] serve
 //
 // prefill computes the prompt's KV and saves it through the worker side;
 // as in vLLM, the last prompt token is always computed, so prefill saves the
@@ -24,6 +24,11 @@
 // Retry-After past them), the time each read and write may take, and how
 // far an /events follower may fall behind; -h lists them with their
 // defaults.
+//
+// In every mode, -kv-events-config (vLLM's --kv-events-config JSON)
+// publishes the KV events the connector reports on ZeroMQ as vLLM does,
+// encoded as -kv-events-encoding says (maps or arrays); serve's /metrics
+// then counts them.
 package main
 
 //go:generate go tool kvgen -manifest ../../connectors.yaml
@@ -41,6 +46,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/kvgen/kvgen/examples/external/kvevents"
 	"github.com/kvgen/kvgen/registry/kv"
 )
 
@@ -61,6 +67,8 @@ func run(ctx context.Context, linked *kv.Registry, args []string, stdout, stderr
 	tokens := fs.Int("tokens", 100, "prompt length in tokens, from 1 to -max-prompt-tokens; the prompt's tokens repeat to fill it")
 	verbose := fs.Bool("v", false, "log each connector created")
 	listen := fs.String("listen", "127.0.0.1:8080", "serve: the address to listen on")
+	eventsJSON := fs.String("kv-events-config", "", "vLLM's KV events config (JSON): publish the KV events the connector reports on ZeroMQ, as vLLM does, e.g. '{\"enable_kv_cache_events\":true,\"endpoint\":\"tcp://*:5557\",\"topic\":\"kv@pod-a@model\"}'; the default endpoint is tcp://127.0.0.1:5557; default: no events")
+	eventsEncoding := fs.String("kv-events-encoding", "maps", "how -kv-events-config's events are encoded: maps (vLLM's current encoding) or arrays (vLLM's older one, for routers that read only it)")
 	lim := defaultLimits
 	lim.flags(fs)
 	fs.Usage = func() { usage(fs) }
@@ -101,6 +109,20 @@ func run(ctx context.Context, linked *kv.Registry, args []string, stdout, stderr
 		fmt.Fprintf(stderr, "kvserver: -tokens %d: %v\n", *tokens, err)
 		return 2
 	}
+	var eventsCfg kvevents.Config
+	if *eventsJSON != "" {
+		c, err := kvevents.Parse([]byte(*eventsJSON))
+		if err != nil {
+			fmt.Fprintf(stderr, "kvserver: -kv-events-config: %s\n", strings.TrimPrefix(err.Error(), "kv events config: "))
+			return 2
+		}
+		eventsCfg = c
+	}
+	encoding, err := kvevents.ParseEncoding(*eventsEncoding)
+	if err != nil {
+		fmt.Fprintf(stderr, "kvserver: -kv-events-encoding: %v\n", err)
+		return 2
+	}
 	if *configJSON == "" {
 		*configJSON = defaultConfig(linked)
 	}
@@ -124,6 +146,17 @@ func run(ctx context.Context, linked *kv.Registry, args []string, stdout, stderr
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	req := &kv.Request{ID: "req-0", PromptTokens: tokenize(*prompt, *tokens)}
 	e := &engine{reg: linked.WithLogger(logger), log: logger, cfg: cfg}
+	if eventsCfg.Enabled() {
+		// Closed after the connectors (defers run last first): what they
+		// report up to then is sent, for up to a second.
+		pub, err := kvevents.New(ctx, eventsCfg, kvevents.Options{Encoding: encoding, Logger: logger})
+		if err != nil {
+			fmt.Fprintln(stderr, "kvserver: -kv-events-config:", err)
+			return 1
+		}
+		defer pub.Close()
+		e.events = pub
+	}
 	defer e.Close()
 
 	var report any

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/kvgen/kvgen/examples/external/kvevents"
 	"github.com/kvgen/kvgen/registry/kv"
 )
 
@@ -96,11 +97,40 @@ func serve(ctx context.Context, e *engine, lim limits, listen string, stdout, st
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "kvserver_event_followers_dropped_total", Help: "Followers of /events dropped for falling behind (-events-lag-bytes) or taking too long over an event (-events-write-timeout)."},
 			func() float64 { _, n := s.events.stats(); return float64(n) }),
 	)
+	if pub := e.events; pub != nil {
+		counter := func(name, help string, f func(kvevents.Stats) uint64) prometheus.Collector {
+			return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(f(pub.Stats())) })
+		}
+		reg.MustRegister(
+			counter("kvserver_kv_events_published_total", "KV events published on ZeroMQ (-kv-events-config), one a batch.",
+				func(s kvevents.Stats) uint64 { return s.Published }),
+			counter("kvserver_kv_events_dropped_total", "KV events dropped before they were published: the queue of max_queue_size was full. Each keeps its sequence number, so subscribers see the gap.",
+				func(s kvevents.Stats) uint64 { return s.Dropped }),
+			counter("kvserver_kv_events_subscriber_dropped_total", "KV events a subscriber did not get: its queue was at hwm, or it was disconnected with events queued.",
+				func(s kvevents.Stats) uint64 { return s.SubscriberDrops }),
+			counter("kvserver_kv_events_replays_total", "Replay requests served on replay_endpoint.",
+				func(s kvevents.Stats) uint64 { return s.Replays }),
+			counter("kvserver_kv_events_sequenced_total", "KV events given a sequence number: published, dropped, or still queued.",
+				func(s kvevents.Stats) uint64 { return s.Sequenced }),
+			gauge("kvserver_kv_events_subscribers", "Subscribers connected to the KV events publisher.",
+				func() float64 { return float64(pub.Stats().Subscribers) }),
+			gauge("kvserver_kv_events_subscribed", "Subscribers whose subscription matches the topic: those that get the events.",
+				func() float64 { return float64(pub.Stats().Subscribed) }),
+		)
+	}
 	if r, ok := w.(kv.StatsReporter); ok {
 		r.KVStats() // connectors count from the first read: from now on
 	}
 	if r, ok := w.(kv.EventReporter); ok {
-		r.ReportEvents(s.events.publish)
+		emit := s.events.publish
+		if pub := e.events; pub != nil {
+			// The same events, to /events and on vLLM's wire.
+			emit = func(ev kv.KVEvent) {
+				s.events.publish(ev)
+				pub.Emit(ev)
+			}
+		}
+		r.ReportEvents(emit)
 		defer r.ReportEvents(nil)
 	}
 

@@ -84,6 +84,10 @@ func (o Options) withDefaults() Options {
 
 // Stats are the publisher's counters, for metrics.
 type Stats struct {
+	// Sequenced counts the batches given a sequence number: published,
+	// dropped, or still queued. All are sent or dropped once Published
+	// plus Dropped reaches it.
+	Sequenced uint64
 	// Published counts batches sent out (to every subscriber whose
 	// subscription matches the topic, and into the replay buffer).
 	Published uint64
@@ -97,6 +101,10 @@ type Stats struct {
 	SubscriberDrops uint64
 	// Subscribers is the number of PUB connections now.
 	Subscribers int
+	// Subscribed is how many of them have a subscription that matches the
+	// topic: those that get the batches. A PUB socket sends a subscriber
+	// nothing before its subscription arrives.
+	Subscribed int
 	// Refused counts connections closed at once: over a cap, or a bad
 	// greeting or handshake.
 	Refused uint64
@@ -277,13 +285,23 @@ func (p *Publisher) Emit(e kv.KVEvent) {
 // Stats returns the counters.
 func (p *Publisher) Stats() Stats {
 	p.subsMu.Lock()
-	n := len(p.subs)
+	n, subscribed := len(p.subs), 0
+	for s := range p.subs {
+		if s.matches.Load() {
+			subscribed++
+		}
+	}
 	p.subsMu.Unlock()
+	p.mu.Lock()
+	sequenced := p.nextSeq
+	p.mu.Unlock()
 	return Stats{
+		Sequenced:       sequenced,
 		Published:       p.published.Load(),
 		Dropped:         p.dropped.Load(),
 		SubscriberDrops: p.subDrops.Load(),
 		Subscribers:     n,
+		Subscribed:      subscribed,
 		Refused:         p.refused.Load(),
 		Replays:         p.served.Load(),
 	}

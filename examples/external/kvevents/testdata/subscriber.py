@@ -1,8 +1,14 @@
 """A router's view of kvgen's KV events, through libzmq (pyzmq).
 
-Usage: subscriber.py PUB_ENDPOINT REPLAY_ENDPOINT TOPIC COUNT
+Usage: subscriber.py [--bind] [--encoding maps|arrays] PUB_ENDPOINT REPLAY_ENDPOINT TOPIC COUNT
 
-Subscribes to TOPIC, prints "ready", reads COUNT batches, checks each as
+Subscribes to TOPIC, connecting to PUB_ENDPOINT, or with --bind binding it
+for a publisher that connects (as vLLM does to an endpoint without "*"),
+and prints "ready" (with --bind, "ready" and the endpoint bound, so that
+port * can be asked for). COUNT "-" is read from stdin after "ready", so
+that a test can say how many batches to expect once it has made them.
+With --encoding, an event encoded otherwise is a mismatch.
+Reads COUNT batches, checks each as
 vLLM's msgspec decoder of KVEventBatch would (an array batch; events
 tagged by "type" as maps, or by a leading tag as arrays; every required
 field present; integers never bools; hashes within 64 bits), asks the
@@ -62,7 +68,12 @@ def check_type(name, value):
         fail(f"field {name}: {value!r} has the wrong type")
 
 
+ENCODING = None  # --encoding: "maps" or "arrays"
+
+
 def decode_event(ev):
+    if ENCODING is not None and not isinstance(ev, dict if ENCODING == "maps" else list):
+        fail(f"event {ev!r} is not encoded as {ENCODING}")
     if isinstance(ev, dict):
         tag = ev.get("type")
         if tag not in FIELDS:
@@ -107,27 +118,57 @@ def decode_batch(payload):
 
 
 def main():
-    pub_endpoint, replay_endpoint, topic, count = sys.argv[1:5]
-    count = int(count)
+    global ENCODING
+    args = sys.argv[1:]
+    bind = args[:1] == ["--bind"]
+    if bind:
+        args = args[1:]
+    if args[:1] == ["--encoding"]:
+        ENCODING, args = args[1], args[2:]
+    pub_endpoint, replay_endpoint, topic, count = args[:4]
     ctx = zmq.Context()
     sub = ctx.socket(zmq.SUB)
     sub.setsockopt(zmq.RCVTIMEO, 20000)
     sub.setsockopt_string(zmq.SUBSCRIBE, topic)
-    sub.connect(pub_endpoint)
-    print("ready", flush=True)
+    if bind:
+        sub.bind(pub_endpoint)
+        print("ready", sub.getsockopt_string(zmq.LAST_ENDPOINT), flush=True)
+    else:
+        sub.connect(pub_endpoint)
+        print("ready", flush=True)
+    # libzmq sends a new connection its subscriptions only when this
+    # thread uses the socket: it polls the socket, not only stdin, while
+    # it waits for the count.
+    count = None if count == "-" else int(count)
+    poller = zmq.Poller()
+    poller.register(sub, zmq.POLLIN)
+    stdin = sys.stdin.fileno()  # poll reports a file by its descriptor
+    if count is None:
+        poller.register(stdin, zmq.POLLIN)
 
     live, decoded = [], []
-    for want_seq in range(count):
+    while count is None or len(live) < count:
+        ready = dict(poller.poll(20000))
+        if not ready:
+            fail(f"nothing for 20s after {len(live)} batches")
+        if count is None and stdin in ready:
+            count = int(sys.stdin.readline())
+            poller.unregister(stdin)
+        if sub not in ready:
+            continue
         frames = sub.recv_multipart()
         if len(frames) != 3:
             fail(f"{len(frames)} frames, want 3")
         got_topic, seq, payload = frames
         if got_topic != topic.encode():
             fail(f"topic {got_topic!r}")
+        want_seq = len(live)
         if int.from_bytes(seq, "big") != want_seq or len(seq) != 8:
             fail(f"seq {seq.hex()}, want {want_seq}")
         live.append(payload)
         decoded.append(decode_batch(payload))
+    if sub.poll(200):
+        fail(f"a batch past the {count} expected")
 
     dealer = ctx.socket(zmq.DEALER)
     dealer.setsockopt(zmq.RCVTIMEO, 20000)
