@@ -25,7 +25,7 @@ func TestMain(m *testing.M) {
 var quietLog = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // start runs a publisher on loopback port 0 with cfg's changes applied.
-func start(t *testing.T, change func(*Config), opts Options) *Publisher {
+func start(t testing.TB, change func(*Config), opts Options) *Publisher {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.EnableKVCacheEvents, cfg.Publisher = true, "zmq"
@@ -45,7 +45,7 @@ func start(t *testing.T, change func(*Config), opts Options) *Publisher {
 
 // waitPrefixes waits until the publisher's subscribers hold n
 // subscriptions in all, so that what is published next reaches them.
-func waitPrefixes(t *testing.T, p *Publisher, n int) {
+func waitPrefixes(t testing.TB, p *Publisher, n int) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -380,7 +380,7 @@ func TestConnectsOut(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sub := &peer{t: t, c: c}
+		sub := newPeer(t, c)
 		sub.write(g31())
 		sub.write(readyCmd("SUB"))
 		sub.read(64)
