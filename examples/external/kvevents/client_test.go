@@ -1,7 +1,9 @@
 package kvevents
 
 import (
+	"bufio"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"net"
 	"testing"
@@ -9,21 +11,24 @@ import (
 )
 
 // peer is the tests' ZMTP client: a SUB or DEALER written from the spec,
-// byte by byte, rather than with the package's helpers.
+// byte by byte, rather than with the package's helpers. Its methods fail
+// the test on an error; the ones ending in Err return it instead, for
+// goroutines other than the test's.
 type peer struct {
-	t *testing.T
+	t testing.TB
 	c net.Conn
+	r *bufio.Reader
 }
 
 // dialPeer connects and completes the handshake as socket type typ.
-func dialPeer(t *testing.T, addr net.Addr, typ string) *peer {
+func dialPeer(t testing.TB, addr net.Addr, typ string) *peer {
 	t.Helper()
 	c, err := net.DialTimeout(addr.Network(), addr.String(), 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	p := &peer{t: t, c: c}
+	p := newPeer(t, c)
 	g := make([]byte, 64)
 	g[0], g[9], g[10], g[11] = 0xFF, 0x7F, 3, 1
 	copy(g[12:], "NULL")
@@ -43,56 +48,102 @@ func dialPeer(t *testing.T, addr net.Addr, typ string) *peer {
 	return p
 }
 
+func newPeer(t testing.TB, c net.Conn) *peer {
+	return &peer{t: t, c: c, r: bufio.NewReaderSize(c, 64<<10)}
+}
+
 func (p *peer) write(b []byte) {
 	p.t.Helper()
-	p.c.SetWriteDeadline(time.Now().Add(5 * time.Second))
-	if _, err := p.c.Write(b); err != nil {
+	if err := p.writeErr(b); err != nil {
 		p.t.Fatal(err)
 	}
 }
 
+func (p *peer) writeErr(b []byte) error {
+	p.c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	_, err := p.c.Write(b)
+	return err
+}
+
 func (p *peer) read(n int) []byte {
 	p.t.Helper()
-	b := make([]byte, n)
 	p.c.SetReadDeadline(time.Now().Add(5 * time.Second))
-	if _, err := io.ReadFull(p.c, b); err != nil {
+	b, err := p.readErr(n)
+	if err != nil {
 		p.t.Fatal(err)
 	}
 	return b
 }
 
+// readErr reads n bytes under the deadline already set.
+func (p *peer) readErr(n int) ([]byte, error) {
+	b := make([]byte, n)
+	_, err := io.ReadFull(p.r, b)
+	return b, err
+}
+
 func (p *peer) frame() (byte, []byte) {
 	p.t.Helper()
-	h := p.read(2)
+	p.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	fl, b, err := p.frameErr()
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return fl, b
+}
+
+// frameErr reads one frame under the deadline already set.
+func (p *peer) frameErr() (byte, []byte, error) {
+	h, err := p.readErr(2)
+	if err != nil {
+		return 0, nil, err
+	}
 	n := uint64(h[1])
 	if h[0]&0x02 != 0 {
-		n = binary.BigEndian.Uint64(append(h[1:2:2], p.read(7)...))
+		rest, err := p.readErr(7)
+		if err != nil {
+			return 0, nil, err
+		}
+		n = binary.BigEndian.Uint64(append(h[1:2:2], rest...))
 	}
 	if n > 1<<28 {
-		p.t.Fatalf("frame of %d bytes", n)
+		return 0, nil, fmt.Errorf("frame of %d bytes", n)
 	}
-	return h[0], p.read(int(n))
+	b, err := p.readErr(int(n))
+	return h[0], b, err
 }
 
 // msg reads one message, skipping commands.
 func (p *peer) msg() [][]byte {
 	p.t.Helper()
+	m, err := p.msgErr(5 * time.Second)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return m
+}
+
+// msgErr reads one message, skipping commands, within d.
+func (p *peer) msgErr(d time.Duration) ([][]byte, error) {
+	p.c.SetReadDeadline(time.Now().Add(d))
 	var frames [][]byte
 	for {
-		fl, b := p.frame()
+		fl, b, err := p.frameErr()
+		if err != nil {
+			return nil, err
+		}
 		if fl&0x04 != 0 {
 			continue
 		}
 		frames = append(frames, b)
 		if fl&0x01 == 0 {
-			return frames
+			return frames, nil
 		}
 	}
 }
 
-// send writes a message.
-func (p *peer) send(frames ...[]byte) {
-	p.t.Helper()
+// wire lays out a message.
+func wire(frames ...[]byte) []byte {
 	var out []byte
 	for i, f := range frames {
 		fl := byte(0)
@@ -102,26 +153,41 @@ func (p *peer) send(frames ...[]byte) {
 		out = append(out, fl, byte(len(f)))
 		out = append(out, f...)
 	}
-	p.write(out)
+	return out
+}
+
+// send writes a message.
+func (p *peer) send(frames ...[]byte) {
+	p.t.Helper()
+	p.write(wire(frames...))
+}
+
+// command lays out a ZMTP 3.1 command.
+func command(name, data string) []byte {
+	body := append([]byte{byte(len(name))}, name...)
+	body = append(body, data...)
+	return append([]byte{0x04, byte(len(body))}, body...)
 }
 
 // subscribe sends a ZMTP 3.1 SUBSCRIBE command.
 func (p *peer) subscribe(prefix string) {
-	body := append([]byte("\x09SUBSCRIBE"), prefix...)
-	p.write(append([]byte{0x04, byte(len(body))}, body...))
+	p.t.Helper()
+	p.write(command("SUBSCRIBE", prefix))
 }
 
 // cancel sends a ZMTP 3.1 CANCEL command.
 func (p *peer) cancel(prefix string) {
-	body := append([]byte("\x06CANCEL"), prefix...)
-	p.write(append([]byte{0x04, byte(len(body))}, body...))
+	p.t.Helper()
+	p.write(command("CANCEL", prefix))
 }
 
 // quiet reports whether nothing arrives for d.
 func (p *peer) quiet(d time.Duration) bool {
+	if p.r.Buffered() > 0 {
+		return false
+	}
 	p.c.SetReadDeadline(time.Now().Add(d))
-	var b [1]byte
-	_, err := p.c.Read(b[:])
+	_, err := p.r.Peek(1)
 	if ne, ok := err.(net.Error); ok && ne.Timeout() {
 		return true
 	}

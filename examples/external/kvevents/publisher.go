@@ -124,7 +124,9 @@ type Publisher struct {
 	mu      sync.Mutex // orders seq with the queue
 	nextSeq uint64
 	closed  bool
-	in      chan batch
+	queue   []batch       // waiting to be encoded, at most max_queue_size
+	spare   []batch       // the queue's last array, emptied, for reuse
+	wake    chan struct{} // run has a batch or Close to see
 
 	ringMu sync.Mutex
 	ring   []published // the last BufferSteps batches, oldest at ring0
@@ -179,7 +181,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Publisher, error) {
 		opts:    opts,
 		topic:   []byte(cfg.Topic),
 		log:     opts.Logger,
-		in:      make(chan batch, cfg.MaxQueueSize),
+		wake:    make(chan struct{}, 1),
 		subs:    map[*subscriber]struct{}{},
 		runDone: make(chan struct{}),
 	}
@@ -261,16 +263,20 @@ func (p *Publisher) Publish(events []kv.KVEvent) {
 	p.mu.Lock()
 	b.seq = p.nextSeq
 	p.nextSeq++
-	ok := false
-	if !p.closed {
-		select {
-		case p.in <- b:
-			ok = true
-		default:
-		}
+	// The queue grows as batches wait, rather than being allocated at
+	// max_queue_size: the garbage collector scans all of a queue's array,
+	// and a host's saves keep it collecting.
+	ok := !p.closed && len(p.queue) < p.cfg.MaxQueueSize
+	if ok {
+		p.queue = append(p.queue, b)
 	}
 	p.mu.Unlock()
-	if !ok {
+	if ok {
+		select {
+		case p.wake <- struct{}{}:
+		default:
+		}
+	} else {
 		p.dropped.Add(1)
 		p.dropLog.report("kv events: batches dropped before sending (queue full or publisher closed)")
 	}
@@ -313,8 +319,11 @@ func (p *Publisher) Close() error {
 	p.closeOnce.Do(func() {
 		p.mu.Lock()
 		p.closed = true
-		close(p.in)
 		p.mu.Unlock()
+		select {
+		case p.wake <- struct{}{}:
+		default:
+		}
 		<-p.runDone
 		for _, l := range p.listeners {
 			l.Close()
@@ -345,26 +354,49 @@ func (p *Publisher) Close() error {
 	return nil
 }
 
-// run encodes queued batches in order, keeps them for replay and hands
-// them to the subscribers.
+// run sends queued batches in order until Close, then what is left.
 func (p *Publisher) run() {
 	defer close(p.runDone)
-	for b := range p.in {
-		payload, err := encodeBatch(b.ts, b.events, p.opts.DataParallelRank, p.opts.Encoding)
-		if err != nil {
-			p.dropped.Add(1)
-			p.log.Error("kv events: batch not encoded", "seq", b.seq, "err", err)
+	for {
+		p.mu.Lock()
+		q, closed := p.queue, p.closed
+		p.queue, p.spare = p.spare, nil
+		p.mu.Unlock()
+		if len(q) == 0 {
+			if closed {
+				return
+			}
+			<-p.wake
 			continue
 		}
-		m := published{seq: binary.BigEndian.AppendUint64(nil, b.seq), payload: payload}
-		p.remember(m)
-		p.subsMu.Lock()
-		for s := range p.subs {
-			s.offer(p.topic, m)
+		for _, b := range q {
+			p.send(b)
 		}
-		p.subsMu.Unlock()
-		p.published.Add(1)
+		clear(q)
+		if cap(q) <= 1024 { // a burst's array is let go
+			p.mu.Lock()
+			p.spare = q[:0]
+			p.mu.Unlock()
+		}
 	}
+}
+
+// send encodes b, keeps it for replay and hands it to the subscribers.
+func (p *Publisher) send(b batch) {
+	payload, err := encodeBatch(b.ts, b.events, p.opts.DataParallelRank, p.opts.Encoding)
+	if err != nil {
+		p.dropped.Add(1)
+		p.log.Error("kv events: batch not encoded", "seq", b.seq, "err", err)
+		return
+	}
+	m := published{seq: binary.BigEndian.AppendUint64(nil, b.seq), payload: payload}
+	p.remember(m)
+	p.subsMu.Lock()
+	for s := range p.subs {
+		s.offer(p.topic, m)
+	}
+	p.subsMu.Unlock()
+	p.published.Add(1)
 }
 
 func (p *Publisher) remember(m published) {

@@ -25,7 +25,7 @@ func TestMain(m *testing.M) {
 var quietLog = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // start runs a publisher on loopback port 0 with cfg's changes applied.
-func start(t *testing.T, change func(*Config), opts Options) *Publisher {
+func start(t testing.TB, change func(*Config), opts Options) *Publisher {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.EnableKVCacheEvents, cfg.Publisher = true, "zmq"
@@ -45,18 +45,12 @@ func start(t *testing.T, change func(*Config), opts Options) *Publisher {
 
 // waitPrefixes waits until the publisher's subscribers hold n
 // subscriptions in all, so that what is published next reaches them.
-func waitPrefixes(t *testing.T, p *Publisher, n int) {
+func waitPrefixes(t testing.TB, p *Publisher, n int) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		got := 0
-		p.subsMu.Lock()
-		for s := range p.subs {
-			s.mu.Lock()
-			got += len(s.prefixes)
-			s.mu.Unlock()
-		}
-		p.subsMu.Unlock()
+		eachSubscriber(p, func(s *subscriber) { got += len(s.prefixes) })
 		if got == n {
 			return
 		}
@@ -64,6 +58,17 @@ func waitPrefixes(t *testing.T, p *Publisher, n int) {
 			t.Fatalf("%d subscriptions, want %d", got, n)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// eachSubscriber calls f with each subscriber, locked.
+func eachSubscriber(p *Publisher, f func(*subscriber)) {
+	p.subsMu.Lock()
+	defer p.subsMu.Unlock()
+	for s := range p.subs {
+		s.mu.Lock()
+		f(s)
+		s.mu.Unlock()
 	}
 }
 
@@ -252,13 +257,7 @@ func TestStalledSubscriber(t *testing.T) {
 		if m := reader.msg(); binary.BigEndian.Uint64(m[1]) != seq {
 			t.Fatalf("reader got seq %d, want %d", binary.BigEndian.Uint64(m[1]), seq)
 		}
-		p.subsMu.Lock()
-		for s := range p.subs {
-			s.mu.Lock()
-			maxQueued = max(maxQueued, len(s.q))
-			s.mu.Unlock()
-		}
-		p.subsMu.Unlock()
+		eachSubscriber(p, func(s *subscriber) { maxQueued = max(maxQueued, len(s.q)) })
 	}
 	if d := time.Since(begin); d > 20*time.Second {
 		t.Errorf("%d batches took %v", n, d)
@@ -283,15 +282,23 @@ func TestStalledSubscriber(t *testing.T) {
 	}
 }
 
+// socket is one of a publisher's sockets, and the type of a peer of it.
+type socket struct {
+	name string
+	addr net.Addr
+	typ  string
+}
+
+// sockets returns the PUB and the replay socket of p.
+func sockets(p *Publisher) []socket {
+	return []socket{{"subscriber", p.PubAddr(), "SUB"}, {"replay", p.ReplayAddr(), "DEALER"}}
+}
+
 // A peer declaring a 4 GiB frame is cut before anything is allocated.
 func TestHugeFrameCut(t *testing.T) {
 	p := start(t, func(c *Config) { c.ReplayEndpoint = "tcp://127.0.0.1:0" }, Options{})
 	huge := []byte{0x02, 0, 0, 0, 1, 0, 0, 0, 0} // long frame, 1<<32 bytes
-	for _, tc := range []struct {
-		name string
-		addr net.Addr
-		typ  string
-	}{{"subscriber", p.PubAddr(), "SUB"}, {"replay", p.ReplayAddr(), "DEALER"}} {
+	for _, tc := range sockets(p) {
 		t.Run(tc.name, func(t *testing.T) {
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
@@ -380,7 +387,7 @@ func TestConnectsOut(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sub := &peer{t: t, c: c}
+		sub := newPeer(t, c)
 		sub.write(g31())
 		sub.write(readyCmd("SUB"))
 		sub.read(64)

@@ -1,0 +1,371 @@
+package kvevents
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"net"
+	"runtime"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kvgen/kvgen/registry/kv"
+)
+
+// The attacks a peer can make on the publisher's sockets, each with
+// what holds. Covered elsewhere: a frame or a READY declared larger than
+// MaxPeerFrame, up to 4 GiB (TestHugeFrameCut, TestBadGreetingsRefused
+// "huge ready"); greetings that are not ZMTP 3.x NULL, or a socket type
+// that does not talk to ours, and silence (TestBadGreetingsRefused); a
+// subscriber that never reads, alone with one reader
+// (TestStalledSubscriber).
+
+// waitRefused waits until the publisher has refused n connections.
+func waitRefused(t *testing.T, p *Publisher, n uint64) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for p.Stats().Refused < n && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got := p.Stats().Refused; got != n {
+		t.Fatalf("%d connections refused, want %d", got, n)
+	}
+}
+
+// Attack: a peer sends a valid greeting, then its READY one byte at a
+// time, each byte well within any idle timeout. Holds: HandshakeTimeout
+// bounds the whole handshake, not each read, so the connection is cut
+// about HandshakeTimeout after it opened, before READY is complete, and
+// counted refused; on the PUB and on the replay socket.
+func TestTrickledHandshakeCut(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	p := start(t, func(c *Config) { c.ReplayEndpoint = "tcp://127.0.0.1:0" }, Options{HandshakeTimeout: timeout})
+	refused := uint64(0)
+	for _, tc := range sockets(p) {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := net.Dial("tcp", tc.addr.String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			begin := time.Now()
+			if _, err := c.Write(g31()); err != nil {
+				t.Fatal(err)
+			}
+			ready := readyCmd(tc.typ)
+			sent := make(chan int, 1)
+			go func() {
+				n := 0
+				for ; n < len(ready); n++ {
+					time.Sleep(timeout / 10) // the attack's pace
+					if _, err := c.Write(ready[n : n+1]); err != nil {
+						break
+					}
+				}
+				sent <- n
+			}()
+			if !closed(c, 10*timeout) {
+				t.Fatal("the trickling peer was not cut")
+			}
+			if d := time.Since(begin); d > 3*timeout {
+				t.Errorf("cut after %v, HandshakeTimeout %v", d, timeout)
+			}
+			c.Close()
+			if n := <-sent; n >= len(ready) {
+				t.Errorf("the peer sent all %d bytes of READY before it was cut", n)
+			}
+			refused++
+			waitRefused(t, p, refused)
+		})
+	}
+}
+
+// Attack: 64 peers connect at once, each completing the handshake as a
+// SUB, while MaxSubscribers (4) subscribers are connected and batches are
+// published. Holds: every one of the 64 is closed and counted refused;
+// the 4 stay connected and get every batch in order.
+func TestConnectionFlood(t *testing.T) {
+	const maxSubs, flood, batches = 4, 64, 20
+	p := start(t, nil, Options{MaxSubscribers: maxSubs})
+	var subs []*peer
+	for range maxSubs {
+		s := dialPeer(t, p.PubAddr(), "SUB")
+		s.subscribe("")
+		subs = append(subs, s)
+	}
+	waitPrefixes(t, p, maxSubs)
+
+	hello := append(g31(), readyCmd("SUB")...)
+	cut := make(chan error, flood)
+	for range flood {
+		go func() {
+			c, err := net.Dial("tcp", p.PubAddr().String())
+			if err != nil {
+				cut <- err
+				return
+			}
+			defer c.Close()
+			c.Write(hello) // may fail: the publisher hangs up at once
+			if !closed(c, 5*time.Second) {
+				cut <- fmt.Errorf("a connection past MaxSubscribers was kept")
+				return
+			}
+			cut <- nil
+		}()
+	}
+	for range batches {
+		p.Publish(sample())
+	}
+	for range flood {
+		if err := <-cut; err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitRefused(t, p, flood)
+	for seq := range uint64(batches) {
+		for i, s := range subs {
+			if m := s.msg(); binary.BigEndian.Uint64(m[1]) != seq {
+				t.Fatalf("subscriber %d got seq %d, want %d", i, binary.BigEndian.Uint64(m[1]), seq)
+			}
+		}
+	}
+	if st := p.Stats(); st.Subscribers != maxSubs || st.Subscribed != maxSubs || st.SubscriberDrops != 0 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+// ping sends a PING and reads up to its PONG: the publisher has handled
+// everything the peer sent before it.
+func (p *peer) ping() {
+	p.t.Helper()
+	p.write(command("PING", "\x00\x00ctx"))
+	for {
+		fl, b := p.frame()
+		if fl == 0x04 && bytes.Equal(b, []byte("\x04PONGctx")) {
+			return
+		}
+	}
+}
+
+// prefixes returns the subscriptions each subscriber holds.
+func prefixes(p *Publisher) []int {
+	var n []int
+	eachSubscriber(p, func(s *subscriber) { n = append(n, len(s.prefixes)) })
+	return n
+}
+
+// Attack: one connection sends 1000 distinct subscriptions of 200 bytes.
+// Holds: it keeps at most 64 (about 13 KB), the rest are ignored (a
+// subscription to the topic past the cap too) and the connection stays
+// up; once it cancels one, it can subscribe to the topic and gets the
+// batches.
+func TestSubscriptionFlood(t *testing.T) {
+	p := start(t, func(c *Config) { c.Topic = "kv" }, Options{})
+	s := dialPeer(t, p.PubAddr(), "SUB")
+	var flood []byte
+	for i := range 1000 {
+		flood = append(flood, command("SUBSCRIBE", fmt.Sprintf("junk-%04d-%0190d", i, 0))...)
+	}
+	s.write(flood)
+	s.subscribe("kv")
+	s.ping()
+	if got := prefixes(p); !slices.Equal(got, []int{maxSubscriptions}) {
+		t.Fatalf("subscriptions held %v, want [%d]", got, maxSubscriptions)
+	}
+	if st := p.Stats(); st.Subscribers != 1 || st.Subscribed != 0 {
+		t.Fatalf("stats %+v: a subscription past the cap was taken", st)
+	}
+	s.cancel(fmt.Sprintf("junk-%04d-%0190d", 0, 0))
+	s.subscribe("kv")
+	s.ping()
+	if st := p.Stats(); st.Subscribed != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+	p.Emit(kv.KVEvent{Kind: kv.AllBlocksCleared})
+	if m := s.msg(); string(m[0]) != "kv" || binary.BigEndian.Uint64(m[1]) != 0 {
+		t.Fatalf("%q", m)
+	}
+}
+
+// deliveries publishes n batches one at a time and returns how long each
+// Publish call took and how long each batch took to reach sub.
+func deliveries(t *testing.T, p *Publisher, sub *peer, events []kv.KVEvent, n int) (calls, arrivals []time.Duration) {
+	t.Helper()
+	for range n {
+		begin := time.Now()
+		p.Publish(events)
+		calls = append(calls, time.Since(begin))
+		sub.msg()
+		arrivals = append(arrivals, time.Since(begin))
+	}
+	slices.Sort(calls)
+	slices.Sort(arrivals)
+	return calls, arrivals
+}
+
+// Attack: MaxReplayConns (8) DEALERs ask for every buffered batch from 0
+// (500 batches, about 0.8 MB a request): four ask again and again, four
+// ask ten times at once and never read; 16 more connect. Holds: the 16
+// are refused and counted; while the 8 are served, Publish stays a
+// matter of microseconds and a live subscriber gets every batch in a
+// fraction of WriteTimeout, however long a replay write blocks: the
+// replay path takes the buffer's lock only to list the batches, and
+// writes on its own connections.
+func TestReplayFlood(t *testing.T) {
+	const conns, extra, buffered, writeTimeout = 8, 16, 500, 2 * time.Second
+	p := start(t, func(c *Config) {
+		c.ReplayEndpoint = "tcp://127.0.0.1:0"
+		c.BufferSteps = buffered
+	}, Options{MaxReplayConns: conns, WriteTimeout: writeTimeout})
+	sub := dialPeer(t, p.PubAddr(), "SUB")
+	sub.subscribe("")
+	waitPrefixes(t, p, 1)
+	events := realisticBatch()
+	for range buffered {
+		p.Publish(events)
+		sub.msg()
+	}
+	_, quiet := deliveries(t, p, sub, events, 50)
+
+	var dealers []*peer
+	for range conns {
+		dealers = append(dealers, dialPeer(t, p.ReplayAddr(), "DEALER"))
+	}
+	for range extra {
+		c, err := net.Dial("tcp", p.ReplayAddr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !closed(c, 5*time.Second) {
+			t.Fatal("a replay connection past MaxReplayConns was kept")
+		}
+		c.Close()
+	}
+	waitRefused(t, p, extra)
+
+	request := wire(nil, make([]byte, 8))
+	for _, d := range dealers[conns/2:] {
+		d.c.(*net.TCPConn).SetReadBuffer(4 << 10)
+		d.write(bytes.Repeat(request, 10))
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make(chan error, conns)
+	for _, d := range dealers[:conns/2] {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if err := d.writeErr(request); err != nil {
+					errs <- err
+					return
+				}
+				for {
+					m, err := d.msgErr(10 * time.Second)
+					if err != nil {
+						errs <- err
+						return
+					}
+					if len(m) == 3 && len(m[2]) == 0 {
+						break // the end marker
+					}
+				}
+			}
+		})
+	}
+	before := p.Stats().Replays
+	calls, flooded := deliveries(t, p, sub, events, 50)
+	during := p.Stats().Replays - before
+	close(stop)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	t.Logf("replays served while measuring: %d; Publish: median %v, max %v; delivery median %v (quiet %v), max %v (quiet %v)",
+		during, calls[25], calls[49], flooded[25], quiet[25], flooded[49], quiet[49])
+	if during < conns/2 {
+		t.Fatalf("only %d replays served during the measurement: not a flood", during)
+	}
+	if calls[45] > time.Millisecond {
+		t.Errorf("Publish took %v at the 90th percentile during the flood", calls[45])
+	}
+	if flooded[49] > writeTimeout/4 {
+		t.Errorf("a batch took %v to reach a live subscriber during the flood (median %v; %v before)", flooded[49], flooded[25], quiet[25])
+	}
+}
+
+// Attack: one subscriber never reads while 10 others read every batch,
+// 10 MB in all. Holds: the 10 get every batch in order; the stalled one's
+// queue, and the heap with it, grow no more than its bound (MaxQueueBytes
+// of 1 MiB, or hwm of 16 batches of 20 KB) plus slack, the rest of its
+// batches dropped and counted.
+func TestStalledAmongReaders(t *testing.T) {
+	events := []kv.KVEvent{{Kind: kv.BlockStored, BlockHashes: make([]kv.BlockHash, 1), BlockSize: 4096,
+		TokenIDs: slices.Repeat([]uint32{1 << 20}, 4096)}}
+	payload, err := encodeBatch(0, events, 0, Maps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const readers, total, slack = 10, 10 << 20, 3 << 20
+	n := total / len(payload)
+	for _, tc := range []struct {
+		name     string
+		hwm      int
+		maxBytes int
+		bound    int
+		ahead    int // batches published ahead of the slowest reader
+	}{
+		{"by=bytes", 100000, 1 << 20, 1 << 20, 16},
+		{"by=hwm", 16, 0, 17 * len(payload), 8}, // and one being written
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := start(t, func(c *Config) { c.HWM = tc.hwm }, Options{MaxQueueBytes: tc.maxBytes, WriteTimeout: time.Minute})
+			stalled := dialPeer(t, p.PubAddr(), "SUB")
+			stalled.c.(*net.TCPConn).SetReadBuffer(4 << 10)
+			stalled.subscribe("")
+			progress := make(chan struct{}, 1)
+			cs := subscribers(t, p, readers, len(payload), progress)
+			waitPrefixes(t, p, readers+1)
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			for i := range n {
+				if !waitRead(cs, uint64(max(0, i-tc.ahead)), progress, 10*time.Second) {
+					t.Fatalf("readers stuck at %d of %d batches", least(cs), i)
+				}
+				p.Publish(events)
+			}
+			if !waitRead(cs, uint64(n), progress, 10*time.Second) {
+				t.Fatalf("readers read %d of %d batches", least(cs), n)
+			}
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			grew := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+			var queued int
+			eachSubscriber(p, func(s *subscriber) { queued = max(queued, s.qBytes) })
+			st := p.Stats()
+			t.Logf("%d batches of %d bytes; the heap grew %d bytes, the stalled queue holds %d bytes; %d dropped for it",
+				n, len(payload), grew, queued, st.SubscriberDrops)
+			if queued > tc.bound {
+				t.Errorf("the stalled subscriber's queue holds %d bytes, bound %d", queued, tc.bound)
+			}
+			if grew > int64(tc.bound+slack) {
+				t.Errorf("the heap grew %d bytes, bound %d plus %d", grew, tc.bound, slack)
+			}
+			if st.Subscribers != readers+1 || st.SubscriberDrops == 0 || st.Dropped != 0 {
+				t.Errorf("stats %+v", st)
+			}
+			for i, c := range cs {
+				if got := c.got.Load(); got != uint64(n) {
+					t.Errorf("reader %d got %d of %d batches: %v", i, got, n, c.err)
+				}
+			}
+		})
+	}
+}

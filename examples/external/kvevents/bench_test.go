@@ -1,0 +1,257 @@
+package kvevents
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/kvgen/kvgen/examples/connectors/memory"
+	"github.com/kvgen/kvgen/registry/kv"
+)
+
+// realisticBatch is what a connector reports for one saved prompt of 256
+// tokens and one evicted: a BlockStored of 16 blocks of 16 tokens chained
+// to a parent block, and a BlockRemoved of 16 blocks, every hash a
+// full-width uint64.
+func realisticBatch() []kv.KVEvent {
+	rng := rand.New(rand.NewPCG(3, 4))
+	hashes := func() []kv.BlockHash {
+		h := make([]kv.BlockHash, 16)
+		for i := range h {
+			h[i] = hash(rng.Uint64() | 1<<63)
+		}
+		return h
+	}
+	tokens := make([]uint32, 16*16)
+	for i := range tokens {
+		tokens[i] = rng.Uint32N(1 << 17)
+	}
+	parent := hash(rng.Uint64() | 1<<63)
+	return []kv.KVEvent{
+		{Kind: kv.BlockStored, BlockHashes: hashes(), ParentBlockHash: &parent,
+			TokenIDs: tokens, BlockSize: 16, Medium: kv.MediumCPU},
+		{Kind: kv.BlockRemoved, BlockHashes: hashes(), Medium: kv.MediumCPU},
+	}
+}
+
+// counter reads one subscriber's messages until its connection ends,
+// checking that each is the next batch, of the length every batch has.
+type counter struct {
+	p        *peer
+	size     int // each payload's length, or -1 for any
+	got      atomic.Uint64
+	bytes    int
+	err      error
+	done     chan struct{}
+	progress chan<- struct{}
+}
+
+func newCounter(p *peer, size int, progress chan<- struct{}) *counter {
+	c := &counter{p: p, size: size, done: make(chan struct{}), progress: progress}
+	go c.run()
+	return c
+}
+
+func (c *counter) run() {
+	defer close(c.done)
+	for {
+		m, err := c.p.msgErr(time.Minute)
+		if err != nil {
+			c.err = err
+			return
+		}
+		if want := c.got.Load(); len(m) != 3 || len(m[1]) != 8 || binary.BigEndian.Uint64(m[1]) != want || (c.size >= 0 && len(m[2]) != c.size) {
+			c.err = fmt.Errorf("message %q, want batch %d of %d bytes", m, want, c.size)
+			return
+		}
+		c.bytes += len(m[2])
+		c.got.Add(1)
+		select {
+		case c.progress <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// subscribers connects n subscribers to everything p publishes, each
+// read by a counter.
+func subscribers(t testing.TB, p *Publisher, n, size int, progress chan<- struct{}) []*counter {
+	var cs []*counter
+	for range n {
+		sub := dialPeer(t, p.PubAddr(), "SUB")
+		sub.subscribe("")
+		cs = append(cs, newCounter(sub, size, progress))
+	}
+	return cs
+}
+
+// least returns the fewest batches a counter has read.
+func least(cs []*counter) uint64 {
+	n := uint64(1<<64 - 1)
+	for _, c := range cs {
+		n = min(n, c.got.Load())
+	}
+	return n
+}
+
+// waitRead waits until every counter has read n batches, or d passes.
+func waitRead(cs []*counter, n uint64, progress <-chan struct{}, d time.Duration) bool {
+	timeout := time.NewTimer(d)
+	defer timeout.Stop()
+	for least(cs) < n {
+		select {
+		case <-progress:
+		case <-timeout.C:
+			return least(cs) >= n
+		}
+	}
+	return true
+}
+
+// BenchmarkPublish measures the batches per second one publisher
+// sustains to 0, 1 and 10 subscribers reading over TCP loopback as fast
+// as they can. Each batch is realisticBatch. Publishing runs at most
+// window batches ahead of the slowest subscriber (of the encoder, with
+// none), so that no queue overflows and every batch counted is delivered;
+// the time runs until the last subscriber has read the last batch.
+func BenchmarkPublish(b *testing.B) {
+	events := realisticBatch()
+	payload, err := encodeBatch(0, events, 0, Maps)
+	if err != nil {
+		b.Fatal(err)
+	}
+	const window = 1024
+	for _, n := range []int{0, 1, 10} {
+		b.Run(fmt.Sprintf("subscribers=%d", n), func(b *testing.B) {
+			p := start(b, nil, Options{})
+			progress := make(chan struct{}, 1)
+			cs := subscribers(b, p, n, len(payload), progress)
+			waitPrefixes(b, p, n)
+			done := func() uint64 {
+				if n == 0 {
+					return p.published.Load()
+				}
+				return least(cs)
+			}
+			b.SetBytes(int64(len(payload)))
+			b.ResetTimer()
+			begin := time.Now()
+			for i := range b.N {
+				if i%64 == 0 {
+					for uint64(i)-min(uint64(i), done()) > window {
+						if n == 0 {
+							time.Sleep(100 * time.Microsecond) // a window's encoding takes longer
+						} else {
+							<-progress
+						}
+					}
+				}
+				p.Publish(events)
+			}
+			if n == 0 {
+				for p.published.Load() < uint64(b.N) {
+					time.Sleep(20 * time.Microsecond)
+				}
+			} else if !waitRead(cs, uint64(b.N), progress, time.Minute) {
+				b.Fatalf("subscribers read %d of %d batches", least(cs), b.N)
+			}
+			elapsed := time.Since(begin)
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "batches/s")
+			p.Close()
+			st := p.Stats()
+			if st.Published != uint64(b.N) || st.Dropped != 0 || st.SubscriberDrops != 0 {
+				b.Fatalf("stats %+v after %d batches", st, b.N)
+			}
+			for _, c := range cs {
+				<-c.done
+				if c.got.Load() != uint64(b.N) || c.bytes != b.N*len(payload) {
+					b.Fatalf("a subscriber read %d batches, %d bytes, of %d: %v", c.got.Load(), c.bytes, b.N, c.err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkSaveWithEvents measures what publishing costs a save-heavy
+// run: the memory connector saves requests of 32 layers of 64 KiB (256
+// tokens in blocks of 16) into a store that holds four, so that every
+// request stores a prefix and evicts one, with events off, and with
+// events on, reported through a Publisher to one subscriber that reads
+// them all. Compare the two with benchstat (README.md, "Speed").
+func BenchmarkSaveWithEvents(b *testing.B) {
+	const layers, layerBytes, promptTokens = 32, 64 << 10, 256
+	names := make([]string, layers)
+	for i := range names {
+		names[i] = fmt.Sprintf("model.layers.%d.self_attn", i)
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	reqs := make([]*kv.Request, 64)
+	for i := range reqs {
+		tokens := make([]uint32, promptTokens)
+		for j := range tokens {
+			tokens[j] = rng.Uint32N(1 << 17)
+		}
+		reqs[i] = &kv.Request{ID: fmt.Sprintf("req-%d", i), PromptTokens: tokens}
+	}
+	kvData := make([]byte, layerBytes)
+	for i := range kvData {
+		kvData[i] = byte(rng.Uint32())
+	}
+	for _, on := range []bool{false, true} {
+		name := "events=off"
+		if on {
+			name = "events=on"
+		}
+		b.Run(name, func(b *testing.B) {
+			ctx := context.Background()
+			c, err := memory.New(ctx, kv.Config{BlockSize: 16, LayerNames: names, Extra: map[string]any{
+				"store":          b.Name(),
+				"capacity_bytes": 4 * layers * (layerBytes + 1024),
+			}}, kv.RoleWorker)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			w := c.(kv.Worker)
+			var p *Publisher
+			var reader *counter
+			progress := make(chan struct{}, 1)
+			if on {
+				p = start(b, nil, Options{})
+				sub := dialPeer(b, p.PubAddr(), "SUB")
+				sub.subscribe("")
+				waitPrefixes(b, p, 1)
+				reader = newCounter(sub, -1, progress)
+				c.(kv.EventReporter).ReportEvents(p.Emit)
+			}
+			b.SetBytes(layers * layerBytes)
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				req := reqs[i%len(reqs)]
+				i++
+				for _, l := range names {
+					if err := w.SaveLayer(ctx, req, l, promptTokens, kvData); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			if !on {
+				return
+			}
+			sent := p.Stats().Sequenced
+			if !waitRead([]*counter{reader}, sent, progress, time.Minute) {
+				b.Fatalf("the subscriber read %d of %d batches: %v", reader.got.Load(), sent, reader.err)
+			}
+			if st := p.Stats(); st.Dropped != 0 || st.SubscriberDrops != 0 || sent < uint64(i) {
+				b.Fatalf("stats %+v after %d requests", st, i)
+			}
+			b.ReportMetric(float64(sent)/float64(i), "batches/op")
+		})
+	}
+}
