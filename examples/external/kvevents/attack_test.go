@@ -271,8 +271,8 @@ func TestReplayFlood(t *testing.T) {
 						errs <- err
 						return
 					}
-					if len(m) == 3 && len(m[2]) == 0 {
-						break // the end marker
+					if len(m) == 4 && len(m[1]) == 0 && len(m[3]) == 0 {
+						break // the end marker: no topic, no payload
 					}
 				}
 			}

@@ -543,8 +543,11 @@ func (p *Publisher) release(n *int) {
 
 // serveReplay answers replay requests on a ROUTER connection: a
 // request's frames are an empty delimiter and an 8-byte big-endian
-// sequence number; the reply is [b"", seq, payload] for every buffered
-// batch from it on, then [b"", 0xFF×8, b""].
+// sequence number; the reply is [b"", topic, seq, payload] for every
+// buffered batch from it on, the live message's frames byte for byte,
+// then [b"", b"", 0xFF×8, b""]. That is vLLM's layout since v0.26.0
+// (vllm-project/vllm#45177): before, a reply had no topic, and a router
+// that indexes by the topic's pod could not place replayed batches.
 func (p *Publisher) serveReplay(c net.Conn) {
 	defer p.conns.Done()
 	defer c.Close()
@@ -593,11 +596,11 @@ func (p *Publisher) serveReplay(c net.Conn) {
 		}
 		p.served.Add(1)
 		for _, b := range p.since(binary.BigEndian.Uint64(m.frames[1])) {
-			if write(wireMessage(nil, b.seq, b.payload)) != nil {
+			if write(wireMessage(nil, p.topic, b.seq, b.payload)) != nil {
 				return
 			}
 		}
-		if write(wireMessage(nil, end, nil)) != nil {
+		if write(wireMessage(nil, nil, end, nil)) != nil {
 			return
 		}
 	}

@@ -205,29 +205,32 @@ func TestReplayEqualsLive(t *testing.T) {
 	sub := dialPeer(t, p.PubAddr(), "SUB")
 	sub.subscribe("")
 	waitPrefixes(t, p, 1)
-	var live [][]byte
+	var live [][][]byte // each live message's frames: topic, seq, payload
 	for i := range 6 {
 		p.Publish(sample()[:1+i%4])
-		live = append(live, sub.msg()[2])
+		live = append(live, sub.msg())
 	}
 	dealer := dialPeer(t, p.ReplayAddr(), "DEALER")
 	for _, tc := range []struct{ from, first uint64 }{{0, 2}, {4, 4}, {6, 6}} {
 		dealer.send(nil, binary.BigEndian.AppendUint64(nil, tc.from))
 		for seq := tc.first; seq < 6; seq++ {
+			// vLLM's layout since v0.26.0: the delimiter, then the live
+			// message's frames byte for byte.
 			m := dealer.msg()
-			if len(m) != 3 || len(m[0]) != 0 || binary.BigEndian.Uint64(m[1]) != seq || !bytes.Equal(m[2], live[seq]) {
+			if len(m) != 4 || len(m[0]) != 0 || binary.BigEndian.Uint64(m[2]) != seq ||
+				!bytes.Equal(m[1], live[seq][0]) || !bytes.Equal(m[2], live[seq][1]) || !bytes.Equal(m[3], live[seq][2]) {
 				t.Fatalf("replay from %d: batch %d: %q", tc.from, seq, m)
 			}
 		}
 		end := dealer.msg()
-		if len(end) != 3 || len(end[0]) != 0 || !bytes.Equal(end[1], bytes.Repeat([]byte{0xFF}, 8)) || len(end[2]) != 0 {
+		if len(end) != 4 || len(end[0]) != 0 || len(end[1]) != 0 || !bytes.Equal(end[2], bytes.Repeat([]byte{0xFF}, 8)) || len(end[3]) != 0 {
 			t.Fatalf("end marker %q", end)
 		}
 	}
 	// A malformed request is ignored; the connection still serves.
 	dealer.send(nil, []byte{1, 2})
 	dealer.send(nil, make([]byte, 8))
-	if m := dealer.msg(); binary.BigEndian.Uint64(m[1]) != 2 {
+	if m := dealer.msg(); len(m) != 4 || binary.BigEndian.Uint64(m[2]) != 2 {
 		t.Fatalf("%q", m)
 	}
 	if st := p.Stats(); st.Replays != 4 {

@@ -177,13 +177,17 @@ def main():
     replayed = []
     while True:
         frames = dealer.recv_multipart()
-        if len(frames) != 3 or frames[0] != b"":
+        # vLLM's layout since v0.26.0: [b"", topic, seq, payload], and
+        # [b"", b"", 0xFF*8, b""] at the end.
+        if len(frames) != 4 or frames[0] != b"":
             fail(f"replay reply of {len(frames)} frames")
-        if frames[1] == b"\xff" * 8:
-            if frames[2] != b"":
-                fail("end marker with a payload")
+        if frames[2] == b"\xff" * 8:
+            if frames[1] != b"" or frames[3] != b"":
+                fail("end marker with a topic or a payload")
             break
-        replayed.append(frames[2])
+        if frames[1] != topic.encode():
+            fail(f"replayed topic {frames[1]!r}, want {topic!r}")
+        replayed.append(frames[3])
     if replayed != live:
         fail(f"replay differs from the live payloads ({len(replayed)} vs {len(live)})")
     print(json.dumps(decoded), flush=True)
