@@ -53,45 +53,19 @@ func TestEventsKeepARoutersIndexTrue(t *testing.T) {
 		}
 	}()
 
-	// The same store, seen as the scheduler sees it: what can be loaded.
-	cfg, err := kv.ParseTransferConfig([]byte(config))
-	require.NoError(t, err)
-	for i := range 4 {
-		cfg.LayerNames = append(cfg.LayerNames, fmt.Sprintf("model.layers.%d.self_attn", i))
-	}
-	sched, err := Registry.CreateScheduler(t.Context(), cfg)
-	require.NoError(t, err)
-	defer sched.Close()
-	prefixes, err := cfg.Prefixes()
-	require.NoError(t, err)
+	sched, prefixes := storeView(t, config)
 
 	shared := "you are a helpful assistant who answers in short plain words and never guesses at facts"
 	var prompts []string
 	for i := range 12 {
 		prompts = append(prompts, fmt.Sprintf("%s question-%d", shared, i))
 	}
-	index := map[string]bool{}
-	everStored := map[string]bool{}
+	index := blockIndex[string]{}
 	var removed [][]string
 	apply := func(e wireEvent) {
-		switch e.Type {
-		case "BlockStored":
-			if e.Parent != nil {
-				assert.True(t, index[*e.Parent], "parent %s is a block held", *e.Parent)
-			}
-			assert.Len(t, e.TokenIDs, len(e.BlockHashes)*e.BlockSize, "token_ids are blocks × block size")
-			for _, h := range e.BlockHashes {
-				assert.False(t, index[h], "a block stored is not held already")
-				index[h], everStored[h] = true, true
-			}
-		case "BlockRemoved":
-			for _, h := range e.BlockHashes {
-				assert.True(t, index[h], "a block removed was held")
-				delete(index, h)
-			}
+		index.apply(t, e.Type, e.Parent, e.BlockHashes, len(e.TokenIDs), e.BlockSize)
+		if e.Type == "BlockRemoved" {
 			removed = append(removed, e.BlockHashes)
-		case "AllBlocksCleared":
-			clear(index)
 		}
 	}
 	hexes := func(hs []kv.BlockHash) []string {
@@ -124,18 +98,9 @@ func TestEventsKeepARoutersIndexTrue(t *testing.T) {
 	require.NotEmpty(t, removed, "a dozen prefills overflow the store")
 
 	// What the store can still load, as the scheduler matches it.
-	loadable := map[string]bool{}
-	for _, req := range stored {
-		n, err := sched.MatchedTokens(t.Context(), req, 0)
-		require.NoError(t, err)
-		if n == len(req.PromptTokens) {
-			for _, h := range hexes(prefixes.Hashes(req.PromptTokens)) {
-				loadable[h] = true
-			}
-		}
-	}
-	assert.NotEmpty(t, loadable)
-	assert.True(t, maps.Equal(loadable, index), "the index replayed from /events (%d blocks) is what loads (%d blocks)", len(index), len(loadable))
+	loads := loadable(t, sched, prefixes, stored, func(h kv.BlockHash) string { return hex.EncodeToString(h[:]) })
+	assert.NotEmpty(t, loads)
+	assert.True(t, maps.Equal(loads, index), "the index replayed from /events (%d blocks) is what loads (%d blocks)", len(index), len(loads))
 
 	// Every block of an evicted prompt is named: its own 14 blocks, and
 	// the shared first one once no prompt holds it.
@@ -145,5 +110,5 @@ func TestEventsKeepARoutersIndexTrue(t *testing.T) {
 		named = append(named, r...)
 	}
 	assert.Subset(t, named, first[1:], "the first prompt's own blocks were all removed")
-	assert.Equal(t, index[first[0]], len(loadable) > 0, "the shared block is held while any prompt is")
+	assert.Equal(t, index[first[0]], len(loads) > 0, "the shared block is held while any prompt is")
 }

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"maps"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -19,35 +18,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kvgen/kvgen/examples/external/kvevents/kveventstest"
 	"github.com/kvgen/kvgen/registry/kv"
 )
-
-// needPython returns a python3 with pyzmq and msgpack (the one on PATH,
-// else Debian's /usr/bin/python3), skipping the test without one; in CI
-// (CI=true) their absence fails it instead.
-func needPython(t *testing.T) string {
-	t.Helper()
-	var tried []string
-	for _, name := range []string{"python3", "/usr/bin/python3"} {
-		py, err := exec.LookPath(name)
-		if err != nil {
-			tried = append(tried, err.Error())
-			continue
-		}
-		out, err := exec.Command(py, "-c", "import zmq, msgpack").CombinedOutput()
-		if err == nil {
-			return py
-		}
-		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-		tried = append(tried, py+": "+lines[len(lines)-1])
-	}
-	msg := "the KV events test reads them with python3, pyzmq and msgpack (Debian: apt-get install python3-zmq python3-msgpack); " + strings.Join(tried, "; ")
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-	return ""
-}
 
 // zmqEvent is one event of a batch, as the subscriber decodes it.
 type zmqEvent struct {
@@ -69,7 +42,7 @@ type zmqEvent struct {
 // checks both); and /metrics counts what was published, the subscriber
 // and the replay.
 func TestKVEventsOnVLLMsWire(t *testing.T) {
-	py := needPython(t)
+	py := kveventstest.Python(t)
 	for _, encoding := range []string{"maps", "arrays"} {
 		t.Run(encoding, func(t *testing.T) { testKVEventsOnVLLMsWire(t, py, encoding) })
 	}
@@ -132,17 +105,7 @@ func testKVEventsOnVLLMsWire(t *testing.T, py, encoding string) {
 	require.Eventually(t, func() bool { return metric(t, s.base, "kvserver_kv_events_subscribed") == 1 }, 20*time.Second, 10*time.Millisecond,
 		"kvserver connects to the subscriber, which subscribes: %s", s.errs)
 
-	// The same store, seen as the scheduler sees it: what can be loaded.
-	cfg, err := kv.ParseTransferConfig([]byte(config))
-	require.NoError(t, err)
-	for i := range 4 {
-		cfg.LayerNames = append(cfg.LayerNames, fmt.Sprintf("model.layers.%d.self_attn", i))
-	}
-	sched, err := Registry.CreateScheduler(t.Context(), cfg)
-	require.NoError(t, err)
-	defer sched.Close()
-	prefixes, err := cfg.Prefixes()
-	require.NoError(t, err)
+	sched, prefixes := storeView(t, config)
 
 	shared := "you are a helpful assistant who answers in short plain words and never guesses at facts"
 	var stored []*kv.Request
@@ -182,29 +145,14 @@ func testKVEventsOnVLLMsWire(t *testing.T, py, encoding string) {
 	assert.Equal(t, n, metric(t, s.base, "kvserver_kv_events_published_total"), "nothing was published after the count")
 	assert.Equal(t, 1.0, metric(t, s.base, "kvserver_kv_events_replays_total"))
 
-	index := map[uint64]bool{}
+	index := blockIndex[uint64]{}
 	removed := 0
 	for _, batch := range batches {
 		require.Len(t, batch, 1, "one event a batch")
 		e := batch[0]
-		switch e.Type {
-		case "BlockStored":
-			if e.Parent != nil {
-				assert.True(t, index[*e.Parent], "parent %d is a block held", *e.Parent)
-			}
-			assert.Len(t, e.TokenIDs, len(e.BlockHashes)*e.BlockSize, "token_ids are blocks × block size")
-			for _, h := range e.BlockHashes {
-				assert.False(t, index[h], "a block stored is not held already")
-				index[h] = true
-			}
-		case "BlockRemoved":
-			for _, h := range e.BlockHashes {
-				assert.True(t, index[h], "a block removed was held")
-				delete(index, h)
-			}
+		index.apply(t, e.Type, e.Parent, e.BlockHashes, len(e.TokenIDs), e.BlockSize)
+		if e.Type == "BlockRemoved" {
 			removed++
-		case "AllBlocksCleared":
-			clear(index)
 		}
 		if e.Type != "AllBlocksCleared" && assert.NotNil(t, e.Medium) {
 			assert.Equal(t, "CPU", *e.Medium)
@@ -212,18 +160,9 @@ func testKVEventsOnVLLMsWire(t *testing.T, py, encoding string) {
 	}
 	require.NotZero(t, removed, "a dozen prefills overflow the store")
 
-	loadable := map[uint64]bool{}
-	for _, req := range stored {
-		m, err := sched.MatchedTokens(t.Context(), req, 0)
-		require.NoError(t, err)
-		if m == len(req.PromptTokens) {
-			for _, h := range prefixes.Hashes(req.PromptTokens) {
-				loadable[h.Uint64()] = true
-			}
-		}
-	}
-	assert.NotEmpty(t, loadable)
-	assert.True(t, maps.Equal(loadable, index), "the index replayed from the events (%d blocks) is what loads (%d blocks)", len(index), len(loadable))
+	loads := loadable(t, sched, prefixes, stored, kv.BlockHash.Uint64)
+	assert.NotEmpty(t, loads)
+	assert.True(t, maps.Equal(loads, index), "the index replayed from the events (%d blocks) is what loads (%d blocks)", len(index), len(loads))
 }
 
 // freePort returns a loopback address whose port was free a moment ago.

@@ -5,12 +5,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
 	"os/exec"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kvgen/kvgen/examples/external/kvevents/kveventstest"
 )
 
 // sampleNamed is sample() as a router names its fields.
@@ -22,37 +23,10 @@ const sampleNamed = `[
  {"type":"BlockRemoved","block_hashes":[5],"medium":"DISK"},
  {"type":"AllBlocksCleared"}]`
 
-// needPython returns a python3 with pyzmq and msgpack (the one on PATH,
-// else Debian's /usr/bin/python3, where apt installs them), skipping the
-// test without one; in CI (CI=true) their absence fails it instead.
-func needPython(t *testing.T) string {
-	t.Helper()
-	var tried []string
-	for _, name := range []string{"python3", "/usr/bin/python3"} {
-		py, err := exec.LookPath(name)
-		if err != nil {
-			tried = append(tried, err.Error())
-			continue
-		}
-		out, err := exec.Command(py, "-c", "import zmq, msgpack").CombinedOutput()
-		if err == nil {
-			return py
-		}
-		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-		tried = append(tried, py+": "+lines[len(lines)-1])
-	}
-	msg := "the interop test needs python3 with pyzmq and msgpack (Debian: apt-get install python3-zmq python3-msgpack); " + strings.Join(tried, "; ")
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-	return ""
-}
-
 // TestPythonSubscriber reads the events through libzmq and msgpack, as a
 // Python router does, in both encodings, and replays them.
 func TestPythonSubscriber(t *testing.T) {
-	py := needPython(t)
+	py := kveventstest.Python(t)
 	for _, enc := range []Encoding{Maps, Arrays} {
 		t.Run(enc.String(), func(t *testing.T) {
 			p := start(t, func(c *Config) {
