@@ -39,8 +39,9 @@ type Config struct {
 	// HWM bounds each subscriber's queue, in batches: past it, batches for
 	// that subscriber are dropped and counted.
 	HWM int `json:"hwm"`
-	// MaxQueueSize bounds the batches waiting to be sent; past it,
-	// [Publisher.Publish] drops the batch and counts it.
+	// MaxQueueSize bounds the calls waiting to be sent, a batch for each
+	// [Publisher.Publish] and an event for each [Publisher.Emit]; past
+	// it, the call's batch or event is dropped and counted.
 	MaxQueueSize int `json:"max_queue_size"`
 	// Topic is the first frame of every message; subscribers filter on it.
 	Topic string `json:"topic"`

@@ -91,9 +91,10 @@ type Stats struct {
 	// Published counts batches sent out (to every subscriber whose
 	// subscription matches the topic, and into the replay buffer).
 	Published uint64
-	// Dropped counts batches never published: the queue of max_queue_size
-	// was full, the publisher was closed, or a batch could not be encoded.
-	// Each still took its sequence number, so subscribers see the gap.
+	// Dropped counts batches never published: a Publish or Emit call found
+	// max_queue_size calls waiting or the publisher closed, or a batch
+	// could not be encoded. Each still took its sequence number (a dropped
+	// call one of its own), so subscribers see the gap.
 	Dropped uint64
 	// SubscriberDrops counts batches one subscriber did not get: its queue
 	// was at hwm or MaxQueueBytes, or it was disconnected with batches
@@ -121,12 +122,18 @@ type Publisher struct {
 	topic []byte
 	log   *slog.Logger
 
-	mu      sync.Mutex // orders seq with the queue
-	nextSeq uint64
-	closed  bool
-	queue   []batch       // waiting to be encoded, at most max_queue_size
-	spare   []batch       // the queue's last array, emptied, for reuse
-	wake    chan struct{} // run has a batch or Close to see
+	mu        sync.Mutex // orders seq with the queue
+	nextSeq   uint64
+	closed    bool
+	queue     []batch       // waiting to be encoded
+	calls     int           // Publish and Emit calls in queue, at most max_queue_size
+	open      bool          // queue's last batch is Emit's and may take more events
+	openBytes int           // its events' estimated encoding
+	spare     []batch       // the queue's last array, emptied, for reuse
+	wake      chan struct{} // run has a batch or Close to see
+	// batchBytes bounds an Emit batch's estimated encoding, well under
+	// a subscriber's MaxQueueBytes.
+	batchBytes int
 
 	ringMu sync.Mutex
 	ring   []published // the last BufferSteps batches, oldest at ring0
@@ -149,6 +156,15 @@ type Publisher struct {
 	published, dropped, subDrops, refused, served atomic.Uint64
 	dropLog, subDropLog                           rateLog
 }
+
+// maxBatchEvents bounds the events Emit gathers into one batch, and
+// maxBatchBytes their estimated encoding, so that a burst goes out as
+// several bounded payloads rather than one that no subscriber's queue
+// could take.
+const (
+	maxBatchEvents = 256
+	maxBatchBytes  = 256 << 10
+)
 
 type batch struct {
 	seq    uint64
@@ -184,6 +200,9 @@ func New(ctx context.Context, cfg Config, opts Options) (*Publisher, error) {
 		wake:    make(chan struct{}, 1),
 		subs:    map[*subscriber]struct{}{},
 		runDone: make(chan struct{}),
+		// A quarter of a subscriber's queue, so that a batch never
+		// fills it alone.
+		batchBytes: min(maxBatchBytes, opts.MaxQueueBytes/4),
 	}
 	p.dropLog.log, p.subDropLog.log = p.log, p.log
 	p.ctx, p.cancel = context.WithCancel(context.Background())
@@ -253,39 +272,100 @@ func (p *Publisher) ReplayAddr() net.Addr {
 	return p.replayL.Addr()
 }
 
-// Publish sends events as one batch, with the next sequence number. It
-// never blocks: when max_queue_size batches are waiting, the batch is
-// dropped and counted. The events are Publish's to keep. After Close it
-// drops the batch.
+// Publish sends events as one batch of their own, with the next sequence
+// number. It never blocks: when max_queue_size calls are waiting, the
+// batch is dropped and counted. The events are Publish's to keep. After
+// Close it drops the batch.
 func (p *Publisher) Publish(events []kv.KVEvent) {
-	now := time.Now()
-	b := batch{ts: float64(now.UnixNano()) / 1e9, events: events}
+	ts := unixSeconds(time.Now())
 	p.mu.Lock()
-	b.seq = p.nextSeq
-	p.nextSeq++
+	if !p.roomLocked() {
+		p.mu.Unlock()
+		p.countDrop()
+		return
+	}
+	first := len(p.queue) == 0
 	// The queue grows as batches wait, rather than being allocated at
 	// max_queue_size: the garbage collector scans all of a queue's array,
 	// and a host's saves keep it collecting.
-	ok := !p.closed && len(p.queue) < p.cfg.MaxQueueSize
-	if ok {
-		p.queue = append(p.queue, b)
-	}
+	p.queue = append(p.queue, batch{seq: p.nextSeq, ts: ts, events: events})
+	p.nextSeq++
+	p.calls++
+	p.open = false // an Emit after it starts a batch after it
 	p.mu.Unlock()
-	if ok {
-		select {
-		case p.wake <- struct{}{}:
-		default:
-		}
-	} else {
-		p.dropped.Add(1)
-		p.dropLog.report("kv events: batches dropped before sending (queue full or publisher closed)")
+	if first {
+		p.signal()
 	}
 }
 
-// Emit publishes one event as its own batch. Pass it to a connector's
+// Emit publishes one event. Events emitted while the publisher's
+// goroutine is busy share a batch, as a vLLM engine step's events do, up
+// to 256 events or about 256 KiB of payload; each event counts as one
+// call against max_queue_size, past which it is dropped and counted as
+// Publish's batches are. Pass it to a connector's
 // [kv.EventReporter.ReportEvents].
 func (p *Publisher) Emit(e kv.KVEvent) {
-	p.Publish([]kv.KVEvent{e})
+	size := eventSize(&e)
+	p.mu.Lock()
+	if !p.roomLocked() {
+		p.mu.Unlock()
+		p.countDrop()
+		return
+	}
+	p.calls++
+	if p.open {
+		b := &p.queue[len(p.queue)-1]
+		if len(b.events) < maxBatchEvents && p.openBytes+size <= p.batchBytes {
+			b.events = append(b.events, e)
+			p.openBytes += size
+			p.mu.Unlock()
+			return
+		}
+	}
+	first := len(p.queue) == 0
+	p.queue = append(p.queue, batch{seq: p.nextSeq, ts: unixSeconds(time.Now()), events: []kv.KVEvent{e}})
+	p.nextSeq++
+	p.open, p.openBytes = true, size
+	p.mu.Unlock()
+	// Only the queue's first batch wakes run: it takes everything queued
+	// when it wakes, so the events behind cost no hand-off of their own.
+	if first {
+		p.signal()
+	}
+}
+
+// roomLocked reports whether a call may queue; the caller holds p.mu. A
+// call that may not is dropped but takes a sequence number, so that
+// subscribers see the gap, and closes the open batch, so that events
+// emitted after it go out after the gap.
+func (p *Publisher) roomLocked() bool {
+	if !p.closed && p.calls < p.cfg.MaxQueueSize {
+		return true
+	}
+	p.nextSeq++
+	p.open = false
+	return false
+}
+
+func (p *Publisher) countDrop() {
+	p.dropped.Add(1)
+	p.dropLog.report("kv events: batches dropped before sending (queue full or publisher closed)")
+}
+
+func (p *Publisher) signal() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
+
+// eventSize is an upper bound on e's msgpack encoding, to bound a batch's
+// payload without encoding it: field names and tags, 9 bytes a hash, 5 a
+// token.
+func eventSize(e *kv.KVEvent) int {
+	return 192 + len(e.Medium) + len(e.LoraName) + 9*len(e.BlockHashes) + 5*len(e.TokenIDs)
 }
 
 // Stats returns the counters.
@@ -320,10 +400,7 @@ func (p *Publisher) Close() error {
 		p.mu.Lock()
 		p.closed = true
 		p.mu.Unlock()
-		select {
-		case p.wake <- struct{}{}:
-		default:
-		}
+		p.signal()
 		<-p.runDone
 		for _, l := range p.listeners {
 			l.Close()
@@ -354,13 +431,15 @@ func (p *Publisher) Close() error {
 	return nil
 }
 
-// run sends queued batches in order until Close, then what is left.
+// run sends queued batches in order until Close, then what is left. It
+// takes all that is queued at once, so a burst costs one wake-up.
 func (p *Publisher) run() {
 	defer close(p.runDone)
 	for {
 		p.mu.Lock()
 		q, closed := p.queue, p.closed
 		p.queue, p.spare = p.spare, nil
+		p.calls, p.open = 0, false
 		p.mu.Unlock()
 		if len(q) == 0 {
 			if closed {
