@@ -1,5 +1,5 @@
 // Command gateway is an HTTP gateway whose middleware plugins kvgen links
-// at compile time from connectors.yaml: its configuration chains them by
+// at compile time from plugins.yaml: its configuration chains them by
 // name in front of a backend.
 //
 //	gateway -config gateway.json -listen 127.0.0.1:8080
@@ -7,7 +7,7 @@
 //	gateway -list-plugins
 package main
 
-//go:generate go tool kvgen
+//go:generate go tool kvgen -manifest plugins.yaml
 
 import (
 	"encoding/json"

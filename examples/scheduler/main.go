@@ -1,13 +1,13 @@
 // Command scheduler picks the model server pod for a request with the
 // plugins its configuration names, as the llm-d inference scheduler does;
-// which plugins it can name is fixed at compile time by connectors.yaml
+// which plugins it can name is fixed at compile time by plugins.yaml
 // (or a deployment manifest given to kvgen build).
 //
 //	scheduler -config config.json -pods pods.json -prompt 'hello'
 //	scheduler -list-plugins
 package main
 
-//go:generate go tool kvgen
+//go:generate go tool kvgen -manifest plugins.yaml
 
 import (
 	"encoding/json"

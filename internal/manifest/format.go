@@ -21,6 +21,8 @@ const formatVersion = 1
 //	doc      its description in the schema
 //	required "true" when the key must be present
 //	unless   a key whose presence makes a required key optional
+//	spells   a key this one is another spelling of: a manifest gives one
+//	         of the two, which the parser then treats alike
 //	default  the value an absent key takes
 //	example  a value shown in error messages and in the schema
 //	minItems the least number of items a list given must hold
@@ -38,6 +40,7 @@ type fileV1 struct {
 	Drop       []Value[string] `yaml:"drop" unique:"true" name:"true" example:"[memory]" doc:"Names of connectors of the extended manifest to leave out."`
 	Pin        []pinV1         `yaml:"pin" example:"[{name: redis, version: v0.2.0}]" doc:"Connectors of the extended manifest whose module version or local replacement this manifest sets."`
 	Connectors []entryV1       `yaml:"connectors" required:"true" unless:"extends" maxItems:"10000" example:"[]" doc:"The connectors linked into the binary, in registry order; an empty list links none. At most 10000: compiling the registry costs time and memory in proportion to its entries."`
+	Plugins    []entryV1       `yaml:"plugins" spells:"connectors" maxItems:"10000" example:"[]" doc:"Another spelling of connectors:, which reads better for a contract other than the KV connectors': the plugins linked into the binary, in registry order. A manifest gives one of the two."`
 }
 
 // pinV1 sets the version: or replace: of a connector an extended manifest
@@ -86,6 +89,7 @@ type field struct {
 	doc      string
 	required bool
 	unless   string
+	spells   string
 	def      string
 	example  string
 	minItems int
@@ -125,6 +129,7 @@ func tagFields(t reflect.Type) []field {
 			doc:      sf.Tag.Get("doc"),
 			required: sf.Tag.Get("required") == "true",
 			unless:   sf.Tag.Get("unless"),
+			spells:   sf.Tag.Get("spells"),
 			def:      sf.Tag.Get("default"),
 			example:  sf.Tag.Get("example"),
 			unique:   sf.Tag.Get("unique") == "true",

@@ -81,7 +81,7 @@ func TestLongUnknownKeyIsShortened(t *testing.T) {
 	// An explicit key ("? "): YAML limits implicit keys to 1024 characters.
 	_, err := Parse(file, []byte("version: 1\nconnectors: []\n? "+key+"\n: 1\n"))
 	require.Error(t, err)
-	assert.Equal(t, `connectors.yaml:3:3: unknown key "`+key[:64]+`"... (921600 bytes); the keys are version, factory, package, output, extends, drop, pin, connectors`, err.Error())
+	assert.Equal(t, `connectors.yaml:3:3: unknown key "`+key[:64]+`"... (921600 bytes); the keys are version, factory, package, output, extends, drop, pin, connectors, plugins`, err.Error())
 }
 
 func TestManifestSizeIsCapped(t *testing.T) {

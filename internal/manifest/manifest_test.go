@@ -204,14 +204,19 @@ var badManifests = []struct {
 		name: "unknown top-level key with suggestion",
 		src:  "version: 1\nconectors: []\n",
 		want: []string{
-			`connectors.yaml:1:1: missing key "connectors"; add it, e.g. "connectors: []"`,
+			`connectors.yaml:1:1: missing key "connectors" (or "plugins"); add it, e.g. "connectors: []"`,
 			`connectors.yaml:2:1: unknown key "conectors"; did you mean "connectors"?`,
 		},
 	},
 	{
 		name: "unknown top-level key without suggestion",
-		src:  "version: 1\nconnectors: []\nplugins: []\n",
-		want: []string{`connectors.yaml:3:1: unknown key "plugins"; the keys are version, factory, package, output, extends, drop, pin, connectors`},
+		src:  "version: 1\nconnectors: []\nxyzzy: []\n",
+		want: []string{`connectors.yaml:3:1: unknown key "xyzzy"; the keys are version, factory, package, output, extends, drop, pin, connectors, plugins`},
+	},
+	{
+		name: "both spellings of the list",
+		src:  "version: 1\nplugins: []\nconnectors: []\n",
+		want: []string{`connectors.yaml:3:1: connectors: and plugins: are one list spelt two ways; give one`},
 	},
 	{
 		name: "factory without a type name",
@@ -427,7 +432,7 @@ var badManifests = []struct {
 	{
 		name: "missing connectors",
 		src:  "version: 1\npackage: connectors\n",
-		want: []string{`connectors.yaml:1:1: missing key "connectors"; add it, e.g. "connectors: []"`},
+		want: []string{`connectors.yaml:1:1: missing key "connectors" (or "plugins"); add it, e.g. "connectors: []"`},
 	},
 	{
 		name: "connectors without a value",
@@ -648,4 +653,18 @@ connectors:
 	m, err = Parse(file, []byte("version: 2\nconnectors:\n  - name: a\n    import: example.com/a\n"))
 	require.Error(t, err)
 	assert.Nil(t, m)
+}
+
+// plugins: is connectors: spelt for another contract: the same entries,
+// positions and problems (the key padded to the same length).
+func TestPluginsIsConnectorsSpeltOtherwise(t *testing.T) {
+	const entries = "  - name: headers\n    import: example.com/gateway/headers\n  - name: Bad Name\n    import: example.com/gateway/auth\n"
+	asConnectors, errC := Parse(file, []byte("version: 1\nconnectors:\n"+entries))
+	asPlugins, errP := Parse(file, []byte("version: 1\nplugins:   \n"+entries))
+	require.Error(t, errC)
+	assert.Equal(t, errC.Error(), errP.Error())
+	require.Len(t, asPlugins.Entries, 2)
+	assert.Equal(t, asConnectors.Entries, asPlugins.Entries)
+	assert.Equal(t, "headers", asPlugins.Entries[0].Name.V)
+	assert.True(t, asPlugins.Entries[1].Invalid)
 }

@@ -152,7 +152,7 @@ func (p *parser) parse() *Manifest {
 		drop:    f.Drop,
 		pin:     f.Pin,
 	}
-	for _, c := range f.Connectors {
+	for _, c := range slices.Concat(f.Connectors, f.Plugins) {
 		m.Entries = append(m.Entries, Entry(c))
 	}
 	for _, i := range p.badEntries {
@@ -285,12 +285,20 @@ func (p *parser) decodeMapping(n *yaml.Node, v reflect.Value, errs *diag.List) {
 		p.decodeValue(val, v.Field(f.index), f, errs)
 	}
 	for _, f := range fs {
-		if seen[f.key] != nil {
+		if other := seen[f.key]; other != nil && f.spells != "" {
+			if first := seen[f.spells]; first != nil {
+				errs.Add(p.pos(laterKey(first, other)), "%s: and %s: are one list spelt two ways; give one", f.spells, f.key)
+			}
+			seen[f.spells] = other
+		}
+	}
+	for _, f := range fs {
+		if seen[f.key] != nil || f.spells != "" {
 			continue
 		}
 		switch {
 		case f.required && (f.unless == "" || seen[f.unless] == nil):
-			errs.Add(p.pos(n), "missing key %q; add it, e.g. %q", f.key, f.key+": "+f.example)
+			errs.Add(p.pos(n), "missing key %q%s; add it, e.g. %q", f.key, spellings(fs, f.key), f.key+": "+f.example)
 		case f.def != "":
 			v.Field(f.index).Addr().Interface().(scalar).setDefault(f.def)
 		}
@@ -444,6 +452,26 @@ func (p *parser) decodeList(n *yaml.Node, dst reflect.Value, f field, errs *diag
 		list = reflect.Append(list, ev)
 	}
 	dst.Set(list)
+}
+
+// spellings names the other spellings of key among fs, as a message
+// shows them after it: ` (or "plugins")`.
+func spellings(fs []field, key string) string {
+	var out string
+	for _, f := range fs {
+		if f.spells == key {
+			out += fmt.Sprintf(" (or %q)", f.key)
+		}
+	}
+	return out
+}
+
+// laterKey is whichever of two keys of a mapping comes second.
+func laterKey(a, b *yaml.Node) *yaml.Node {
+	if a.Line > b.Line || a.Line == b.Line && a.Column > b.Column {
+		return a
+	}
+	return b
 }
 
 func (p *parser) empty(errs *diag.List, pos token.Position, f field) {

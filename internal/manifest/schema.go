@@ -34,6 +34,7 @@ type schema struct {
 	Properties           properties `json:"properties,omitempty"`
 	Required             []string   `json:"required,omitempty"`
 	AnyOf                []*schema  `json:"anyOf,omitempty"`
+	Not                  *schema    `json:"not,omitempty"`
 	AdditionalProperties *bool      `json:"additionalProperties,omitempty"`
 }
 
@@ -128,11 +129,19 @@ func objectSchema(t reflect.Type) *schema {
 		ps.UniqueItems = f.unique
 		s.Properties = append(s.Properties, property{f.key, ps})
 		switch {
+		case f.spells != "":
+			// Either spelling will do, but not both.
+			s.Not = &schema{Required: []string{f.spells, f.key}}
 		case f.required && f.unless != "":
-			// One of the two keys must be given.
+			// One of the keys must be given.
 			s.AnyOf = append(s.AnyOf, &schema{Required: []string{f.key}}, &schema{Required: []string{f.unless}})
 		case f.required:
 			s.Required = append(s.Required, f.key)
+		}
+	}
+	for _, f := range fields(t) {
+		if f.spells != "" && s.AnyOf != nil {
+			s.AnyOf = append(s.AnyOf, &schema{Required: []string{f.key}})
 		}
 	}
 	return s

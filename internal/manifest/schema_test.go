@@ -20,6 +20,7 @@ type jsonSchema struct {
 	Properties           map[string]*jsonSchema `json:"properties"`
 	Required             []string               `json:"required"`
 	AnyOf                []*jsonSchema          `json:"anyOf"`
+	Not                  *jsonSchema            `json:"not"`
 	AdditionalProperties *bool                  `json:"additionalProperties"`
 	Items                *jsonSchema            `json:"items"`
 	Enum                 []string               `json:"enum"`
@@ -82,11 +83,17 @@ func TestSchemaListsTheKeysTheParserAccepts(t *testing.T) {
 			assert.NotEmpty(t, p.Description, "key %q is documented", k)
 		}
 	}
-	// connectors may be left out only by a manifest that extends another.
+	// connectors, or its other spelling plugins, may be left out only by
+	// a manifest that extends another; not both spellings are given.
 	assert.Equal(t, []string{"version"}, s.Required)
-	require.Len(t, s.AnyOf, 2)
+	require.Len(t, s.AnyOf, 3)
 	assert.Equal(t, []string{"connectors"}, s.AnyOf[0].Required)
 	assert.Equal(t, []string{"extends"}, s.AnyOf[1].Required)
+	assert.Equal(t, []string{"plugins"}, s.AnyOf[2].Required)
+	require.NotNil(t, s.Not)
+	assert.Equal(t, []string{"connectors", "plugins"}, s.Not.Required)
+	require.NotNil(t, s.Properties["plugins"])
+	assert.Equal(t, conn.Items, s.Properties["plugins"].Items, "plugins: lists what connectors: does")
 	assert.Equal(t, []string{"name", "import"}, conn.Items.Required)
 }
 
@@ -106,6 +113,7 @@ func TestSchemaExamplesParse(t *testing.T) {
 		doc[k] = example(p)
 	}
 	doc["connectors"] = []any{entry}
+	delete(doc, "plugins") // another spelling of connectors:
 	// Parsed without factory: first, then with it and without roles:.
 	factory := doc["factory"]
 	delete(doc, "factory")

@@ -73,6 +73,17 @@ func schemaValueCases() []schemaCase {
 	}
 	imports(true, "gopkg.in/yaml.v3", "plug", "example.com/a+b/.x/y~z")
 	imports(false, `"example.com/a b"`, "-x/y", "example.com/x.", "example.com//x", "example.com/x/", "/x", "example.com/..")
+	// The list's two spellings: either one, not both, not neither.
+	for _, c := range []schemaCase{
+		{name: "plugins", yaml: "version: 1\nplugins:\n  - name: c\n    import: example.com/c\n", valid: true},
+		{name: "plugins, bad entry", yaml: "version: 1\nplugins:\n  - name: c\n    import: /c\n"},
+		{name: "plugins and connectors", yaml: "version: 1\nplugins: []\nconnectors: []\n"},
+		{name: "neither list", yaml: "version: 1\n"},
+		{name: "plugins, extending", yaml: "version: 1\nextends: base.yaml\nplugins: []\n", valid: true},
+	} {
+		c.agree = true
+		cases = append(cases, c)
+	}
 	return cases
 }
 

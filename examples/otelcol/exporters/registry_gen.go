@@ -14,7 +14,7 @@ import (
 var Registry = registry.MustNewTable(manifestDescription, entries...)
 
 // manifestDescription describes ../exporters.yaml and its plugins, for kvgen inspect to read from a binary.
-const manifestDescription = "\x00kvgen registry v1\x000000024f{\"manifest\":\"exporters.yaml\",\"manifest_sha256\":\"43c41a24d507cf8557d6cd9589c5a9bf10328df99f3da1b5006eb6f0029a47e8\",\"package\":\"github.com/kvgen/kvgen/examples/otelcol/exporters\",\"factory\":\"go.opentelemetry.io/collector/exporter.Factory\",\"connectors\":[{\"name\":\"debug\",\"import\":\"go.opentelemetry.io/collector/exporter/debugexporter\",\"constructor\":\"NewFactory\",\"module\":\"go.opentelemetry.io/collector/exporter/debugexporter\"},{\"name\":\"otlp\",\"import\":\"go.opentelemetry.io/collector/exporter/otlpexporter\",\"constructor\":\"NewFactory\",\"module\":\"go.opentelemetry.io/collector/exporter/otlpexporter\"}]}"
+const manifestDescription = "\x00kvgen registry v1\x000000024f{\"manifest\":\"exporters.yaml\",\"manifest_sha256\":\"03a85f1cfd17a0c22acdd7ff7f6b4d57adfaab61784fb40faea37248987d8e4a\",\"package\":\"github.com/kvgen/kvgen/examples/otelcol/exporters\",\"factory\":\"go.opentelemetry.io/collector/exporter.Factory\",\"connectors\":[{\"name\":\"debug\",\"import\":\"go.opentelemetry.io/collector/exporter/debugexporter\",\"constructor\":\"NewFactory\",\"module\":\"go.opentelemetry.io/collector/exporter/debugexporter\"},{\"name\":\"otlp\",\"import\":\"go.opentelemetry.io/collector/exporter/otlpexporter\",\"constructor\":\"NewFactory\",\"module\":\"go.opentelemetry.io/collector/exporter/otlpexporter\"}]}"
 
 // entries is static data: constants and functions only.
 var entries = []registry.Plugin[func() exporter.Factory]{

@@ -14,7 +14,7 @@ import (
 var Registry = registry.MustNewTable(manifestDescription, entries...)
 
 // manifestDescription describes ../receivers.yaml and its plugins, for kvgen inspect to read from a binary.
-const manifestDescription = "\x00kvgen registry v1\x0000000249{\"manifest\":\"receivers.yaml\",\"manifest_sha256\":\"fc3c3e54aab305b6e6bf9296c6a496198be28e1caf315f7081d2c705d2e76146\",\"package\":\"github.com/kvgen/kvgen/examples/otelcol/receivers\",\"factory\":\"go.opentelemetry.io/collector/receiver.Factory\",\"connectors\":[{\"name\":\"otlp\",\"import\":\"go.opentelemetry.io/collector/receiver/otlpreceiver\",\"constructor\":\"NewFactory\",\"module\":\"go.opentelemetry.io/collector/receiver/otlpreceiver\"},{\"name\":\"nop\",\"import\":\"go.opentelemetry.io/collector/receiver/nopreceiver\",\"constructor\":\"NewFactory\",\"module\":\"go.opentelemetry.io/collector/receiver/nopreceiver\"}]}"
+const manifestDescription = "\x00kvgen registry v1\x0000000249{\"manifest\":\"receivers.yaml\",\"manifest_sha256\":\"8ecc5c3b12c39b31a0f0fc2d327e2ffef3ed4d60526208e6cd7b3a36b216cef9\",\"package\":\"github.com/kvgen/kvgen/examples/otelcol/receivers\",\"factory\":\"go.opentelemetry.io/collector/receiver.Factory\",\"connectors\":[{\"name\":\"otlp\",\"import\":\"go.opentelemetry.io/collector/receiver/otlpreceiver\",\"constructor\":\"NewFactory\",\"module\":\"go.opentelemetry.io/collector/receiver/otlpreceiver\"},{\"name\":\"nop\",\"import\":\"go.opentelemetry.io/collector/receiver/nopreceiver\",\"constructor\":\"NewFactory\",\"module\":\"go.opentelemetry.io/collector/receiver/nopreceiver\"}]}"
 
 // entries is static data: constants and functions only.
 var entries = []registry.Plugin[func() receiver.Factory]{
