@@ -268,6 +268,10 @@ func resolveListed(ctx context.Context, e *env, g genFlags) ([]listed, *gen.Cont
 	return items, res.Contract, nil
 }
 
+// summary is what listings say of an entry: its constructor's doc
+// summary.
+func (l listed) summary() string { return l.Doc }
+
 // moduleAtVersion is how listings print a module: path@version.
 func (l listed) moduleAtVersion() string {
 	if l.Version == "" {
@@ -308,7 +312,7 @@ func runList(ctx context.Context, e *env, args []string) int {
 		if len(l.Aliases) > 0 {
 			name += " (" + strings.Join(l.Aliases, ", ") + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s%s.%s\t%s\t%s\n", name, roles(l), l.Import, l.Constructor, l.moduleAtVersion(), l.Doc)
+		fmt.Fprintf(tw, "%s\t%s%s.%s\t%s\t%s\n", name, roles(l), l.Import, l.Constructor, l.moduleAtVersion(), l.summary())
 	}
 	tw.Flush()
 	return exitOK

@@ -7,11 +7,15 @@ import (
 	"go/parser"
 	"go/token"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/dave/jennifer/jen"
+
+	"github.com/kvgen/kvgen/internal/inspect"
+	"github.com/kvgen/kvgen/internal/manifest"
 )
 
 // renderInput is everything emit renders the registry file from, and the
@@ -68,6 +72,28 @@ func newRenderInput(manifestFile, pkgName string, c *Contract, desc string, entr
 			Module: e.Module, Aliases: e.Aliases, Roles: e.Roles, Adapt: e.Adapt}
 	}
 	return in
+}
+
+// describe is the description of the manifest and its checked entries that
+// the registry file embeds, for kvgen inspect to read from a binary. It
+// names the manifest by its file name alone, so that where kvgen ran from
+// does not change the binary.
+func describe(m *manifest.Manifest, contract *Contract, importPath string, entries []*Entry) (string, error) {
+	d := inspect.Description{
+		Manifest:       filepath.Base(m.File),
+		ManifestSHA256: m.SHA256,
+		Package:        importPath,
+		Entries:        make([]inspect.Entry, len(entries)),
+	}
+	if c := contract.String(); c != DefaultFactory {
+		d.Factory = c
+	}
+	for i, e := range entries {
+		c := inspect.Entry{Name: e.Name, Aliases: e.Aliases, Import: e.ImportPath, Constructor: e.Constructor, Module: e.Module}
+		c.Roles = contract.RolesOf(e)
+		d.Entries[i] = c
+	}
+	return inspect.Encode(d)
 }
 
 // emit renders the registry file. Every manifest string reaches the file
