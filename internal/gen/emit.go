@@ -54,6 +54,8 @@ type renderEntry struct {
 	Name, ImportPath, PkgName, Constructor, Module string
 	Aliases, Roles                                 []string
 	Adapt                                          bool
+	// Description is the manifest's description: of the entry.
+	Description string
 }
 
 // newRenderInput is what emit reads of the file's inputs.
@@ -69,7 +71,7 @@ func newRenderInput(manifestFile, pkgName string, c *Contract, desc string, entr
 	}
 	for i, e := range entries {
 		in.Entries[i] = renderEntry{Name: e.Name, ImportPath: e.ImportPath, PkgName: e.PkgName, Constructor: e.Constructor,
-			Module: e.Module, Aliases: e.Aliases, Roles: e.Roles, Adapt: e.Adapt}
+			Module: e.Module, Aliases: e.Aliases, Roles: e.Roles, Adapt: e.Adapt, Description: e.Manifest.Description.V}
 	}
 	return in
 }
@@ -89,7 +91,8 @@ func describe(m *manifest.Manifest, contract *Contract, importPath string, entri
 		d.Factory = c
 	}
 	for i, e := range entries {
-		c := inspect.Entry{Name: e.Name, Aliases: e.Aliases, Import: e.ImportPath, Constructor: e.Constructor, Module: e.Module}
+		c := inspect.Entry{Name: e.Name, Aliases: e.Aliases, Import: e.ImportPath, Constructor: e.Constructor, Module: e.Module,
+			Description: e.Manifest.Description.V}
 		c.Roles = contract.RolesOf(e)
 		d.Entries[i] = c
 	}
@@ -146,6 +149,9 @@ func emit(in renderInput) ([]byte, error) {
 		fields = append(fields,
 			field("ImportPath", jen.Lit(e.ImportPath)),
 			field("Constructor", jen.Lit(e.Constructor)))
+		if e.Description != "" {
+			fields = append(fields, field("Description", jen.Lit(e.Description)))
+		}
 		if e.Module != "" {
 			fields = append(fields, field("Module", jen.Lit(e.Module)))
 		}
