@@ -27,7 +27,7 @@ func runDoc(ctx context.Context, e *env, args []string) int {
 	for i, l := range items {
 		rows[i] = templates.DocRow{
 			Name: l.Name, Aliases: strings.Join(l.Aliases, ", "), Roles: strings.Join(l.Roles, ", "),
-			Import: l.Import, Constructor: l.Constructor, Module: l.moduleAtVersion(), Summary: l.Doc,
+			Import: l.Import, Constructor: l.Constructor, Module: l.moduleAtVersion(), Summary: l.summary(),
 		}
 	}
 	var factory string

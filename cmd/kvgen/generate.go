@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -236,6 +237,7 @@ type listed struct {
 	Roles       []string `json:"roles,omitempty"` // for a contract that declares roles
 	Module      string   `json:"module,omitempty"`
 	Version     string   `json:"version,omitempty"`
+	Description string   `json:"description,omitempty"`
 	Doc         string   `json:"doc,omitempty"`
 	Adapted     bool     `json:"adapted,omitempty"`
 	Declared    string   `json:"declared"`
@@ -244,7 +246,8 @@ type listed struct {
 func toListed(res *gen.Result, e *gen.Entry) listed {
 	return listed{
 		Name: e.Name, Aliases: e.Aliases, Import: e.ImportPath, Constructor: e.Constructor, Roles: res.Contract.RolesOf(e),
-		Module: e.Module, Version: e.ModuleVersion, Doc: res.Summary(e), Adapted: e.Adapt, Declared: e.Decl.String(),
+		Module: e.Module, Version: e.ModuleVersion, Description: e.Manifest.Description.V, Doc: res.Summary(e),
+		Adapted: e.Adapt, Declared: e.Decl.String(),
 	}
 }
 
@@ -267,6 +270,10 @@ func resolveListed(ctx context.Context, e *env, g genFlags) ([]listed, *gen.Cont
 	}
 	return items, res.Contract, nil
 }
+
+// summary is what listings say of an entry: the manifest's description
+// of it, else its constructor's doc summary.
+func (l listed) summary() string { return cmp.Or(l.Description, l.Doc) }
 
 // moduleAtVersion is how listings print a module: path@version.
 func (l listed) moduleAtVersion() string {
@@ -308,7 +315,7 @@ func runList(ctx context.Context, e *env, args []string) int {
 		if len(l.Aliases) > 0 {
 			name += " (" + strings.Join(l.Aliases, ", ") + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s%s.%s\t%s\t%s\n", name, roles(l), l.Import, l.Constructor, l.moduleAtVersion(), l.Doc)
+		fmt.Fprintf(tw, "%s\t%s%s.%s\t%s\t%s\n", name, roles(l), l.Import, l.Constructor, l.moduleAtVersion(), l.summary())
 	}
 	tw.Flush()
 	return exitOK

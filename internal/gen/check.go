@@ -47,8 +47,9 @@ type Entry struct {
 	Adapt bool
 	// Decl is where the constructor is declared.
 	Decl token.Position
-
-	manifest manifest.Entry // the entry as written
+	// Manifest is the entry as the manifest writes it, with what kvgen
+	// passes on from it unchanged.
+	Manifest manifest.Entry
 }
 
 // markerConstructor marks the function a manifest entry without a
@@ -69,7 +70,7 @@ func prepareEntry(errs *diag.List, c manifest.Entry, index int, lp *loadedPackag
 	p := lp.pkg
 	e := &Entry{
 		Pos:        c.Pos,
-		manifest:   c,
+		Manifest:   c,
 		Name:       c.Name.V,
 		Roles:      c.RoleNames(),
 		ImportPath: p.PkgPath,
@@ -112,7 +113,7 @@ func prepareEntry(errs *diag.List, c manifest.Entry, index int, lp *loadedPackag
 // using its package's decoded export data. It reports whether the
 // constructor fits, and where it is declared, as export data says.
 func checkTypes(errs *diag.List, e *Entry, index int, namePos token.Position, lp *loadedPackage, rel func(string) string) (bool, token.Position) {
-	c, p, name := e.manifest, lp.pkg, e.Constructor
+	c, p, name := e.Manifest, lp.pkg, e.Constructor
 	label := c.Label(index)
 	if lp.err != nil {
 		errs.Add(c.Import.Pos, "%s: package %s: %v", label, suggest.Quote(c.Import.V), lp.err)

@@ -7,11 +7,15 @@ import (
 	"go/parser"
 	"go/token"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/dave/jennifer/jen"
+
+	"github.com/kvgen/kvgen/internal/inspect"
+	"github.com/kvgen/kvgen/internal/manifest"
 )
 
 // renderInput is everything emit renders the registry file from, and the
@@ -50,6 +54,8 @@ type renderEntry struct {
 	Name, ImportPath, PkgName, Constructor, Module string
 	Aliases, Roles                                 []string
 	Adapt                                          bool
+	// Description is the manifest's description: of the entry.
+	Description string
 }
 
 // newRenderInput is what emit reads of the file's inputs.
@@ -65,9 +71,32 @@ func newRenderInput(manifestFile, pkgName string, c *Contract, desc string, entr
 	}
 	for i, e := range entries {
 		in.Entries[i] = renderEntry{Name: e.Name, ImportPath: e.ImportPath, PkgName: e.PkgName, Constructor: e.Constructor,
-			Module: e.Module, Aliases: e.Aliases, Roles: e.Roles, Adapt: e.Adapt}
+			Module: e.Module, Aliases: e.Aliases, Roles: e.Roles, Adapt: e.Adapt, Description: e.Manifest.Description.V}
 	}
 	return in
+}
+
+// describe is the description of the manifest and its checked entries that
+// the registry file embeds, for kvgen inspect to read from a binary. It
+// names the manifest by its file name alone, so that where kvgen ran from
+// does not change the binary.
+func describe(m *manifest.Manifest, contract *Contract, importPath string, entries []*Entry) (string, error) {
+	d := inspect.Description{
+		Manifest:       filepath.Base(m.File),
+		ManifestSHA256: m.SHA256,
+		Package:        importPath,
+		Entries:        make([]inspect.Entry, len(entries)),
+	}
+	if c := contract.String(); c != DefaultFactory {
+		d.Factory = c
+	}
+	for i, e := range entries {
+		c := inspect.Entry{Name: e.Name, Aliases: e.Aliases, Import: e.ImportPath, Constructor: e.Constructor, Module: e.Module,
+			Description: e.Manifest.Description.V}
+		c.Roles = contract.RolesOf(e)
+		d.Entries[i] = c
+	}
+	return inspect.Encode(d)
 }
 
 // emit renders the registry file. Every manifest string reaches the file
@@ -120,6 +149,9 @@ func emit(in renderInput) ([]byte, error) {
 		fields = append(fields,
 			field("ImportPath", jen.Lit(e.ImportPath)),
 			field("Constructor", jen.Lit(e.Constructor)))
+		if e.Description != "" {
+			fields = append(fields, field("Description", jen.Lit(e.Description)))
+		}
 		if e.Module != "" {
 			fields = append(fields, field("Module", jen.Lit(e.Module)))
 		}

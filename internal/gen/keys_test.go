@@ -40,7 +40,7 @@ func TestRenderKeyHoldsEveryField(t *testing.T) {
 		},
 		Desc: "{}",
 		Entries: []renderEntry{{Name: "shout", ImportPath: "example.com/shout", PkgName: "shout", Constructor: "New",
-			Module: "example.com", Aliases: []string{"loud"}, Roles: []string{"worker"}, Adapt: true}},
+			Module: "example.com", Aliases: []string{"loud"}, Roles: []string{"worker"}, Adapt: true, Description: "shouts"}},
 		Declared: map[string]bool{"main": true},
 	}
 	eachChange(t, &in, func() string { return cache.hash(in) })

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -51,6 +52,9 @@ type Entry struct {
 	Roles       []string `json:"roles,omitempty"` // none for contracts other than the KV connectors''
 	Import      string   `json:"import"`
 	Constructor string   `json:"constructor"`
+	// Description is the manifest's one line on what the connector is
+	// for, where it gives one.
+	Description string `json:"description,omitempty"`
 	// Module is the connector's module; Version, Sum and Replace come
 	// from the binary's build information, as go version -m shows them.
 	Module  string `json:"module,omitempty"`
@@ -484,10 +488,16 @@ func WriteText(w io.Writer, bins []*Binary) error {
 	return err
 }
 
-// writeTable prints a registry's connectors as a table.
+// writeTable prints a registry's connectors as a table, with a column of
+// descriptions where a connector has one.
 func writeTable(w io.Writer, r Description) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tROLES\tCONSTRUCTOR\tMODULE\tSUM")
+	described := slices.ContainsFunc(r.Entries, func(c Entry) bool { return c.Description != "" })
+	header := "NAME\tROLES\tCONSTRUCTOR\tMODULE\tSUM"
+	if described {
+		header += "\tDESCRIPTION"
+	}
+	fmt.Fprintln(tw, header)
 	for _, c := range r.Entries {
 		name := show(c.Name)
 		if len(c.Aliases) > 0 {
@@ -500,7 +510,11 @@ func writeTable(w io.Writer, r Description) {
 		if c.Replace != "" {
 			mod += " => " + show(c.Replace)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s.%s\t%s\t%s\n", name, showAll(c.Roles, ","), show(c.Import), show(c.Constructor), mod, show(c.Sum))
+		line := fmt.Sprintf("%s\t%s\t%s.%s\t%s\t%s", name, showAll(c.Roles, ","), show(c.Import), show(c.Constructor), mod, show(c.Sum))
+		if described {
+			line += "\t" + show(c.Description)
+		}
+		fmt.Fprintln(tw, line)
 	}
 	tw.Flush()
 }

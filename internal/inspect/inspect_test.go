@@ -117,7 +117,8 @@ func TestAppendedDescriptionIsSuspect(t *testing.T) {
 
 	hostile := Description{
 		Manifest: "x.yaml", ManifestSHA256: "00", Package: "evil\x1b[2J\x1b[H",
-		Entries: []Entry{{Name: "\x1b[31mred\nkvgen: fake", Import: "example.com/e", Constructor: "New", Module: "github.com/kvgen/kvgen"}},
+		Entries: []Entry{{Name: "\x1b[31mred\nkvgen: fake", Import: "example.com/e", Constructor: "New", Module: "github.com/kvgen/kvgen",
+			Description: "\u202eevil\tdesc"}},
 	}
 	enc, err := Encode(hostile)
 	require.NoError(t, err)
@@ -138,6 +139,28 @@ func TestAppendedDescriptionIsSuspect(t *testing.T) {
 	assertPrintable(t, out.String())
 	assert.Contains(t, out.String(), `suspect, not listed as linked: registry "evil\x1b[2J\x1b[H" from x.yaml`)
 	assert.Contains(t, out.String(), `"\x1b[31mred\nkvgen: fake"`)
+	assert.Contains(t, out.String(), `"\u202eevil\tdesc"`)
+}
+
+// The table has a column of descriptions when a connector of the registry
+// has one, and none otherwise, as before descriptions were given.
+func TestWriteTextDescriptions(t *testing.T) {
+	entry := func(name, desc string) Entry {
+		return Entry{Name: name, Import: "example.com/" + name, Constructor: "New", Module: "example.com", Description: desc}
+	}
+	text := func(entries ...Entry) string {
+		var out bytes.Buffer
+		b := &Binary{Path: "bin", GoVersion: "go1.26.0", Main: "example.com@(devel)", Registries: []Description{{Manifest: "c.yaml", Entries: entries}}}
+		require.NoError(t, WriteText(&out, []*Binary{b}))
+		return out.String()
+	}
+	out := text(entry("a", "Keeps KV in memory, for tests"), entry("b", ""))
+	assert.Regexp(t, `(?m)^NAME\s+ROLES\s+CONSTRUCTOR\s+MODULE\s+SUM\s+DESCRIPTION$`, out)
+	assert.Regexp(t, `(?m)^a\s+example.com/a.New\s+example.com\s+Keeps KV in memory, for tests$`, out)
+	assert.Regexp(t, `(?m)^b\s+example.com/b.New\s+example.com\s*$`, out)
+	out = text(entry("a", ""), entry("b", ""))
+	assert.Regexp(t, `(?m)^NAME\s+ROLES\s+CONSTRUCTOR\s+MODULE\s+SUM$`, out)
+	assert.NotContains(t, out, "DESCRIPTION")
 }
 
 // assertPrintable fails unless text is lines of printable text.

@@ -178,22 +178,7 @@ func onlyEntryErrors(m *Manifest, errs diag.List) bool {
 // within reports whether pos lies in the entry c: in its file, from its
 // first key to its last value.
 func within(c Entry, pos token.Position) bool {
-	if pos.Filename != c.Pos.Filename || pos.Offset < c.Pos.Offset {
-		return false
-	}
-	last := c.Pos.Offset
-	for _, v := range []Value[string]{c.Name, c.Import, c.Constructor, c.Version, c.Replace} {
-		if v.Set && v.Pos.Filename == c.Pos.Filename {
-			last = max(last, v.Pos.Offset)
-		}
-	}
-	for _, a := range c.Aliases {
-		last = max(last, a.Pos.Offset)
-	}
-	for _, r := range c.Roles {
-		last = max(last, r.Pos.Offset)
-	}
-	return pos.Offset <= last
+	return pos.Filename == c.Pos.Filename && c.Pos.Offset <= pos.Offset && pos.Offset <= c.End.Offset
 }
 
 // merge puts base's entries ahead of m's own: those m drops left out, those

@@ -14,8 +14,9 @@ import (
 // formatVersion is the manifest version this package reads.
 const formatVersion = 1
 
-// fileV1 and entryV1 define the keys of a version 1 manifest. The parser
-// accepts exactly their tagged fields and Schema describes exactly them. Tags:
+// fileV1, pinV1 and Entry define the keys of a version 1 manifest. The
+// parser accepts exactly their tagged fields and Schema describes exactly
+// them. Tags:
 //
 //	yaml     the key
 //	doc      its description in the schema
@@ -39,8 +40,8 @@ type fileV1 struct {
 	Extends    Value[string]   `yaml:"extends" example:"../connectors.yaml" doc:"A manifest this one builds on, relative to this one: its connectors, less those dropped, with versions and replacements pinned here, and then this manifest's own."`
 	Drop       []Value[string] `yaml:"drop" unique:"true" name:"true" example:"[memory]" doc:"Names of connectors of the extended manifest to leave out."`
 	Pin        []pinV1         `yaml:"pin" example:"[{name: redis, version: v0.2.0}]" doc:"Connectors of the extended manifest whose module version or local replacement this manifest sets."`
-	Connectors []entryV1       `yaml:"connectors" required:"true" unless:"extends" maxItems:"10000" example:"[]" doc:"The connectors linked into the binary, in registry order; an empty list links none. At most 10000: compiling the registry costs time and memory in proportion to its entries."`
-	Plugins    []entryV1       `yaml:"plugins" spells:"connectors" maxItems:"10000" example:"[]" doc:"Another spelling of connectors:, which reads better for a contract other than the KV connectors': the plugins linked into the binary, in registry order. A manifest gives one of the two."`
+	Connectors []Entry         `yaml:"connectors" required:"true" unless:"extends" maxItems:"10000" example:"[]" doc:"The connectors linked into the binary, in registry order; an empty list links none. At most 10000: compiling the registry costs time and memory in proportion to its entries."`
+	Plugins    []Entry         `yaml:"plugins" spells:"connectors" maxItems:"10000" example:"[]" doc:"Another spelling of connectors:, which reads better for a contract other than the KV connectors': the plugins linked into the binary, in registry order. A manifest gives one of the two."`
 }
 
 // pinV1 sets the version: or replace: of a connector an extended manifest
@@ -60,23 +61,8 @@ func (c pinV1) label(index int) string {
 	return fmt.Sprintf("pin %d", index+1)
 }
 
-type entryV1 struct {
-	Pos         token.Position  `yaml:"-"`
-	Name        Value[string]   `yaml:"name" required:"true" name:"true" example:"redis" doc:"Registry key the connector is created by; unique across all names and aliases."`
-	Import      Value[string]   `yaml:"import" required:"true" example:"github.com/acme/kvredis" doc:"Go import path of the package that holds the constructor."`
-	Constructor Value[string]   `yaml:"constructor" example:"New" doc:"Exported constructor function, which fits the manifest's factory (default kv.Factory). Default: the function the package marks with //kvgen:constructor."`
-	Roles       []Value[string] `yaml:"roles" minItems:"1" unique:"true" pattern:"^[A-Za-z][A-Za-z0-9_-]*$" maxLength:"128" example:"[scheduler, worker]" doc:"Roles the connector serves, by the names its contract declares with a //kvgen:roles line (the KV connector contract: scheduler and worker). Default: every role the contract declares."`
-	Aliases     []Value[string] `yaml:"aliases" unique:"true" name:"true" example:"[RedisConnector]" doc:"Further registry keys for the connector, such as the names vLLM knows it by."`
-	Version     Value[string]   `yaml:"version" example:"v1.4.0" doc:"Least version of the connector's module to require, as a go.mod require line names one: kvgen generate raises go.mod to it (kvgen build a temporary copy); a go.mod that requires a higher version, as a dependency bot leaves it, satisfies it."`
-	Replace     Value[string]   `yaml:"replace" example:"../kvredis" doc:"Local directory of the connector's module, relative to the manifest: kvgen generate adds a replace line for it to go.mod (kvgen build to a temporary copy)."`
-	Invalid     bool            `yaml:"-"`
-	OnlyNames   bool            `yaml:"-"`
-	Pin         token.Position  `yaml:"-"`
-	Dir         string          `yaml:"-"`
-}
-
 // label names the entry in errors; see Entry.Label.
-func (c entryV1) label(index int) string { return Entry(c).Label(index) }
+func (c Entry) label(index int) string { return c.Label(index) }
 
 // labeler is implemented by list items whose errors name the item.
 type labeler interface{ label(index int) string }

@@ -11,6 +11,9 @@ import (
 	"fmt"
 	"go/token"
 	"strings"
+	"unicode"
+
+	"go.yaml.in/yaml/v3"
 
 	"github.com/kvgen/kvgen/internal/diag"
 )
@@ -22,6 +25,38 @@ type Value[T any] struct {
 	V   T
 	Pos token.Position
 	Set bool
+}
+
+// MaxDescription is the most bytes a description: may hold: a line that
+// says what a connector is for, as a listing's column shows it.
+const MaxDescription = 200
+
+// Text is the value of description:, one line of printable text. It
+// decodes as a Value[string] does and then refuses what would break a
+// listing's line or make it read as something else: a line break,
+// another control character, a bidirectional-text control, or more than
+// MaxDescription bytes.
+type Text struct{ Value[string] }
+
+func (t *Text) decode(n *yaml.Node, pos token.Position) (want, msg string) {
+	if want, msg = t.Value.decode(n, pos); want != "" || msg != "" {
+		return want, msg
+	}
+	const advice = "say in one line what the connector is for, and leave the rest to its package's documentation"
+	for _, r := range t.V {
+		switch {
+		case r == '\n' || r == '\r' || r == '\u0085' || r == '\u2028' || r == '\u2029':
+			return "", fmt.Sprintf("description is more than one line (a %U breaks it); %s", r, advice)
+		case unicode.IsControl(r):
+			return "", fmt.Sprintf("description contains a control character (%U); remove it", r)
+		case unicode.Is(unicode.Bidi_Control, r):
+			return "", fmt.Sprintf("description contains %U, a bidirectional-text control, which makes text read differently from what it is; remove it", r)
+		}
+	}
+	if len(t.V) > MaxDescription {
+		return "", fmt.Sprintf("description is %d bytes; kvgen takes at most %d: %s", len(t.V), MaxDescription, advice)
+	}
+	return "", ""
 }
 
 // Manifest is a parsed connectors.yaml.
@@ -90,29 +125,35 @@ func splitFactory(s string) (path, name string, ok bool) {
 // Entry is one item of the manifest's connectors: list, which names a
 // plugin (for the KV contract, a connector) to link. The key keeps its
 // name, which every manifest spells; messages, written for manifest
-// authors, call an entry a connector too.
+// authors, call an entry a connector too. Its tagged fields are the keys
+// of an entry, as fileV1's are the manifest's (see fileV1 for the tags).
 type Entry struct {
-	// Pos is the position of the entry's first key.
-	Pos token.Position
+	// Pos is the position of the entry's first key, End that of its last
+	// value (of the last item, for a list).
+	Pos, End token.Position
 	// Name is the registry key the connector is created by.
-	Name Value[string]
+	Name Value[string] `yaml:"name" required:"true" name:"true" example:"redis" doc:"Registry key the connector is created by; unique across all names and aliases."`
 	// Import is the Go import path of the package holding the constructor.
-	Import Value[string]
+	Import Value[string] `yaml:"import" required:"true" example:"github.com/acme/kvredis" doc:"Go import path of the package that holds the constructor."`
 	// Constructor is the constructor's name; V is "" when omitted, and gen
 	// then looks for a //kvgen:constructor marker in the package.
-	Constructor Value[string]
+	Constructor Value[string] `yaml:"constructor" example:"New" doc:"Exported constructor function, which fits the manifest's factory (default kv.Factory). Default: the function the package marks with //kvgen:constructor."`
 	// Roles are the names of the roles the connector serves, which gen
 	// checks against those its contract declares; empty means every one.
-	Roles []Value[string]
+	Roles []Value[string] `yaml:"roles" minItems:"1" unique:"true" pattern:"^[A-Za-z][A-Za-z0-9_-]*$" maxLength:"128" example:"[scheduler, worker]" doc:"Roles the connector serves, by the names its contract declares with a //kvgen:roles line (the KV connector contract: scheduler and worker). Default: every role the contract declares."`
 	// Aliases are further registry keys for the connector.
-	Aliases []Value[string]
+	Aliases []Value[string] `yaml:"aliases" unique:"true" name:"true" example:"[RedisConnector]" doc:"Further registry keys for the connector, such as the names vLLM knows it by."`
+	// Description is one line that says what the connector is for: the
+	// listings show it in place of the constructor's doc summary, and the
+	// registry and a binary's description keep it.
+	Description Text `yaml:"description" maxLength:"200" pattern:"^[^\\x00-\\x1f\\x7f-\\x9f\\u2028\\u2029\\u061c\\u200e\\u200f\\u202a-\\u202e\\u2066-\\u2069]*$" example:"Redis, for KV that hosts share" doc:"One line that says what the connector is for: at most 200 bytes, without line breaks, control characters or bidirectional-text controls. kvgen list and kvgen doc show it in place of the constructor's doc summary; the generated registry keeps it (registry.Plugin's Description), and kvgen inspect reads it from a binary."`
 	// Version is the least version of the connector's module to require,
 	// as a require line names one: generate raises go.mod to it, build a
 	// temporary copy; a go.mod that requires a higher one satisfies it.
-	Version Value[string]
+	Version Value[string] `yaml:"version" example:"v1.4.0" doc:"Least version of the connector's module to require, as a go.mod require line names one: kvgen generate raises go.mod to it (kvgen build a temporary copy); a go.mod that requires a higher version, as a dependency bot leaves it, satisfies it."`
 	// Replace is the module's local directory, relative to the manifest,
 	// for a replace line in go.mod (build: in a temporary copy).
-	Replace Value[string]
+	Replace Value[string] `yaml:"replace" example:"../kvredis" doc:"Local directory of the connector's module, relative to the manifest: kvgen generate adds a replace line for it to go.mod (kvgen build to a temporary copy)."`
 	// Invalid is set when Parse reported a problem in the entry; gen
 	// leaves such an entry out and still checks the others.
 	Invalid bool

@@ -151,9 +151,7 @@ func (p *parser) parse() *Manifest {
 		SHA256:  sum(p.data),
 		drop:    f.Drop,
 		pin:     f.Pin,
-	}
-	for _, c := range slices.Concat(f.Connectors, f.Plugins) {
-		m.Entries = append(m.Entries, Entry(c))
+		Entries: slices.Concat(f.Connectors, f.Plugins),
 	}
 	for _, i := range p.badEntries {
 		m.Entries[i].Invalid = true
@@ -283,6 +281,14 @@ func (p *parser) decodeMapping(n *yaml.Node, v reflect.Value, errs *diag.List) {
 		}
 		seen[k.Value] = k
 		p.decodeValue(val, v.Field(f.index), f, errs)
+	}
+	// An entry's extent, for problems found later to be placed in it.
+	if ef := v.FieldByName("End"); ef.IsValid() && len(n.Content) > 0 {
+		last := n
+		for len(last.Content) > 0 {
+			last = last.Content[len(last.Content)-1]
+		}
+		ef.Set(reflect.ValueOf(p.pos(last)))
 	}
 	for _, f := range fs {
 		if other := seen[f.key]; other != nil && f.spells != "" {
@@ -423,7 +429,7 @@ func (p *parser) decodeList(n *yaml.Node, dst reflect.Value, f field, errs *diag
 			}
 			// A connector with a problem is left out and the others are
 			// checked; a problem elsewhere fails the manifest.
-			if len(itemErrs) > 0 && elem == reflect.TypeFor[entryV1]() {
+			if len(itemErrs) > 0 && elem == reflect.TypeFor[Entry]() {
 				p.entryErrs += len(itemErrs)
 				p.badEntries = append(p.badEntries, i)
 			}

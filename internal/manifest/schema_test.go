@@ -123,7 +123,7 @@ func TestSchemaExamplesParse(t *testing.T) {
 	require.NoError(t, err, "%s", data)
 	require.Len(t, m.Entries, 1)
 	c := m.Entries[0]
-	for _, set := range []bool{m.Version.Set, m.Package.Set, m.Output.Set, c.Name.Set, c.Import.Set, c.Constructor.Set, c.Version.Set, c.Replace.Set} {
+	for _, set := range []bool{m.Version.Set, m.Package.Set, m.Output.Set, c.Name.Set, c.Import.Set, c.Constructor.Set, c.Description.Set, c.Version.Set, c.Replace.Set} {
 		assert.True(t, set)
 	}
 	assert.NotEmpty(t, c.Roles)

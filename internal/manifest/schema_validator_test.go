@@ -65,6 +65,8 @@ func schemaValueCases() []schemaCase {
 	add(false, entry, "replace", "/abs", "./x", "a/./b", "x/..")
 	add(true, entry, "constructor", "New", "NewV2_x")
 	add(false, entry, "constructor", "new", "New()", "pkg.New", `"N ew"`)
+	add(true, entry, "description", "Redis, for KV that hosts share", `"über \"all\" — 'quoted'"`, strings.Repeat("x", MaxDescription))
+	add(false, entry, "description", `"a\nb"`, `"a\tb"`, `"a\u0085b"`, `"a\u2028b"`, `"a\u202Eb"`, `"a\u2066b"`, strings.Repeat("x", MaxDescription+1))
 	imports := func(valid bool, values ...string) {
 		for _, v := range values {
 			doc := "version: 1\nconnectors:\n  - name: c\n    import: " + v + "\n"

@@ -107,7 +107,7 @@ func (p *parser) validateEntry(c Entry, label string) {
 				reason = ip.Err
 			}
 			add(v.Pos, "import %s is not a valid Go import path: %v; give the package's full import path, e.g. %q",
-				suggest.Quote(v.V), reason, mustField(reflect.TypeFor[entryV1](), "import").example)
+				suggest.Quote(v.V), reason, mustField(reflect.TypeFor[Entry](), "import").example)
 		}
 	}
 	if v := c.Constructor; v.Set {
@@ -127,7 +127,7 @@ func (p *parser) validateEntry(c Entry, label string) {
 		}
 	}
 	if v := c.Replace; v.Set {
-		if msg := checkRelative("replace", v.V, "the module's directory", mustField(reflect.TypeFor[entryV1](), "replace").example); msg != "" {
+		if msg := checkRelative("replace", v.V, "the module's directory", mustField(reflect.TypeFor[Entry](), "replace").example); msg != "" {
 			add(v.Pos, "%s", msg)
 		}
 	}
