@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"maps"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"sync"
 
@@ -29,7 +30,8 @@ import (
 // Besides the checks, the cache keeps the hash of the last file rendered
 // for the manifest and the key of the renderInput it was rendered from, so
 // that kvgen check on an unchanged tree compares hashes instead of
-// rendering.
+// rendering; and the warm record (warm.go), with which a run that nothing
+// can have changed loads no package at all.
 //
 // Its directory is still named "check" and cacheFormat "kvgen-check-1":
 // renaming them would only orphan the files of earlier versions.
@@ -111,6 +113,9 @@ type cacheFile struct {
 	// Content the SHA-256 of what was rendered.
 	Render  string `json:"render,omitempty"`
 	Content string `json:"content,omitempty"`
+	// Warm is what the last run that could leave one found, for the
+	// warm path (see warm.go).
+	Warm *warmRecord `json:"warm,omitempty"`
 }
 
 // cachedCheck is what a passing check found that the registry needs.
@@ -219,6 +224,37 @@ func (c *manifestCache) remember(key string, content []byte) {
 	defer c.mu.Unlock()
 	if c.data.Render != key || c.data.Content != sum {
 		c.data.Render, c.data.Content, c.changed = key, sum, true
+	}
+}
+
+// warm returns the warm record, or nil.
+func (c *manifestCache) warm() *warmRecord {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.data.Warm
+}
+
+// setWarm replaces the warm record; nil drops it.
+func (c *manifestCache) setWarm(r *warmRecord) {
+	if c.path == "" {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !reflect.DeepEqual(c.data.Warm, r) {
+		c.data.Warm, c.changed = r, true
+	}
+}
+
+// keepChecks keeps every check the file holds, as a run that used them
+// all would: a warm run uses none, and the next run may need them all.
+func (c *manifestCache) keepChecks() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, r := range c.data.Entries {
+		if _, ok := c.used[k]; !ok {
+			c.used[k] = r
+		}
 	}
 }
 

@@ -6,3 +6,6 @@ func ThroughLoader(opts Options) Options {
 	opts.loaderAbove = 1
 	return opts
 }
+
+// Loads is how many runs have loaded packages so far, in this process.
+func Loads() int64 { return loads.Load() }

@@ -80,8 +80,16 @@ type Options struct {
 	// so that a build with that flag after generating finds them compiled
 	// in the build cache instead of compiling everything a second time.
 	TrimPath bool
+	// Warm lets Generate skip loading and checking the packages when the
+	// cache holds a record of a successful run whose every input, the
+	// file written included, is as it is now, and whose packages all came
+	// from module versions go.sum pins (see warm.go). The Result is then
+	// the file on disk, with no Entries and no Contract: for callers that
+	// write or compare the file, and read neither. It needs Cache.
+	Warm bool
 
-	loaderAbove int // see loadConfig
+	loaderAbove int      // see loadConfig
+	goEnv       []string // the values of warmGoEnv, with Warm and Cache
 }
 
 // Result is a generated registry file, not yet written anywhere.
@@ -103,6 +111,8 @@ type Result struct {
 	// replacement and not from that version.
 	Warnings []*Problem
 
+	warm     *warmRun                // the warm path's part in the run, or nil
+	fromWarm bool                    // Content is the file on disk, unchecked (a warm hit)
 	manifest *manifest.Manifest      // readManifest's
 	file     *outputFile             // placeOutput's
 	linked   *linked                 // loadLinked's, its listing dropped
@@ -122,9 +132,13 @@ func Generate(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if res.fromWarm {
+		return res, nil
+	}
 	if res.Content, err = res.render(cache, opts.WorkDir); err != nil {
 		return nil, err
 	}
+	res.warm.record(res.Content, res.Warnings)
 	return res, nil
 }
 
@@ -234,12 +248,21 @@ func resolveManifest(ctx context.Context, opts Options, forWrite bool, m *manife
 		}
 	}
 	named := contractOf(m)
+	cache := opts.Cache.forManifest(opts.abs(opts.Manifest), out.path)
+	var warm *warmRun
+	if forWrite && errs.Err() == nil {
+		warm = newWarmRun(opts, m, out, cache, named.Path)
+		if content := warm.hit(); content != nil {
+			res := warm.result(content)
+			res.fromWarm = true
+			return res, cache, nil
+		}
+	}
 	ld, err := loadLinked(ctx, &errs, opts, m, out, named.Path)
 	if err != nil {
 		return nil, nil, err
 	}
 	contract, contractOK := readContract(&errs, m, named, ld.contractPkg)
-	cache := opts.Cache.forManifest(opts.abs(opts.Manifest), out.path)
 	entries, err := checkEntries(&errs, m, ld, contract, contractOK, shortPath(opts.WorkDir), cache)
 	if err != nil {
 		return nil, nil, err
@@ -258,7 +281,9 @@ func resolveManifest(ctx context.Context, opts Options, forWrite bool, m *manife
 		sources:  make(map[string]*sourceFiles, len(ld.pkgs)),
 		flags:    opts.BuildFlags(),
 		env:      opts.Env,
+		warm:     warm,
 	}
+	warm.learn(ld, entries)
 	for path, lp := range ld.pkgs {
 		res.sources[path] = lp.src
 	}
@@ -279,12 +304,17 @@ func withDefaults(ctx context.Context, opts Options) (Options, error) {
 		return opts, errors.New("gen: Options.Env is nil; give the go commands an environment, such as os.Environ()")
 	}
 	// Whatever GOFLAGS says, loading never writes go.mod or go.sum: the
-	// go.mod that generate links is written by Update.Write alone.
-	env, err := gocmd.ReadOnlyModules(ctx, opts.WorkDir, opts.Env)
+	// go.mod that generate links is written by Update.Write alone. The
+	// same go env run answers what the warm path's key holds.
+	var keys []string
+	if opts.Warm && opts.Cache != nil {
+		keys = warmGoEnv
+	}
+	env, values, err := gocmd.ReadOnlyModulesEnv(ctx, opts.WorkDir, opts.Env, keys...)
 	if err != nil {
 		return opts, err
 	}
-	opts.Env = env
+	opts.Env, opts.goEnv = env, values
 	return opts, nil
 }
 

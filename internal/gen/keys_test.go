@@ -46,6 +46,24 @@ func TestRenderKeyHoldsEveryField(t *testing.T) {
 	eachChange(t, &in, func() string { return cache.hash(in) })
 }
 
+// A changed input to a run is a new warm key, so that the run loads and
+// checks its packages: every field of warmInput, walked by reflection.
+func TestWarmKeyHoldsEveryField(t *testing.T) {
+	cache := &manifestCache{path: "cache.json", salt: "kvgen-test"}
+	in := warmInput{
+		Generator: "kvgen-check-1 kvgen v0.1.0",
+		WorkDir:   "/src/host", Manifest: "connectors.yaml", Output: "reg/connectors_gen.go",
+		Only: []string{"redis"}, NoOnly: false,
+		Tags: []string{"prod"}, TrimPath: true, LoadDir: "/src/host/reg",
+		Manifests: "aaaa",
+		File:      "/src/host/reg/connectors_gen.go",
+		GoMod:     "/src/host/go.mod", GoModSHA256: "bbbb", GoSumSHA256: "cccc",
+		Package: "reg", Declared: map[string]bool{"Version": true},
+		GoEnv: []string{"go1.26.0", "linux", "amd64"}, GoFlags: "-trimpath",
+	}
+	eachChange(t, &in, func() string { return cache.hash(in) })
+}
+
 // eachChange changes every field reachable from the value v points to,
 // one at a time, and fails unless key, a function of that value, changes
 // with each; it puts every field back as it was. A field it cannot change

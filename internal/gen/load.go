@@ -454,6 +454,7 @@ type linked struct {
 // scratch directory, which it returns in modules. An entry whose version:
 // or replace: is wrong is reported in errs and left out.
 func loadLinked(ctx context.Context, errs *diag.List, opts Options, m *manifest.Manifest, out *outputFile, contractPath string) (*linked, error) {
+	loads.Add(1)
 	r := &linkRun{ctx: ctx, errs: errs, opts: opts, m: m}
 	r.lc = loadConfig{contractPath: contractPath, dir: opts.loadDir(), workDir: opts.WorkDir, environ: opts.Env, flags: opts.BuildFlags(), loaderAbove: opts.loaderAbove}
 	var err error

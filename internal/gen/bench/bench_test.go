@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"text/template"
@@ -452,4 +453,112 @@ func connectorSource(b *testing.B, pkg string, index int) string {
 		b.Fatal(err)
 	}
 	return buf.String()
+}
+
+// BenchmarkGenerateUnchanged times `kvgen generate` on a tree nothing has
+// changed in, whose connectors and kvgen's runtime are module versions
+// go.sum pins (kvgentest.Pinned), as a host's published connectors are:
+// the warm path, which loads no package. It alternates with the same run
+// after go.sum gained or lost a blank line, which changes no module but
+// the bytes the warm key holds: the ordinary path, which lists the
+// packages, finds every check in the cache and the file current
+// (ordinary-ns/op); and with `go list -deps=false -export` of the same
+// packages (golist-ns/op). No run writes the file.
+func BenchmarkGenerateUnchanged(b *testing.B) {
+	kvgen := kvgentest.KVGen(b)
+	for _, n := range []int{10, 400} {
+		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
+			mod, env := pinnedModule(b, n)
+			warm := commandEnv(mod.dir, env, kvgen, "generate")
+			sum := filepath.Join(mod.dir, "go.sum")
+			ordinary := func(b *testing.B) cost {
+				b.Helper()
+				data, err := os.ReadFile(sum)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if trimmed, ok := bytes.CutSuffix(data, []byte("\n\n")); ok {
+					data = append(trimmed, '\n')
+				} else {
+					data = append(data, '\n')
+				}
+				if err := os.WriteFile(sum, data, 0o644); err != nil {
+					b.Fatal(err)
+				}
+				return warm(b)
+			}
+			golist := commandEnv(mod.dir, env, "go", append([]string{"list", "-deps=false", "-export"}, mod.paths...)...)
+			for _, run := range []timed{warm, ordinary, golist, warm} {
+				run(b)
+			}
+			written, err := os.Stat(mod.output)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var w, o, g cost
+			for b.Loop() {
+				o = o.add(ordinary(b))
+				w = w.add(warm(b))
+				g = g.add(golist(b))
+			}
+			if fi, err := os.Stat(mod.output); err != nil || !fi.ModTime().Equal(written.ModTime()) {
+				b.Fatalf("the registry file was written again (%v)", err)
+			}
+			n := float64(b.N)
+			b.ReportMetric(float64(w.wall.Nanoseconds())/n, "ns/op")
+			b.ReportMetric(float64(o.wall.Nanoseconds())/n, "ordinary-ns/op")
+			b.ReportMetric(float64(g.wall.Nanoseconds())/n, "golist-ns/op")
+			b.ReportMetric(float64(w.cpu.Nanoseconds())/n, "cpu-ns/op")
+			b.ReportMetric(float64(o.cpu.Nanoseconds())/n, "ordinary-cpu-ns/op")
+		})
+	}
+}
+
+// pinnedModule writes a host module whose manifest lists n connector
+// packages of one module served by a proxy, example.com/kvbench v0.1.0,
+// and generates its registry once; it returns the module and the
+// environment of its go commands.
+func pinnedModule(b *testing.B, n int) (module, []string) {
+	b.Helper()
+	p := kvgentest.NewPinned(b)
+	const modPath = "github.com/acme-inference/kvbenchpinned"
+	files := map[string]string{"go.mod": "module " + modPath + "\n\ngo 1.26.0\n\nrequire " + kvgentest.Path + " " + kvgentest.PinnedVersion + "\n"}
+	m := module{dir: b.TempDir()}
+	m.output = filepath.Join(m.dir, "cmd", "host", "connectors_gen.go")
+	var manifest strings.Builder
+	manifest.WriteString("version: 1\noutput: cmd/host/connectors_gen.go\nconnectors:\n")
+	for i := range n {
+		dir := fmt.Sprintf("storage/c%04d", i)
+		path := modPath + "/" + dir
+		m.paths = append(m.paths, path)
+		fmt.Fprintf(&manifest, "  - name: conn%04d\n    import: %s\n    constructor: New\n", i, path)
+		files[dir+"/connector.go"] = connectorSource(b, fmt.Sprintf("conn%04d", i), i)
+	}
+	p.Add(b, modPath, "v0.1.0", files)
+	p.Host(b, m.dir, "example.com/kvbenchhost", map[string]string{
+		"connectors.yaml":  manifest.String(),
+		"cmd/host/main.go": hostMain,
+	}, m.paths[0]+"@v0.1.0")
+	env := append(slices.Clip(p.Env), "KVGENCACHE="+filepath.Join(b.TempDir(), "cache"))
+	commandEnv(m.dir, env, kvgentest.KVGen(b), "generate")(b)
+	return m, env
+}
+
+// commandEnv is command with the environment env instead of the test's.
+func commandEnv(dir string, env []string, name string, args ...string) timed {
+	return func(b *testing.B) cost {
+		b.Helper()
+		cmd := exec.Command(name, args...)
+		cmd.Dir, cmd.Env = dir, env
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		start := time.Now()
+		err := cmd.Run()
+		wall := time.Since(start)
+		if err != nil {
+			b.Fatalf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, out.Bytes())
+		}
+		ps := cmd.ProcessState
+		return cost{wall: wall, cpu: ps.UserTime() + ps.SystemTime()}
+	}
 }

@@ -1,0 +1,221 @@
+package gen_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvgen/kvgen/internal/gen"
+	"github.com/kvgen/kvgen/internal/kvgentest"
+)
+
+const warmConnector = `// Package warmconn is a connector.
+package warmconn
+
+import (
+	"context"
+
+	"github.com/kvgen/kvgen/registry/kv"
+)
+
+// New creates it.
+func New(ctx context.Context, cfg kv.Config, role kv.Role) (kv.Connector, error) {
+	return nil, nil
+}
+`
+
+const warmManifest = `version: 1
+output: reg/connectors_gen.go
+connectors:
+  - name: warm
+    import: example.com/warmconn
+    constructor: New
+`
+
+// warmHost makes a host module in a temporary directory whose one
+// connector, example.com/warmconn, and kvgen's runtime are module
+// versions served by a proxy, and returns the module's directory and the
+// environment of its go commands.
+func warmHost(t *testing.T, files map[string]string) (string, []string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("fills a module cache of its own")
+	}
+	p := kvgentest.NewPinned(t)
+	p.Add(t, "example.com/warmconn", "v0.1.0", map[string]string{
+		"go.mod":      "module example.com/warmconn\n\ngo 1.26.0\n\nrequire " + kvgentest.Path + " " + kvgentest.PinnedVersion + "\n",
+		"warmconn.go": warmConnector,
+	})
+	dir := t.TempDir()
+	p.Host(t, dir, "example.com/warmhost", files, "example.com/warmconn@v0.1.0")
+	return dir, p.Env
+}
+
+// warmRunner runs Generate as kvgen generate does, with the cache in a
+// directory of the test's: opened for the run, the file written, the
+// cache saved.
+type warmRunner struct {
+	t     *testing.T
+	opts  gen.Options
+	cache string
+}
+
+// run generates and writes the file, and reports whether the run loaded
+// packages.
+func (w *warmRunner) run() (*gen.Result, bool) {
+	w.t.Helper()
+	opts := w.opts
+	opts.Cache = gen.OpenCache(w.cache, "kvgen test")
+	before := gen.Loads()
+	res, err := gen.Generate(context.Background(), opts)
+	opts.Cache.Save()
+	require.NoError(w.t, err)
+	_, err = res.Write()
+	require.NoError(w.t, err)
+	return res, gen.Loads() != before
+}
+
+// TestWarmFollowsEveryInput: a run that nothing can have changed loads no
+// package, and changing any input the key holds loads them again, once.
+func TestWarmFollowsEveryInput(t *testing.T) {
+	dir, env := warmHost(t, map[string]string{
+		"connectors.yaml": warmManifest,
+		"reg/reg.go":      "package reg\n\nvar Version = 1\n",
+	})
+	w := &warmRunner{t: t, opts: gen.Options{WorkDir: dir, Env: env, Manifest: "connectors.yaml", Warm: true}, cache: t.TempDir()}
+	first, loaded := w.run()
+	require.True(t, loaded, "the first run loads")
+	warm, loaded := w.run()
+	require.False(t, loaded, "an unchanged tree is not loaded again")
+	assert.Equal(t, string(first.Content), string(warm.Content))
+	assert.Equal(t, first.Path, warm.Path)
+	assert.Equal(t, first.Package, warm.Package)
+	files, err := filepath.Glob(filepath.Join(w.cache, "check", "*.json"))
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+	var file struct{ Entries map[string]json.RawMessage }
+	data, err := os.ReadFile(files[0])
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, &file))
+	assert.Len(t, file.Entries, 1, "a warm run keeps the checks it did not use")
+
+	appendTo := func(name, s string) func() {
+		return func() {
+			f, err := os.OpenFile(filepath.Join(dir, name), os.O_APPEND|os.O_WRONLY, 0)
+			require.NoError(t, err)
+			_, err = f.WriteString(s)
+			require.NoError(t, err)
+			require.NoError(t, f.Close())
+		}
+	}
+	goFlags := strings.TrimSpace(os.Getenv("GOFLAGS") + " -modcacherw")
+	for _, c := range []struct {
+		name   string
+		change func()
+		loads  bool
+	}{
+		{"a manifest byte", appendTo("connectors.yaml", "# more\n"), true},
+		{"go.mod", appendTo("go.mod", "// more\n"), true},
+		{"go.sum", appendTo("go.sum", "\n"), true},
+		{"a name the output package declares", appendTo("reg/reg.go", "\nvar Extra = 2\n"), true},
+		{"the output package's code, not its names", appendTo("reg/reg.go", "\n// Extra is more.\n"), false},
+		{"GOFLAGS", func() { w.opts.Env = append(slices.Clip(w.opts.Env), "GOFLAGS="+goFlags+" -buildvcs=false") }, true},
+		{"build tags", func() { w.opts.Tags = []string{"warmtag"} }, true},
+		{"GOOS", func() { w.opts.Env = append(slices.Clip(w.opts.Env), "GOOS=darwin") }, true},
+		{"the generated file", appendTo("reg/connectors_gen.go", "// edited\n"), true},
+		{"Options.Output", func() {
+			require.NoError(t, os.Remove(filepath.Join(dir, "reg", "connectors_gen.go")))
+			w.opts.Output = filepath.Join("reg", "registry_gen.go")
+		}, true},
+	} {
+		c.change()
+		_, loaded := w.run()
+		assert.Equal(t, c.loads, loaded, "after changing %s", c.name)
+		_, loaded = w.run()
+		assert.False(t, loaded, "after changing %s, the second run", c.name)
+	}
+
+	// A cache file that is not one is ignored.
+	files, err = filepath.Glob(filepath.Join(w.cache, "check", "*.json"))
+	require.NoError(t, err)
+	for _, f := range files {
+		require.NoError(t, os.WriteFile(f, []byte("{\"warm\": 7"), 0o644))
+	}
+	_, loaded = w.run()
+	assert.True(t, loaded, "with a corrupt cache file")
+	_, loaded = w.run()
+	assert.False(t, loaded, "with the cache file written again")
+
+	// A removed file is written again, by the ordinary path.
+	require.NoError(t, os.Remove(filepath.Join(dir, "reg", "registry_gen.go")))
+	_, loaded = w.run()
+	assert.True(t, loaded, "a missing file is generated")
+	assert.FileExists(t, filepath.Join(dir, "reg", "registry_gen.go"))
+}
+
+// TestWarmNeedsWarm: without Options.Warm, or without a cache, every run
+// loads.
+func TestWarmNeedsWarm(t *testing.T) {
+	dir, env := warmHost(t, map[string]string{"connectors.yaml": warmManifest})
+	for _, w := range []*warmRunner{
+		{t: t, opts: gen.Options{WorkDir: dir, Env: env, Manifest: "connectors.yaml"}, cache: t.TempDir()},
+		{t: t, opts: gen.Options{WorkDir: dir, Env: env, Manifest: "connectors.yaml", Warm: true}, cache: ""},
+	} {
+		for range 2 {
+			_, loaded := w.run()
+			assert.True(t, loaded)
+		}
+	}
+}
+
+// TestWarmOnlyPinned: an entry whose package is in the main module, or in
+// a module replaced by a directory, or a kvgen replaced by one, is loaded
+// on every run.
+func TestWarmOnlyPinned(t *testing.T) {
+	const mainManifest = warmManifest + `  - name: local
+    import: example.com/warmhost/local
+    constructor: New
+`
+	mainDir, env := warmHost(t, map[string]string{
+		"connectors.yaml": mainManifest,
+		"local/local.go":  strings.Replace(warmConnector, "package warmconn", "package local", 1),
+	})
+
+	replacedDir, replacedEnv := warmHost(t, map[string]string{"connectors.yaml": warmManifest})
+	kvgentest.WriteFiles(t, filepath.Dir(replacedDir), map[string]string{
+		"warmconn/go.mod":      "module example.com/warmconn\n\ngo 1.26.0\n\nrequire " + kvgentest.Path + " " + kvgentest.PinnedVersion + "\n",
+		"warmconn/warmconn.go": warmConnector,
+	})
+	replaced := filepath.Join(filepath.Dir(replacedDir), "warmconn")
+	gomod, err := os.ReadFile(filepath.Join(replacedDir, "go.mod"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(replacedDir, "go.mod"), append(gomod, "\nreplace example.com/warmconn => "+replaced+"\n"...), 0o644))
+
+	kvgenDir := kvgentest.Module(t, "example.com/warmdev", map[string]string{
+		"connectors.yaml": strings.Replace(warmManifest, "example.com/warmconn", "example.com/warmdev/conn", 1),
+		"conn/conn.go":    strings.Replace(warmConnector, "package warmconn", "package conn", 1),
+	})
+
+	for _, c := range []struct {
+		name string
+		dir  string
+		env  []string
+	}{
+		{"an entry in the main module", mainDir, env},
+		{"an entry in a module replaced by a directory", replacedDir, replacedEnv},
+		{"kvgen replaced by a directory", kvgenDir, os.Environ()},
+	} {
+		w := &warmRunner{t: t, opts: gen.Options{WorkDir: c.dir, Env: c.env, Manifest: "connectors.yaml", Warm: true}, cache: t.TempDir()}
+		for i := range 3 {
+			_, loaded := w.run()
+			assert.True(t, loaded, "%s: run %d", c.name, i+1)
+		}
+	}
+}
