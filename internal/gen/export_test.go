@@ -9,3 +9,7 @@ func ThroughLoader(opts Options) Options {
 
 // Loads is how many runs have loaded packages so far, in this process.
 func Loads() int64 { return loads.Load() }
+
+// ListRuns is how many go list runs have listed packages so far, in this
+// process.
+func ListRuns() int64 { return listRuns.Load() }

@@ -88,8 +88,9 @@ type Options struct {
 	// write or compare the file, and read neither. It needs Cache.
 	Warm bool
 
-	loaderAbove int      // see loadConfig
-	goEnv       []string // the values of warmGoEnv, with Warm and Cache
+	loaderAbove int       // see loadConfig
+	together    *together // see Together
+	goEnv       []string  // the values of warmGoEnv, with Warm and Cache
 }
 
 // Result is a generated registry file, not yet written anywhere.

@@ -130,6 +130,12 @@ func load(ctx context.Context, lc loadConfig, overlay map[string][]byte, paths [
 	if err != nil {
 		return nil, err
 	}
+	return newListing(ctx, lc, roots, byPath, paths)
+}
+
+// newListing is what one go list run (listPackages) said of paths, the
+// registry package and the contract's.
+func newListing(ctx context.Context, lc loadConfig, roots []*packages.Package, byPath map[string]*packages.Package, paths []string) (*listing, error) {
 	reg, err := listedRegistry(ctx, lc, byPath[RegistryPath])
 	if err != nil {
 		return nil, err
@@ -219,6 +225,7 @@ func listPackages(ctx context.Context, lc loadConfig, overlay map[string][]byte,
 	if err := gocmd.CheckModuleFiles(cfg.Dir, cfg.Env); err != nil {
 		return nil, nil, err
 	}
+	listRuns.Add(1)
 	roots, err := packages.Load(cfg, patterns...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("loading packages: %s", gocmd.HideModFile(err.Error(), lc.dir, cfg.BuildFlags))
@@ -468,7 +475,10 @@ func loadLinked(ctx context.Context, errs *diag.List, opts Options, m *manifest.
 	// output package, and kvgen could never write a file without it.
 	r.overlay = out.pkg.overlay(out.abs)
 	r.paths = importPaths(m)
-	listed, err := load(ctx, r.lc, r.overlay, r.paths)
+	listed := r.opts.together.listing(ctx, r.opts, r.lc, r.overlay, r.paths)
+	if listed == nil {
+		listed, err = load(ctx, r.lc, r.overlay, r.paths)
+	}
 	main, merr := mainModule(ctx, listed, err, r.lc.dir, opts.Env)
 	if merr != nil {
 		return nil, r.stop(merr)

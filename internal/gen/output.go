@@ -167,9 +167,14 @@ func packagePath(main *gomod.Main, dir string) string {
 
 // moduleRoot returns the directory of the go.mod that governs the absolute
 // directory dir, or "" if there is none.
-func moduleRoot(dir string) string {
+func moduleRoot(dir string) string { return governing(dir, "go.mod") }
+
+// governing returns the nearest directory, from the absolute directory dir
+// up, that holds a file called name, as the go command finds go.mod and
+// go.work; "" if there is none.
+func governing(dir, name string) string {
 	for d := dir; ; d = filepath.Dir(d) {
-		if fi, err := os.Stat(filepath.Join(d, "go.mod")); err == nil && fi.Mode().IsRegular() {
+		if fi, err := os.Stat(filepath.Join(d, name)); err == nil && fi.Mode().IsRegular() {
 			return d
 		}
 		if filepath.Dir(d) == d {

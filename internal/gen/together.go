@@ -1,0 +1,183 @@
+package gen
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/tools/go/packages"
+
+	"github.com/kvgen/kvgen/internal/diag"
+	"github.com/kvgen/kvgen/internal/readfile"
+)
+
+// Several manifests generated in one run share their package load: the
+// first run that loads lists every manifest's packages, and their
+// contracts', in one go list run, and the runs after it take their
+// packages from it. A go list run costs its process, the module graph and
+// the standard library's listing whatever it lists, so a collector's five
+// kinds of component cost about one load, not five.
+//
+// Sharing changes no result. A run takes the shared listing only when it
+// would have loaded the same way (in the same module and workspace, with
+// the same flags and environment, its overlay within the shared one), when every package it
+// asks for listed without a problem, and when go.mod and go.sum are as
+// they were at the shared load (a run before it may have linked modules
+// into them); otherwise it loads on its own, as a run of one manifest
+// does, so that its problems are its own load's.
+
+// listRuns counts go list runs (listPackages), for tests.
+var listRuns atomic.Int64
+
+// together is the package load that the runs of one Options share (see
+// Together).
+type together struct {
+	manifests []string
+	dir       string // Options.Dir as the caller gave it
+
+	mu      sync.Mutex
+	done    bool // the shared load was tried
+	lc      loadConfig
+	overlay map[string][]byte
+	paths   []string // every manifest's packages, and their contracts'
+	roots   []*packages.Package
+	byPath  map[string]*packages.Package
+	modules [sha256.Size]byte // go.mod and go.sum at the load
+}
+
+// Together returns opts for runs over each of manifests (Options.Manifest
+// set to each in turn) that share one package load: the first run that
+// loads lists every manifest's packages, and the runs after it read theirs
+// from that listing instead of running go list again. The results are
+// those of runs on their own.
+func Together(opts Options, manifests []string) Options {
+	if len(manifests) > 1 {
+		opts.together = &together{manifests: slices.Clone(manifests), dir: opts.Dir}
+	}
+	return opts
+}
+
+// listing returns the listing of paths from the shared load, which the
+// first call makes, or nil when the run is to load on its own. opts is the
+// run's, lc, overlay and paths what it would load with.
+func (t *together) listing(ctx context.Context, opts Options, lc loadConfig, overlay map[string][]byte, paths []string) *listing {
+	if t == nil {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.done {
+		t.done = true
+		t.load(ctx, opts, lc)
+	}
+	if t.byPath == nil || !t.covers(lc, overlay, paths) || t.modulesSum() != t.modules {
+		return nil
+	}
+	listed, err := newListing(ctx, lc, t.roots, t.byPath, paths)
+	if err != nil || len(listed.missing) > 0 {
+		return nil
+	}
+	for _, lp := range listed.pkgs {
+		if lp.err != nil {
+			return nil
+		}
+	}
+	if c := listed.contractPkg; lc.contractPath != "" && (c == nil || len(c.Errors) > 0) {
+		return nil
+	}
+	return listed
+}
+
+// load lists, with lc, every package of the manifests that load in the
+// module lc.dir is in, as the run whose first load it stands for would.
+func (t *together) load(ctx context.Context, opts Options, lc loadConfig) {
+	var paths []string
+	overlay := map[string][]byte{}
+	for _, name := range t.manifests {
+		o := opts
+		o.Manifest, o.Dir = name, t.dir
+		var errs diag.List
+		m, err := readManifest(&errs, o)
+		if err != nil {
+			continue
+		}
+		out := placeOutput(&errs, o, m)
+		if o.Dir == "" {
+			o.Dir = defaultLoadDir(o, out.abs)
+		}
+		if !sameModule(o.loadDir(), lc.dir) {
+			continue // a module of its own: its run loads alone
+		}
+		paths = append(paths, importPaths(m)...)
+		if c := contractOf(m).Path; c != "" && c != RegistryPath {
+			paths = append(paths, c)
+		}
+		maps.Copy(overlay, out.pkg.overlay(out.abs))
+	}
+	slices.Sort(paths)
+	paths = slices.Compact(paths)
+	shared := lc
+	shared.contractPath = ""
+	roots, byPath, err := listPackages(ctx, shared, overlay, paths)
+	if err != nil {
+		return
+	}
+	t.lc, t.overlay, t.paths, t.roots, t.byPath = lc, overlay, paths, roots, byPath
+	t.modules = t.modulesSum()
+}
+
+// sameModule reports whether the go command, run in the absolute
+// directories a and b, lists import paths alike: one main module, and the
+// same go.work or none.
+func sameModule(a, b string) bool {
+	root := moduleRoot(a)
+	return root != "" && root == moduleRoot(b) && governing(a, "go.work") == governing(b, "go.work")
+}
+
+// covers reports whether a run that loads paths with lc and overlay would
+// have listed them as the shared load did.
+func (t *together) covers(lc loadConfig, overlay map[string][]byte, paths []string) bool {
+	if !sameModule(lc.dir, t.lc.dir) || !slices.Equal(lc.buildFlags(), t.lc.buildFlags()) || !slices.Equal(lc.environ, t.lc.environ) {
+		return false
+	}
+	for file, content := range overlay {
+		if shared, ok := t.overlay[file]; !ok || !bytes.Equal(shared, content) {
+			return false
+		}
+	}
+	for _, p := range append(paths, lc.contractPath) {
+		if _, found := slices.BinarySearch(t.paths, p); !found && p != "" && p != RegistryPath {
+			return false
+		}
+	}
+	return true
+}
+
+// modulesSum is the hash of go.mod and go.sum of the main module the
+// shared load ran in, as they are now.
+func (t *together) modulesSum() [sha256.Size]byte {
+	h := sha256.New()
+	for _, r := range t.roots {
+		if r.Module == nil || r.Module.GoMod == "" {
+			continue
+		}
+		for _, f := range []string{r.Module.GoMod, filepath.Join(filepath.Dir(r.Module.GoMod), "go.sum")} {
+			data, err := readfile.Read(f, readfile.Max)
+			if err != nil && !os.IsNotExist(err) {
+				data = []byte{0} // unreadable: not the same as any content
+			}
+			h.Write(data)
+			h.Write([]byte{0})
+		}
+		break
+	}
+	var sum [sha256.Size]byte
+	h.Sum(sum[:0])
+	return sum
+}

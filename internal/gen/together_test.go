@@ -1,0 +1,68 @@
+package gen_test
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvgen/kvgen/internal/gen"
+	"github.com/kvgen/kvgen/internal/kvgentest"
+)
+
+// Manifests generated together list their packages in one go list run,
+// and each result is what its manifest generates alone; a manifest whose
+// entry has a problem loads on its own, and reports what it would alone.
+func TestManifestsTogetherShareOneLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the go command")
+	}
+	dir := kvgentest.Module(t, "example.com/together", map[string]string{
+		"text/text.go":   "package text\n\n// Transform changes its input.\ntype Transform func(in string) string\n",
+		"shout/shout.go": "package shout\n\nimport \"strings\"\n\nfunc New(in string) string { return strings.ToUpper(in) }\n",
+		"quiet/quiet.go": "package quiet\n\nimport \"strings\"\n\nfunc New(in string) string { return strings.ToLower(in) }\n",
+		"a.yaml":         "version: 1\nfactory: example.com/together/text.Transform\npackage: a\noutput: a/registry_gen.go\nplugins:\n  - {name: shout, import: example.com/together/shout, constructor: New}\n",
+		"b.yaml":         "version: 1\nfactory: example.com/together/text.Transform\npackage: b\noutput: b/registry_gen.go\nplugins:\n  - {name: quiet, import: example.com/together/quiet, constructor: New}\n",
+		"bad.yaml":       "version: 1\nfactory: example.com/together/text.Transform\npackage: c\noutput: c/registry_gen.go\nplugins:\n  - {name: gone, import: example.com/together/gone, constructor: New}\n",
+		"a/doc.go":       "package a\n",
+		"b/doc.go":       "package b\n",
+		"c/doc.go":       "package c\n",
+	})
+	t.Chdir(dir)
+	ctx := context.Background()
+	opts := gen.Options{WorkDir: dir, Env: os.Environ()}
+	generate := func(opts gen.Options, manifest string) (*gen.Result, error) {
+		opts.Manifest = manifest
+		return gen.Generate(ctx, opts)
+	}
+
+	alone := map[string]*gen.Result{}
+	var aloneErr error
+	for _, m := range []string{"a.yaml", "b.yaml"} {
+		res, err := generate(opts, m)
+		require.NoError(t, err)
+		alone[m] = res
+	}
+	_, aloneErr = generate(opts, "bad.yaml")
+	require.Error(t, aloneErr)
+
+	manifests := []string{"a.yaml", "b.yaml", "bad.yaml"}
+	shared := gen.Together(opts, manifests)
+	before := gen.ListRuns()
+	for _, m := range manifests[:2] {
+		res, err := generate(shared, m)
+		require.NoError(t, err)
+		assert.Equal(t, string(alone[m].Content), string(res.Content), m)
+		assert.Equal(t, alone[m].Entries[0].Module, res.Entries[0].Module)
+	}
+	assert.Equal(t, int64(1), gen.ListRuns()-before, "both manifests' packages are listed in one go list run")
+
+	// The manifest whose package is missing loads alone, and says what it
+	// says alone.
+	_, err := generate(shared, "bad.yaml")
+	require.Error(t, err)
+	assert.Equal(t, aloneErr.Error(), err.Error())
+	assert.Equal(t, int64(2), gen.ListRuns()-before)
+}
