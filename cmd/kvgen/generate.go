@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"go/token"
 	"os"
@@ -20,16 +21,57 @@ import (
 // genFlags are the flags generate, check and list share.
 type genFlags struct {
 	manifest, output, tags string
+	// manifests are generate's and check's -manifest flags, which may be
+	// given more than once.
+	manifests manifestList
 }
 
-func (g *genFlags) register(fs interface {
-	StringVar(*string, string, string, string)
-}, withOutput bool) {
-	fs.StringVar(&g.manifest, "manifest", "connectors.yaml", "the manifest to read")
-	if withOutput {
-		fs.StringVar(&g.output, "o", "", "the registry file (default: the manifest's output)")
+// manifestList is a -manifest flag given once or more.
+type manifestList []string
+
+func (l *manifestList) String() string     { return strings.Join(*l, " ") }
+func (l *manifestList) Set(s string) error { *l = append(*l, s); return nil }
+
+// register registers the flags on fs; with several, -manifest may be
+// given more than once (generate and check), with -o only once.
+func (g *genFlags) register(fs *flag.FlagSet, several bool) {
+	if several {
+		fs.Var(&g.manifests, "manifest", "the manifest `FILE` to read (default connectors.yaml); give it more than once for several registries in one run")
+		fs.StringVar(&g.output, "o", "", "the registry file (default: the manifest's output), with one -manifest")
+	} else {
+		fs.StringVar(&g.manifest, "manifest", "connectors.yaml", "the manifest to read")
 	}
 	fs.StringVar(&g.tags, "tags", "", "comma-separated build tags to load the connectors' packages with")
+}
+
+// each runs one for every -manifest given (connectors.yaml if none),
+// with options whose runs share one package load (gen.Together), and
+// reports in -json each run's fields under "registries" when there are
+// several. It returns the highest exit code of the runs.
+func (g *genFlags) each(e *env, fs *flag.FlagSet, base gen.Options, one func(opts gen.Options) (fields map[string]any, code int)) int {
+	if len(g.manifests) == 0 {
+		g.manifests = manifestList{"connectors.yaml"}
+	}
+	if len(g.manifests) > 1 && g.output != "" {
+		return usageErrorf(e, fs, "-o names one registry file; give one -manifest with it")
+	}
+	opts := gen.Together(base, g.manifests)
+	if len(g.manifests) == 1 {
+		g.manifest, opts.Manifest = g.manifests[0], g.manifests[0]
+		_, code := one(opts)
+		return code
+	}
+	var reports []map[string]any
+	code := exitOK
+	for _, m := range g.manifests {
+		g.manifest, opts.Manifest = m, m
+		fields, c := one(opts)
+		fields["manifest"] = m
+		reports = append(reports, fields)
+		code = max(code, c)
+	}
+	e.json.set("registries", reports)
+	return code
 }
 
 // command is the command line that writes what check compared.
@@ -129,18 +171,21 @@ func cacheDir() (string, error) {
 
 func runGenerate(ctx context.Context, e *env, args []string) int {
 	var g genFlags
-	fs := newFlags(e, "generate", "[-manifest FILE] [-o FILE] [-tags TAGS] [-mod mod|readonly] [-json]")
+	fs := newFlags(e, "generate", "[-manifest FILE]... [-o FILE] [-tags TAGS] [-mod mod|readonly] [-json]")
 	g.register(fs, true)
-	e.jsonFlag(fs, "{file, written, modules, problems}")
+	e.jsonFlag(fs, "{file, written, modules, problems}, or {registries: [{manifest, file, written, modules}], problems}")
 	mod := fs.String("mod", "mod", "mod: add to go.mod and go.sum what the manifest names and they lack; readonly: report it and change nothing")
 	if code := noArgs(e, fs, "generate", args); code >= 0 {
 		return code
 	}
-	// The registry file once kvgen knows it, whether it was written, and
-	// the changes to go.mod and go.sum, which text prints as it goes.
-	e.json.set("file", nil)
-	e.json.set("written", false)
-	e.json.set("modules", []string{})
+	if len(g.manifests) <= 1 {
+		// The registry file once kvgen knows it, whether it was
+		// written, and the changes to go.mod and go.sum, which text
+		// prints as it goes.
+		e.json.set("file", nil)
+		e.json.set("written", false)
+		e.json.set("modules", []string{})
+	}
 	opts := g.options(e)
 	// An unchanged tree whose packages all come from pinned module
 	// versions is not loaded again: the file on disk is what it renders.
@@ -153,6 +198,21 @@ func runGenerate(ctx context.Context, e *env, args []string) int {
 		e.errorf("-mod=%s: want mod or readonly", *mod)
 		return exitUsage
 	}
+	return g.each(e, fs, opts, func(opts gen.Options) (map[string]any, int) {
+		r := map[string]any{"file": nil, "written": false, "modules": []string{}}
+		code := generateOne(ctx, e, &g, opts, r)
+		if len(g.manifests) == 1 {
+			for _, k := range []string{"file", "written", "modules"} {
+				e.json.set(k, r[k])
+			}
+		}
+		return r, code
+	})
+}
+
+// generateOne generates the registry of opts.Manifest, setting in r the
+// fields of its report.
+func generateOne(ctx context.Context, e *env, g *genFlags, opts gen.Options, r map[string]any) int {
 	// go.mod and go.sum are linked first, again as long as another
 	// process changes them meanwhile, and the registry written after.
 	res, err := gen.GenerateLinked(ctx, opts)
@@ -166,16 +226,16 @@ func runGenerate(ctx context.Context, e *env, args []string) int {
 		return exitError
 	}
 	e.warn(res.Warnings)
-	e.json.set("file", res.Path)
+	r["file"] = res.Path
 	if changes := res.ModuleChanges(); e.asJSON && changes != nil {
-		e.json.set("modules", changes)
+		r["modules"] = changes
 	} else {
 		for _, c := range changes {
 			e.notef("go.mod: %s", c)
 		}
 	}
 	written, err := res.Write()
-	e.json.set("written", written)
+	r["written"] = written
 	if err != nil {
 		e.report(g.inFlags(err))
 		return exitError
@@ -192,16 +252,31 @@ func runGenerate(ctx context.Context, e *env, args []string) int {
 
 func runCheck(ctx context.Context, e *env, args []string) int {
 	var g genFlags
-	fs := newFlags(e, "check", "[-manifest FILE] [-o FILE] [-tags TAGS] [-json]")
+	fs := newFlags(e, "check", "[-manifest FILE]... [-o FILE] [-tags TAGS] [-json]")
 	g.register(fs, true)
-	e.jsonFlag(fs, "{file, problems}")
+	e.jsonFlag(fs, "{file, problems}, or {registries: [{manifest, file}], problems}")
 	if code := noArgs(e, fs, "check", args); code >= 0 {
 		return code
 	}
-	e.json.set("file", nil)
+	if len(g.manifests) <= 1 {
+		e.json.set("file", nil)
+	}
 	opts := g.options(e)
 	opts.ReadOnlyModules = true
 	opts.Warm = true // the file on disk is current if it is what an unchanged tree rendered
+	return g.each(e, fs, opts, func(opts gen.Options) (map[string]any, int) {
+		r := map[string]any{"file": nil}
+		code := checkOne(ctx, e, &g, opts, r)
+		if len(g.manifests) == 1 {
+			e.json.set("file", r["file"])
+		}
+		return r, code
+	})
+}
+
+// checkOne checks the registry of opts.Manifest, setting in r the fields
+// of its report.
+func checkOne(ctx context.Context, e *env, g *genFlags, opts gen.Options, r map[string]any) int {
 	res, err := gen.Generate(ctx, opts)
 	if err != nil {
 		if g.report(e, err) {
@@ -210,7 +285,7 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 		return exitUsage
 	}
 	e.warn(res.Warnings)
-	e.json.set("file", res.Path)
+	r["file"] = res.Path
 	diff, err := res.Stale()
 	switch {
 	case err != nil:
