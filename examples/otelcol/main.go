@@ -4,6 +4,8 @@
 // the collector's receiver and exporter modules, which the host requires.
 package main
 
+//go:generate go tool kvgen -manifest receivers.yaml -manifest exporters.yaml
+
 import (
 	"fmt"
 	"os"

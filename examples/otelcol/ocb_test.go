@@ -21,7 +21,7 @@ import (
 //
 //	ocb                 ocb's full run: generate, get modules, go build
 //	ocb-generate        ocb --skip-compilation
-//	kvgen               go generate ./... (both manifests), then go build
+//	kvgen               go generate ./... (one run over both manifests), then go build
 //	kvgen-generate      go generate ./... alone
 //	go-build            go build alone: the floor both stand on
 //
@@ -225,9 +225,13 @@ plugins:
   - {name: debug, import: go.opentelemetry.io/collector/exporter/debugexporter, constructor: NewFactory}
   - {name: nop, import: go.opentelemetry.io/collector/exporter/nopexporter, constructor: NewFactory}
 `,
-	"receivers/doc.go": "// Package receivers is the collector's receivers.\npackage receivers\n\n//go:generate go tool kvgen -manifest ../receivers.yaml\n",
-	"exporters/doc.go": "// Package exporters is the collector's exporters.\npackage exporters\n\n//go:generate go tool kvgen -manifest ../exporters.yaml\n",
+	"receivers/doc.go": "// Package receivers is the collector's receivers.\npackage receivers\n",
+	"exporters/doc.go": "// Package exporters is the collector's exporters.\npackage exporters\n",
+	// The directive is split so that go generate in this package does not
+	// take it for one of its own.
 	"components.go": `package main
+
+//go:` + `generate go tool kvgen -manifest receivers.yaml -manifest exporters.yaml
 
 import (
 	"go.opentelemetry.io/collector/component"

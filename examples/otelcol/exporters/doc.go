@@ -1,5 +1,3 @@
 // Package exporters is the collector's exporters, linked by kvgen from
 // exporters.yaml.
 package exporters
-
-//go:generate go tool kvgen -manifest ../exporters.yaml
