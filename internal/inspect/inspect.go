@@ -49,7 +49,7 @@ type Description struct {
 type Entry struct {
 	Name        string   `json:"name"`
 	Aliases     []string `json:"aliases,omitempty"`
-	Roles       []string `json:"roles,omitempty"` // none for contracts other than the KV connectors''
+	Roles       []string `json:"roles,omitempty"` // the roles it serves, for a contract that declares roles (//kvgen:roles)
 	Import      string   `json:"import"`
 	Constructor string   `json:"constructor"`
 	// Description is the manifest's one line on what the connector is
