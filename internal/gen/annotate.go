@@ -8,10 +8,7 @@ import (
 // Annotate prefixes each line of a go command's output that names an
 // entry's import path or module with the entry's manifest position.
 func (r *Result) Annotate(out string) string {
-	modules := map[string]string{} // import path -> module path
-	for _, e := range r.Entries {
-		modules[e.ImportPath] = e.Module
-	}
+	modules := r.entryModules()
 	m := r.manifest
 	var lines []string
 	for _, line := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
@@ -46,4 +43,17 @@ func mentions(line, path string) bool {
 		}
 		i = end
 	}
+}
+
+// entryModules are the module paths of the entries' packages, by import
+// path: from the entries checked, or, on a warm hit, from the record.
+func (r *Result) entryModules() map[string]string {
+	if r.fromWarm {
+		return r.modules
+	}
+	modules := map[string]string{}
+	for _, e := range r.Entries {
+		modules[e.ImportPath] = e.Module
+	}
+	return modules
 }

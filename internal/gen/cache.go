@@ -7,6 +7,7 @@ import (
 	"maps"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -116,6 +117,11 @@ type cacheFile struct {
 	// Warm is what the last run that could leave one found, for the
 	// warm path (see warm.go).
 	Warm *warmRecord `json:"warm,omitempty"`
+	// Builds are the warm records of runs for an overlay
+	// (Options.ForOverlay), each with the file it rendered, newest
+	// first: one for each target and selection a deployment is built
+	// with, up to maxBuildRecords.
+	Builds []*warmRecord `json:"builds,omitempty"`
 }
 
 // cachedCheck is what a passing check found that the registry needs.
@@ -244,6 +250,49 @@ func (c *manifestCache) setWarm(r *warmRecord) {
 	if !reflect.DeepEqual(c.data.Warm, r) {
 		c.data.Warm, c.changed = r, true
 	}
+}
+
+// maxBuildRecords bounds the records of runs for an overlay: with
+// maxWarmRendered bytes each, the cache file stays well under what
+// readfile reads.
+const maxBuildRecords = 4
+
+// built returns the record of a run for an overlay whose key is key, or
+// nil.
+func (c *manifestCache) built(key string) *warmRecord {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, r := range c.data.Builds {
+		if r.Key == key {
+			return r
+		}
+	}
+	return nil
+}
+
+// setBuilt puts r first among the records of runs for an overlay, in
+// place of the one of key, and drops the oldest past maxBuildRecords;
+// a nil r drops the record of key.
+func (c *manifestCache) setBuilt(key string, r *warmRecord) {
+	if c.path == "" {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	i := slices.IndexFunc(c.data.Builds, func(b *warmRecord) bool { return b.Key == key })
+	switch {
+	case i == 0 && r != nil && reflect.DeepEqual(c.data.Builds[0], r):
+		return // as it was: the file need not be written again
+	case i >= 0:
+		c.data.Builds = slices.Delete(c.data.Builds, i, i+1)
+	case r == nil:
+		return
+	}
+	if r != nil {
+		c.data.Builds = slices.Insert(c.data.Builds, 0, r)
+		c.data.Builds = c.data.Builds[:min(len(c.data.Builds), maxBuildRecords)]
+	}
+	c.changed = true
 }
 
 // keepChecks keeps every check the file holds, as a run that used them

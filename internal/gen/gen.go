@@ -84,9 +84,17 @@ type Options struct {
 	// cache holds a record of a successful run whose every input, the
 	// file written included, is as it is now, and whose packages all came
 	// from module versions go.sum pins (see warm.go). The Result is then
-	// the file on disk, with no Entries and no Contract: for callers that
-	// write or compare the file, and read neither. It needs Cache.
+	// the file on disk (with ForOverlay, the file the record keeps), with
+	// no Entries and no Contract: for callers that write, compare or
+	// build the file, and read neither. It needs Cache.
 	Warm bool
+	// ForOverlay says the Result is for Result.Overlay, as a deployment
+	// build uses it: the file at the output path is what the overlay
+	// stands in for, and the run's result does not depend on it. With
+	// Warm, the warm record then keeps the file rendered (up to
+	// maxWarmRendered bytes), and a hit returns it without reading the
+	// file on disk; the Result has no Entries and no Contract.
+	ForOverlay bool
 
 	loaderAbove int       // see loadConfig
 	together    *together // see Together
@@ -113,7 +121,8 @@ type Result struct {
 	Warnings []*Problem
 
 	warm     *warmRun                // the warm path's part in the run, or nil
-	fromWarm bool                    // Content is the file on disk, unchecked (a warm hit)
+	fromWarm bool                    // Content is the record's, unchecked (a warm hit)
+	modules  map[string]string       // on a warm hit, the entries' modules by import path, for Annotate
 	manifest *manifest.Manifest      // readManifest's
 	file     *outputFile             // placeOutput's
 	linked   *linked                 // loadLinked's, its listing dropped
@@ -253,9 +262,7 @@ func resolveManifest(ctx context.Context, opts Options, forWrite bool, m *manife
 	var warm *warmRun
 	if forWrite && errs.Err() == nil {
 		warm = newWarmRun(opts, m, out, cache, named.Path)
-		if content := warm.hit(); content != nil {
-			res := warm.result(content)
-			res.fromWarm = true
+		if res := warm.hit(); res != nil {
 			return res, cache, nil
 		}
 	}

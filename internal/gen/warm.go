@@ -34,7 +34,9 @@ import (
 // (the hash of a warmInput, salted with the generator's identity), the
 // SHA-256 of the file that run rendered, and the modules its packages came
 // from. It is used only when the key matches and the file on disk has that
-// hash.
+// hash. A run for an overlay (Options.ForOverlay, kvgen build) renders
+// another file than the one on disk, which it does not read: its record
+// keeps the file rendered itself, one for each key, and a hit returns that.
 
 // warmGoEnv are the go command's variables the key holds, as `go env`
 // prints them: what selects the toolchain and the files of every package,
@@ -45,6 +47,10 @@ var warmGoEnv = []string{
 	"GOAMD64", "GOARM", "GOARM64", "GO386", "GOMIPS", "GOMIPS64", "GOPPC64", "GORISCV64", "GOWASM",
 	"GOWORK", "GOMOD",
 }
+
+// maxWarmRendered bounds the file a record for an overlay keeps: a
+// registry of the manifest's most entries is a few MiB at most.
+const maxWarmRendered = 8 << 20
 
 // loads counts the runs that loaded packages (loadLinked), for tests.
 var loads atomic.Int64
@@ -69,6 +75,9 @@ type warmInput struct {
 	Tags                      []string
 	TrimPath                  bool
 	LoadDir                   string
+	// ForOverlay is Options.ForOverlay: such a run's record holds what
+	// it rendered, and the file on disk is none of its input.
+	ForOverlay bool
 	// Manifests is the SHA-256 of the manifest's bytes and of every
 	// manifest it extends (manifest.Manifest.SHA256).
 	Manifests string
@@ -98,6 +107,11 @@ type warmRecord struct {
 	// contract's and the registry's), as path@version, replacements
 	// resolved.
 	Modules []string `json:"modules"`
+	// Rendered is the file rendered, and EntryModules the entries'
+	// modules by import path (for Result.Annotate), for a run for an
+	// overlay, whose hit reads no file.
+	Rendered     []byte            `json:"rendered,omitempty"`
+	EntryModules map[string]string `json:"entry_modules,omitempty"`
 }
 
 // warmRun is the warm path's part in one run: the key of its inputs, if
@@ -109,8 +123,10 @@ type warmRun struct {
 	cache *manifestCache
 	key   string // "" when the run cannot take the warm path
 	sum   []byte // go.sum, to find pinned modules in
-	// modules are what the load found, for the record (learn).
-	modules []string
+	// modules are what the load found, for the record (learn), and
+	// entryModules the entries' modules by import path.
+	modules      []string
+	entryModules map[string]string
 }
 
 // newWarmRun reads the inputs of a run with opts of m into out, and
@@ -186,9 +202,10 @@ func (w *warmRun) input(contractPath string) (warmInput, []byte, bool) {
 		WorkDir:   opts.WorkDir, Manifest: opts.Manifest, Output: opts.Output,
 		Only: opts.Only, NoOnly: opts.Only == nil,
 		Tags: opts.Tags, TrimPath: opts.TrimPath, LoadDir: opts.loadDir(),
-		Manifests: w.m.SHA256,
-		File:      out.abs,
-		GoMod:     goModPath, GoModSHA256: hashBytes(goMod),
+		ForOverlay: opts.ForOverlay,
+		Manifests:  w.m.SHA256,
+		File:       out.abs,
+		GoMod:      goModPath, GoModSHA256: hashBytes(goMod),
 		Package: out.pkg.name, Declared: out.pkg.declared,
 		GoEnv: opts.goEnv, GoFlags: goFlags,
 	}
@@ -231,15 +248,16 @@ func sumPins(sum []byte, path, version string) bool {
 	return false
 }
 
-// hit returns the file on disk when the record says the last successful
-// run had these inputs and rendered what the file holds, and every module
-// its packages came from is one go.sum pins; else nil.
-func (w *warmRun) hit() []byte {
+// hit returns the Result of the last successful run with these inputs,
+// when every module its packages came from is one go.sum pins and what it
+// rendered is at hand: the file on disk, which must hash to it, or for an
+// overlay the record's own copy; else nil.
+func (w *warmRun) hit() *Result {
 	if w == nil {
 		return nil
 	}
-	rec := w.cache.warm()
-	if rec == nil || rec.Key != w.key || len(rec.Modules) == 0 {
+	rec := w.last()
+	if rec == nil || len(rec.Modules) == 0 {
 		return nil
 	}
 	for _, mv := range rec.Modules {
@@ -248,22 +266,42 @@ func (w *warmRun) hit() []byte {
 			return nil
 		}
 	}
-	content, err := readfile.Read(w.out.abs, readfile.Max)
-	if err != nil || hashBytes(content) != rec.Content {
+	content := rec.Rendered
+	if !w.opts.ForOverlay {
+		var err error
+		if content, err = readfile.Read(w.out.abs, readfile.Max); err != nil {
+			return nil
+		}
+	}
+	if hashBytes(content) != rec.Content {
 		return nil
 	}
-	return content
+	return w.result(content, rec.EntryModules)
 }
 
-// result is the Result of a warm hit: the file on disk, which is what the
-// inputs render. It has no Entries and no Contract: the generate and
-// check commands, which ask for the warm path, read neither.
-func (w *warmRun) result(content []byte) *Result {
+// last returns the record of the last successful run with w's key, or
+// nil.
+func (w *warmRun) last() *warmRecord {
+	if w.opts.ForOverlay {
+		return w.cache.built(w.key)
+	}
+	if rec := w.cache.warm(); rec != nil && rec.Key == w.key {
+		return rec
+	}
+	return nil
+}
+
+// result is the Result of a warm hit: content, which is what the inputs
+// render. It has no Entries and no Contract: the commands that ask for
+// the warm path, generate, check and build, read neither.
+func (w *warmRun) result(content []byte, modules map[string]string) *Result {
 	w.cache.keepChecks()
 	return &Result{
 		Path:     w.out.path,
 		Package:  w.out.pkg.name,
 		Content:  content,
+		fromWarm: true,
+		modules:  modules,
 		manifest: w.m,
 		file:     w.out,
 		linked:   &linked{listing: &listing{}},
@@ -280,17 +318,19 @@ func (w *warmRun) learn(ld *linked, entries []*Entry) {
 	if w == nil {
 		return
 	}
-	w.modules = nil
+	w.modules, w.entryModules = nil, nil
 	if ld.modules != nil || ld.vendor != nil {
 		return // go.mod is to change, or vendor/ is in the way
 	}
 	pkgs := []*packages.Package{ld.registry, ld.contractPkg}
+	entryModules := make(map[string]string, len(entries))
 	for _, e := range entries {
 		lp := ld.pkgs[e.ImportPath]
 		if lp == nil {
 			return
 		}
 		pkgs = append(pkgs, lp.pkg)
+		entryModules[e.ImportPath] = e.Module
 	}
 	var mods []string
 	for _, p := range pkgs {
@@ -302,7 +342,7 @@ func (w *warmRun) learn(ld *linked, entries []*Entry) {
 			mods = append(mods, mv)
 		}
 	}
-	w.modules = mods
+	w.modules, w.entryModules = mods, entryModules
 }
 
 // pinnedModule returns the module version p came from, as path@version,
@@ -330,18 +370,27 @@ func (w *warmRun) record(content []byte, warnings []*Problem) {
 	if w == nil {
 		return
 	}
-	if len(w.modules) == 0 || len(warnings) > 0 {
+	rec := &warmRecord{Key: w.key, Content: hashBytes(content), Modules: w.modules}
+	if w.opts.ForOverlay {
+		rec.Rendered, rec.EntryModules = content, w.entryModules
+	}
+	switch {
+	case len(w.modules) == 0, len(warnings) > 0:
 		// Warnings are printed by the run that finds them: a manifest
 		// that has some takes the ordinary path.
-		w.cache.setWarm(nil)
+		rec = nil
+	case w.opts.ForOverlay && len(content) > maxWarmRendered:
+		rec = nil
+	default:
+		if again := newWarmRunAfter(w); again == nil || again.key != w.key {
+			rec = nil
+		}
+	}
+	if w.opts.ForOverlay {
+		w.cache.setBuilt(w.key, rec)
 		return
 	}
-	again := newWarmRunAfter(w)
-	if again == nil || again.key != w.key {
-		w.cache.setWarm(nil)
-		return
-	}
-	w.cache.setWarm(&warmRecord{Key: w.key, Content: hashBytes(content), Modules: w.modules})
+	w.cache.setWarm(rec)
 }
 
 // newWarmRunAfter reads the inputs of the run w began again, at its end:

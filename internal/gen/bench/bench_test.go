@@ -514,6 +514,28 @@ func BenchmarkGenerateUnchanged(b *testing.B) {
 	}
 }
 
+// BenchmarkBuildUnchanged times `kvgen build` of the host program on a
+// tree nothing changed in, whose connectors and kvgen's runtime are module
+// versions go.sum pins: the warm path, which loads no package and writes
+// the registry the last build rendered into the overlay. It alternates
+// with `go build -trimpath` of the same program with the same registry
+// already generated; both write a new binary each time.
+func BenchmarkBuildUnchanged(b *testing.B) {
+	kvgen := kvgentest.KVGen(b)
+	for _, n := range []int{10, 400} {
+		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
+			mod, env := pinnedModule(b, n)
+			bins := b.TempDir()
+			custom := filepath.Join(bins, "custom")
+			plain := filepath.Join(bins, "plain")
+			kvBuild := newBinary(custom, commandEnv(mod.dir, env, kvgen, "build", "-manifest", "connectors.yaml", "-o", custom, "./cmd/host"))
+			goBuild := newBinary(plain, commandEnv(mod.dir, env, "go", "build", "-trimpath", "-o", plain, "./cmd/host"))
+			kvBuild(b) // the first build leaves the record the others use
+			alternate(b, kvBuild, goBuild, "gobuild")
+		})
+	}
+}
+
 // pinnedModule writes a host module whose manifest lists n connector
 // packages of one module served by a proxy, example.com/kvbench v0.1.0,
 // and generates its registry once; it returns the module and the
