@@ -135,35 +135,7 @@ func emit(in renderInput) ([]byte, error) {
 	descName := names.free("manifestDescription")
 	items := make([]jen.Code, 0, len(entries)+1)
 	for _, e := range entries {
-		field := func(name string, value jen.Code) jen.Code {
-			return jen.Line().Id(name).Op(":").Add(value)
-		}
-		fields := []jen.Code{field("Name", jen.Lit(e.Name))}
-		if len(e.Aliases) > 0 {
-			lits := make([]jen.Code, len(e.Aliases))
-			for i, a := range e.Aliases {
-				lits[i] = jen.Lit(a)
-			}
-			fields = append(fields, field("Aliases", jen.Index().String().Values(lits...)))
-		}
-		fields = append(fields,
-			field("ImportPath", jen.Lit(e.ImportPath)),
-			field("Constructor", jen.Lit(e.Constructor)))
-		if e.Description != "" {
-			fields = append(fields, field("Description", jen.Lit(e.Description)))
-		}
-		if e.Module != "" {
-			fields = append(fields, field("Module", jen.Lit(e.Module)))
-		}
-		var factory jen.Code = jen.Qual(e.ImportPath, e.Constructor)
-		if e.Adapt {
-			factory = adapterLit(e, c.Adapter)
-		}
-		if e.Roles != nil {
-			fields = append(fields, field("Roles", rolesLit(e.Roles)))
-		}
-		fields = append(fields, field("Factory", factory), jen.Line())
-		items = append(items, jen.Line().Values(fields...))
+		items = append(items, jen.Line().Values(entryFields(e, c)...))
 	}
 	items = append(items, jen.Line())
 
@@ -194,6 +166,41 @@ func emit(in renderInput) ([]byte, error) {
 		return nil, fmt.Errorf("formatting the registry: %w", err)
 	}
 	return out, nil
+}
+
+// entryFields are the fields of one entry's registry.Plugin literal, each
+// on a line of its own; fields without a value are left out, so that a
+// registry file reads as it did before they were added.
+func entryFields(e renderEntry, c renderContract) []jen.Code {
+	field := func(name string, value jen.Code) jen.Code {
+		return jen.Line().Id(name).Op(":").Add(value)
+	}
+	fields := []jen.Code{field("Name", jen.Lit(e.Name))}
+	if len(e.Aliases) > 0 {
+		lits := make([]jen.Code, len(e.Aliases))
+		for i, a := range e.Aliases {
+			lits[i] = jen.Lit(a)
+		}
+		fields = append(fields, field("Aliases", jen.Index().String().Values(lits...)))
+	}
+	fields = append(fields,
+		field("ImportPath", jen.Lit(e.ImportPath)),
+		field("Constructor", jen.Lit(e.Constructor)))
+	if e.Description != "" {
+		fields = append(fields, field("Description", jen.Lit(e.Description)))
+	}
+	if e.Module != "" {
+		fields = append(fields, field("Module", jen.Lit(e.Module)))
+	}
+	var factory jen.Code = jen.Qual(e.ImportPath, e.Constructor)
+	if e.Adapt {
+		factory = adapterLit(e, c.Adapter)
+	}
+	if e.Roles != nil {
+		fields = append(fields, field("Roles", rolesLit(e.Roles)))
+	}
+	fields = append(fields, field("Factory", factory), jen.Line())
+	return fields
 }
 
 // groupImports puts the standard library's imports of src, a gofmt'd
