@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -106,7 +109,7 @@ func newBenchWork(b *testing.B, ocb string) *benchWork {
 		b.Fatal(err)
 	}
 	proxy := filepath.Join(dir, "proxy")
-	servePinned(b, proxy, root)
+	version := servePinned(b, proxy, root)
 	w.env = append(os.Environ(),
 		"GOPROXY=file://"+filepath.ToSlash(proxy)+","+goEnv(b, "GOPROXY"),
 		"GONOSUMDB="+kvgenModule, "GOFLAGS=-mod=mod")
@@ -122,7 +125,7 @@ func newBenchWork(b *testing.B, ocb string) *benchWork {
 		b.Fatal(err)
 	}
 	writeFiles(b, w.kv, kvgenFiles)
-	w.run(b, w.kv, "go", "mod", "edit", "-require="+kvgenModule+"@"+pinnedVersion, "-tool="+kvgenModule+"/cmd/kvgen")
+	w.run(b, w.kv, "go", "mod", "edit", "-require="+kvgenModule+"@"+version, "-tool="+kvgenModule+"/cmd/kvgen")
 	w.run(b, w.kv, "go", "mod", "tidy")
 	w.run(b, w.kv, "go", "generate", "./...")
 	w.run(b, w.kv, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", filepath.Join(dir, "bin"), ".")
@@ -139,25 +142,25 @@ func (w *benchWork) run(b *testing.B, dir string, args ...string) {
 	}
 }
 
-const (
-	kvgenModule   = "github.com/kvgen/kvgen"
-	pinnedVersion = "v0.0.0-bench"
-)
+const kvgenModule = "github.com/kvgen/kvgen"
 
 // servePinned writes, under proxy, a module proxy directory that serves
-// the kvgen checkout at root as kvgenModule@pinnedVersion.
-func servePinned(b *testing.B, proxy, root string) {
-	v := module.Version{Path: kvgenModule, Version: pinnedVersion}
+// the kvgen checkout at root as kvgenModule, at a version named for its
+// content: a module cache never holds two contents for one version, so
+// each checkout is a version of its own. It returns the version.
+func servePinned(b *testing.B, proxy, root string) string {
+	var probe bytes.Buffer
+	if err := zip.CreateFromDir(&probe, module.Version{Path: kvgenModule, Version: "v0.0.0-bench"}, root); err != nil {
+		b.Fatal(err)
+	}
+	sum := sha256.Sum256(probe.Bytes())
+	version := "v0.0.0-bench.h" + hex.EncodeToString(sum[:6])
 	at := filepath.Join(proxy, kvgenModule, "@v")
 	if err := os.MkdirAll(at, 0o755); err != nil {
 		b.Fatal(err)
 	}
-	f, err := os.Create(filepath.Join(at, pinnedVersion+".zip"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	if err := zip.CreateFromDir(f, v, root); err != nil {
+	var zipped bytes.Buffer
+	if err := zip.CreateFromDir(&zipped, module.Version{Path: kvgenModule, Version: version}, root); err != nil {
 		b.Fatal(err)
 	}
 	mod, err := os.ReadFile(filepath.Join(root, "go.mod"))
@@ -165,10 +168,12 @@ func servePinned(b *testing.B, proxy, root string) {
 		b.Fatal(err)
 	}
 	writeFiles(b, at, map[string]string{
-		"list":                  pinnedVersion + "\n",
-		pinnedVersion + ".mod":  string(mod),
-		pinnedVersion + ".info": `{"Version":"` + pinnedVersion + `"}`,
+		"list":            version + "\n",
+		version + ".zip":  zipped.String(),
+		version + ".mod":  string(mod),
+		version + ".info": `{"Version":"` + version + `"}`,
 	})
+	return version
 }
 
 func goEnv(b *testing.B, key string) string {

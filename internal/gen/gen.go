@@ -98,7 +98,7 @@ type Options struct {
 
 	loaderAbove int       // see loadConfig
 	together    *together // see Together
-	goEnv       []string  // the values of warmGoEnv, with Warm and Cache
+	goEnv       []string  // the values of warmGoEnv, once asked (see withDefaults)
 }
 
 // Result is a generated registry file, not yet written anywhere.
@@ -261,7 +261,7 @@ func resolveManifest(ctx context.Context, opts Options, forWrite bool, m *manife
 	cache := opts.Cache.forManifest(opts.abs(opts.Manifest), out.path)
 	var warm *warmRun
 	if forWrite && errs.Err() == nil {
-		warm = newWarmRun(opts, m, out, cache, named.Path)
+		warm = newWarmRun(ctx, opts, m, out, cache, named.Path)
 		if res := warm.hit(); res != nil {
 			return res, cache, nil
 		}
@@ -312,10 +312,12 @@ func withDefaults(ctx context.Context, opts Options) (Options, error) {
 		return opts, errors.New("gen: Options.Env is nil; give the go commands an environment, such as os.Environ()")
 	}
 	// Whatever GOFLAGS says, loading never writes go.mod or go.sum: the
-	// go.mod that generate links is written by Update.Write alone. The
-	// same go env run answers what the warm path's key holds.
+	// go.mod that generate links is written by Update.Write alone. When
+	// that takes a go env run (GOFLAGS is not in the environment), the
+	// same run answers what the warm path's key holds; otherwise the warm
+	// path asks only once its other conditions hold.
 	var keys []string
-	if opts.Warm && opts.Cache != nil {
+	if opts.Warm && opts.Cache != nil && gocmd.Lookup(opts.Env, "GOFLAGS") == "" {
 		keys = warmGoEnv
 	}
 	env, values, err := gocmd.ReadOnlyModulesEnv(ctx, opts.WorkDir, opts.Env, keys...)

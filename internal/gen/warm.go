@@ -2,6 +2,7 @@ package gen
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -132,12 +133,12 @@ type warmRun struct {
 // newWarmRun reads the inputs of a run with opts of m into out, and
 // returns nil unless the run may take the warm path or leave a record for
 // one.
-func newWarmRun(opts Options, m *manifest.Manifest, out *outputFile, cache *manifestCache, contractPath string) *warmRun {
-	if !opts.Warm || opts.goEnv == nil || cache.path == "" || out.pkg == nil {
+func newWarmRun(ctx context.Context, opts Options, m *manifest.Manifest, out *outputFile, cache *manifestCache, contractPath string) *warmRun {
+	if !opts.Warm || cache.path == "" || out.pkg == nil {
 		return nil
 	}
 	w := &warmRun{opts: opts, m: m, out: out, cache: cache}
-	in, sum, ok := w.input(contractPath)
+	in, sum, ok := w.input(ctx, contractPath)
 	if !ok {
 		return nil
 	}
@@ -150,19 +151,13 @@ func newWarmRun(opts Options, m *manifest.Manifest, out *outputFile, cache *mani
 
 // input reads the warm key's inputs, and reports whether the run's
 // packages can be taken to follow from them: see the comment at the top.
-func (w *warmRun) input(contractPath string) (warmInput, []byte, bool) {
+func (w *warmRun) input(ctx context.Context, contractPath string) (warmInput, []byte, bool) {
 	opts, out := w.opts, w.out
-	env := func(key string) string { return opts.goEnv[slices.Index(warmGoEnv, key)] }
 	goFlags := gocmd.Lookup(opts.Env, "GOFLAGS")
-	if work := env("GOWORK"); out.root == "" || work != "" && work != "off" || gocmd.WorkFile(opts.loadDir(), opts.Env) != "" || !warmFlags(goFlags) {
+	if out.root == "" || gocmd.WorkFile(opts.loadDir(), opts.Env) != "" || !warmFlags(goFlags) {
 		return warmInput{}, nil, false
 	}
 	goModPath := filepath.Join(out.root, "go.mod")
-	if env("GOMOD") != goModPath {
-		// The go command run from WorkDir sees another main module (or
-		// none), whose toolchain line GOVERSION would follow.
-		return warmInput{}, nil, false
-	}
 	if fi, err := os.Stat(filepath.Join(out.root, "vendor")); err == nil && fi.IsDir() {
 		return warmInput{}, nil, false
 	}
@@ -195,6 +190,24 @@ func (w *warmRun) input(contractPath string) (warmInput, []byte, bool) {
 		}
 	}
 	if sumHasModule(sum, mainPath) {
+		return warmInput{}, nil, false
+	}
+	// The go command's variables last: asking costs a go command run,
+	// which a run that cannot take the warm path is spared.
+	if w.opts.goEnv == nil {
+		values, err := gocmd.EnvValues(ctx, opts.WorkDir, opts.Env, warmGoEnv...)
+		if err != nil {
+			return warmInput{}, nil, false
+		}
+		w.opts.goEnv, opts.goEnv = values, values
+	}
+	env := func(key string) string { return opts.goEnv[slices.Index(warmGoEnv, key)] }
+	if work := env("GOWORK"); work != "" && work != "off" {
+		return warmInput{}, nil, false
+	}
+	if env("GOMOD") != goModPath {
+		// The go command run from WorkDir sees another main module (or
+		// none), whose toolchain line GOVERSION would follow.
 		return warmInput{}, nil, false
 	}
 	in := warmInput{
@@ -406,7 +419,8 @@ func newWarmRunAfter(w *warmRun) *warmRun {
 	out := *w.out
 	out.pkg = pkg
 	again := &warmRun{opts: w.opts, m: w.m, out: &out, cache: w.cache}
-	in, _, ok := again.input(contractPathOf(w.m))
+	// w asked the go command's variables already: no go command runs.
+	in, _, ok := again.input(context.Background(), contractPathOf(w.m))
 	if !ok {
 		return nil
 	}

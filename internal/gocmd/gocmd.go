@@ -108,6 +108,21 @@ func ReadOnlyModules(ctx context.Context, dir string, env []string) ([]string, e
 	return env, err
 }
 
+// EnvValues returns what go env says of the variables keys, one value
+// each, in one go command run in dir.
+func EnvValues(ctx context.Context, dir string, env []string, keys ...string) ([]string, error) {
+	stdout, _, err := Run(ctx, dir, env, append([]string{"env"}, keys...)...)
+	if err != nil {
+		return nil, err
+	}
+	// One line a variable; no value holds a newline.
+	values := strings.SplitN(strings.TrimSuffix(string(stdout), "\n"), "\n", len(keys))
+	if len(values) != len(keys) {
+		return nil, fmt.Errorf("go env %s printed %d lines, not %d", strings.Join(keys, " "), len(values), len(keys))
+	}
+	return values, nil
+}
+
 // ReadOnlyModulesEnv is ReadOnlyModules, and returns as well what the go
 // command says of the variables keys (go env keys...), one value each:
 // one go command run answers both.
@@ -120,14 +135,9 @@ func ReadOnlyModulesEnv(ctx context.Context, dir string, env []string, keys ...s
 	}
 	var values []string
 	if len(ask) > 0 {
-		stdout, _, err := Run(ctx, dir, env, append([]string{"env"}, ask...)...)
-		if err != nil {
+		var err error
+		if values, err = EnvValues(ctx, dir, env, ask...); err != nil {
 			return nil, nil, err
-		}
-		// One line a variable; no value holds a newline.
-		values = strings.SplitN(strings.TrimSuffix(string(stdout), "\n"), "\n", len(ask))
-		if len(values) != len(ask) {
-			return nil, nil, fmt.Errorf("go env %s printed %d lines, not %d", strings.Join(ask, " "), len(values), len(ask))
 		}
 		if value == "" {
 			value, values = values[0], values[1:]
