@@ -9,6 +9,7 @@ import (
 	"go/token"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -29,8 +30,15 @@ type genFlags struct {
 // manifestList is a -manifest flag given once or more.
 type manifestList []string
 
-func (l *manifestList) String() string     { return strings.Join(*l, " ") }
-func (l *manifestList) Set(s string) error { *l = append(*l, s); return nil }
+func (l *manifestList) String() string { return strings.Join(*l, " ") }
+
+// Set adds a manifest; one given twice is one registry, generated once.
+func (l *manifestList) Set(s string) error {
+	if !slices.ContainsFunc(*l, func(m string) bool { return filepath.Clean(m) == filepath.Clean(s) }) {
+		*l = append(*l, s)
+	}
+	return nil
+}
 
 // register registers the flags on fs; with several, -manifest may be
 // given more than once (generate and check), with -o only once.
