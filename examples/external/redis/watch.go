@@ -216,19 +216,24 @@ func (w *watcher) follow(n *nodeWatch, firstDone func()) {
 	backoff := 50 * time.Millisecond
 	for attempt := 0; ; attempt++ {
 		ps, err := w.subscribe(n)
-		if firstDone != nil {
-			firstDone()
-		}
 		var storeOnly *storeOnlyError
 		if errors.As(err, &storeOnly) {
 			// The server will not tell: the connector reports stores
-			// only, and an index may hold what went unseen.
+			// only, and an index may hold what went unseen. It says so
+			// before startWatch returns, so that ReportsRemovals right
+			// after ReportEvents answers for this server.
 			c.storeOnly.Store(&err)
 			c.logger.Warn("redis kv connector: removals are not reported", slog.String("reason", err.Error()))
 			if c.held.Blocks() > 0 {
 				c.clearHeld()
 			}
+			if firstDone != nil {
+				firstDone()
+			}
 			return
+		}
+		if firstDone != nil {
+			firstDone()
 		}
 		if err == nil {
 			if attempt > 0 || firstDone == nil {
