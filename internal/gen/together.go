@@ -151,12 +151,11 @@ func (t *together) covers(lc loadConfig, overlay map[string][]byte, paths []stri
 			return false
 		}
 	}
-	for _, p := range append(paths, lc.contractPath) {
-		if _, found := slices.BinarySearch(t.paths, p); !found && p != "" && p != RegistryPath {
-			return false
-		}
+	listed := func(p string) bool {
+		_, found := slices.BinarySearch(t.paths, p)
+		return found || p == "" || p == RegistryPath
 	}
-	return true
+	return listed(lc.contractPath) && !slices.ContainsFunc(paths, func(p string) bool { return !listed(p) })
 }
 
 // modulesSum is the hash of go.mod and go.sum of the main module the

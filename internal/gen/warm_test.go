@@ -90,6 +90,40 @@ func (w *warmRunner) run() (*gen.Result, bool) {
 	return res, gen.Loads() != before
 }
 
+// appender returns a change that appends s to the file name in dir.
+func appender(t *testing.T, dir string) func(name, s string) func() {
+	return func(name, s string) func() {
+		return func() {
+			f, err := os.OpenFile(filepath.Join(dir, name), os.O_APPEND|os.O_WRONLY, 0)
+			require.NoError(t, err)
+			_, err = f.WriteString(s)
+			require.NoError(t, err)
+			require.NoError(t, f.Close())
+		}
+	}
+}
+
+// inputChange changes one input of a run, and says whether the next run
+// must load again.
+type inputChange struct {
+	name   string
+	change func()
+	loads  bool
+}
+
+// eachChange makes each change in turn: the run after it loads as the
+// change says, and the run after that, nothing having changed, does not.
+func (w *warmRunner) eachChange(changes []inputChange) {
+	w.t.Helper()
+	for _, c := range changes {
+		c.change()
+		_, loaded := w.run()
+		assert.Equal(w.t, c.loads, loaded, "after changing %s", c.name)
+		_, loaded = w.run()
+		assert.False(w.t, loaded, "after changing %s, the second run", c.name)
+	}
+}
+
 // TestWarmFollowsEveryInput: a run that nothing can have changed loads no
 // package, and changing any input the key holds loads them again, once.
 func TestWarmFollowsEveryInput(t *testing.T) {
@@ -116,21 +150,9 @@ func TestWarmFollowsEveryInput(t *testing.T) {
 	require.NoError(t, json.Unmarshal(data, &file))
 	assert.Len(t, file.Entries, 1, "a warm run keeps the checks it did not use")
 
-	appendTo := func(name, s string) func() {
-		return func() {
-			f, err := os.OpenFile(filepath.Join(dir, name), os.O_APPEND|os.O_WRONLY, 0)
-			require.NoError(t, err)
-			_, err = f.WriteString(s)
-			require.NoError(t, err)
-			require.NoError(t, f.Close())
-		}
-	}
+	appendTo := appender(t, dir)
 	goFlags := strings.TrimSpace(os.Getenv("GOFLAGS") + " -modcacherw")
-	for _, c := range []struct {
-		name   string
-		change func()
-		loads  bool
-	}{
+	w.eachChange([]inputChange{
 		{"a manifest byte", appendTo("connectors.yaml", "# more\n"), true},
 		{"go.mod", appendTo("go.mod", "// more\n"), true},
 		{"go.sum", appendTo("go.sum", "\n"), true},
@@ -144,13 +166,7 @@ func TestWarmFollowsEveryInput(t *testing.T) {
 			require.NoError(t, os.Remove(filepath.Join(dir, "reg", "connectors_gen.go")))
 			w.opts.Output = filepath.Join("reg", "registry_gen.go")
 		}, true},
-	} {
-		c.change()
-		_, loaded := w.run()
-		assert.Equal(t, c.loads, loaded, "after changing %s", c.name)
-		_, loaded = w.run()
-		assert.False(t, loaded, "after changing %s, the second run", c.name)
-	}
+	})
 
 	// A cache file that is not one is ignored.
 	files, err = filepath.Glob(filepath.Join(w.cache, "check", "*.json"))
@@ -277,20 +293,8 @@ func TestWarmOverlayFollowsEveryInput(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotContains(t, string(committed), "warmconn", "the file on disk is left as it was")
 
-	appendTo := func(name, s string) func() {
-		return func() {
-			f, err := os.OpenFile(filepath.Join(dir, name), os.O_APPEND|os.O_WRONLY, 0)
-			require.NoError(t, err)
-			_, err = f.WriteString(s)
-			require.NoError(t, err)
-			require.NoError(t, f.Close())
-		}
-	}
-	for _, c := range []struct {
-		name   string
-		change func()
-		loads  bool
-	}{
+	appendTo := appender(t, dir)
+	w.eachChange([]inputChange{
 		{"the file on disk", appendTo("srv/connectors_gen.go", "// edited\n"), false},
 		{"the main package's code, not its names", appendTo("srv/main.go", "\n// More.\n"), false},
 		{"a name the main package declares", appendTo("srv/main.go", "\nvar Extra = 2\n"), true},
@@ -300,13 +304,7 @@ func TestWarmOverlayFollowsEveryInput(t *testing.T) {
 		{"the entries kept (-for)", func() { w.opts.Only = []string{"warm"} }, true},
 		{"build tags", func() { w.opts.Tags = []string{"warmtag"} }, true},
 		{"the target's GOOS", func() { w.opts.Env = append(slices.Clip(w.opts.Env), "GOOS=windows") }, true},
-	} {
-		c.change()
-		_, loaded := w.run()
-		assert.Equal(t, c.loads, loaded, "after changing %s", c.name)
-		_, loaded = w.run()
-		assert.False(t, loaded, "after changing %s, the second run", c.name)
-	}
+	})
 
 	// Each target keeps a record of its own: after the build for
 	// windows, one for the host's platform, as before it, loads nothing.

@@ -162,22 +162,8 @@ type timed func(b *testing.B) cost
 // the run's shared directory; it fails the benchmark if the command fails.
 func command(dir, name string, args ...string) timed {
 	return func(b *testing.B) cost {
-		b.Helper()
-		cmd := exec.Command(name, args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "KVGENCACHE="+filepath.Join(kvgentest.SharedDir(b), "cache"))
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		start := time.Now()
-		err := cmd.Run()
-		wall := time.Since(start)
-		if err != nil {
-			b.Fatalf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, out.Bytes())
-		}
-		// The rusage of a waited-for process includes its own
-		// waited-for children: the go commands kvgen runs.
-		ps := cmd.ProcessState
-		return cost{wall: wall, cpu: ps.UserTime() + ps.SystemTime()}
+		env := append(os.Environ(), "KVGENCACHE="+filepath.Join(kvgentest.SharedDir(b), "cache"))
+		return commandEnv(dir, env, name, args...)(b)
 	}
 }
 
@@ -580,6 +566,8 @@ func commandEnv(dir string, env []string, name string, args ...string) timed {
 		if err != nil {
 			b.Fatalf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, out.Bytes())
 		}
+		// The rusage of a waited-for process includes its own
+		// waited-for children: the go commands kvgen runs.
 		ps := cmd.ProcessState
 		return cost{wall: wall, cpu: ps.UserTime() + ps.SystemTime()}
 	}
