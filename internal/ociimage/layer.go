@@ -50,7 +50,10 @@ func writeLayer(files []file, mtime time.Time) (*layer, error) {
 	sort.Strings(names)
 
 	var blob bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&blob, gzip.DefaultCompression)
+	// BestSpeed, as go-containerregistry and ko compress layers: on a Go
+	// binary it is three to four times faster than the default level, for
+	// a layer some 6% larger.
+	zw, err := gzip.NewWriterLevel(&blob, gzip.BestSpeed)
 	if err != nil {
 		return nil, err
 	}
