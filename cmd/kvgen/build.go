@@ -53,13 +53,14 @@ func (t *targetsFlag) Set(v string) error {
 const maxConfig = 1 << 20
 
 func runBuild(ctx context.Context, e *env, args []string) int {
-	fs := newFlags(e, "build", "-manifest FILE -o BINARY [-target GOOS/GOARCH,...] [-for CONFIG.json] [-tags TAGS] [-ldflags FLAGS] [-v] [-json] PACKAGE\n       kvgen build -manifest FILE -image REF [-o BINARY] [-target linux/ARCH,...|all] [-base REF] [-ca-bundle FILE] [-image-label KEY=VALUE ...] [-insecure] ... PACKAGE")
+	fs := newFlags(e, "build", "-manifest FILE... -o BINARY [-target GOOS/GOARCH,...] [-for CONFIG.json] [-tags TAGS] [-ldflags FLAGS] [-v] [-json] PACKAGE\n       kvgen build -manifest FILE -image REF [-o BINARY] [-target linux/ARCH,...|all] [-base REF] [-ca-bundle FILE] [-image-label KEY=VALUE ...] [-insecure] ... PACKAGE")
 	var opts deploy.Options
 	var tags string
 	var targets targetsFlag
 	var img imageFlags
 	img.register(fs)
-	fs.StringVar(&opts.Manifest, "manifest", "", "the deployment manifest (required)")
+	var manifests manifestList
+	fs.Var(&manifests, "manifest", "the deployment manifest `FILE` (required), whose registry stands in for PACKAGE's kvgen-generated file; give it more than once to link several registries, each standing in for its output: file")
 	fs.StringVar(&opts.Binary, "o", "", "the binary to write (required); {os}, {arch} and {exe} (.exe on Windows) stand for each target's")
 	fs.Var(&targets, "target", "a GOOS/GOARCH to build for, such as darwin/arm64; repeat it or separate several with commas for several binaries; with -image, all for every Linux target (default: GOOS and GOARCH of the environment, else this machine)")
 	fs.StringVar(&opts.ForFile, "for", "", "a config JSON file, such as a --kv-transfer-config: link only the entries it selects, by the contract's //kvgen:select rule")
@@ -72,10 +73,12 @@ func runBuild(ctx context.Context, e *env, args []string) int {
 		return code
 	}
 	switch {
-	case opts.Manifest == "" || (opts.Binary == "" && img.ref == ""):
+	case len(manifests) == 0 || (opts.Binary == "" && img.ref == ""):
 		return usageErrorf(e, fs, "build: -manifest and -o (or -image) are required")
 	case len(pkgs) != 1:
 		return usageErrorf(e, fs, "build: want one PACKAGE, got %d: %q", len(pkgs), pkgs)
+	case len(manifests) > 1 && opts.ForFile != "":
+		return usageErrorf(e, fs, "-for selects from one manifest; give one -manifest with it")
 	case targets.all && img.ref == "":
 		// go tool dist list has ports no server runs on (js/wasm,
 		// wasip1/wasm) and ports that do not build without cgo and an
@@ -89,6 +92,11 @@ func runBuild(ctx context.Context, e *env, args []string) int {
 			return exitUsage
 		}
 		opts.ForConfig = data
+	}
+	if len(manifests) == 1 {
+		opts.Manifest = manifests[0]
+	} else {
+		opts.Manifests = manifests
 	}
 	opts.Package = pkgs[0]
 	opts.Targets = targets.list

@@ -26,6 +26,7 @@ import (
 //	ocb-generate        ocb --skip-compilation
 //	kvgen               go generate ./... (one run over both manifests), then go build
 //	kvgen-generate      go generate ./... alone
+//	kvgen-build         go tool kvgen build over both manifests: generate and build in one
 //	go-build            go build alone: the floor both stand on
 //
 // Each build is `go build -trimpath -ldflags="-s -w"`, as ocb builds. It
@@ -56,6 +57,9 @@ func BenchmarkBesideOCB(b *testing.B) {
 		{"ocb-generate", w.dir, [][]string{{ocb, "--config", "ocb.yaml", "--skip-compilation"}}},
 		{"kvgen", w.kv, [][]string{{"go", "generate", "./..."}, build}},
 		{"kvgen-generate", w.kv, [][]string{{"go", "generate", "./..."}}},
+		// kvgen's own loop: both registries generated and linked by one
+		// command, into the same binary.
+		{"kvgen-build", w.kv, [][]string{{"go", "tool", "kvgen", "build", "-manifest", "receivers.yaml", "-manifest", "exporters.yaml", "-ldflags=-s -w", "-o", bin, "."}}},
 		{"go-build", w.kv, [][]string{build}},
 	}
 	for _, c := range cases {

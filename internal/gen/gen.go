@@ -419,35 +419,56 @@ func firstDifferentLine(a, b []byte) int {
 }
 
 // Overlay writes, into a new directory inside dir, an absolute scratch
-// directory of the caller's, what a go build needs to compile r's registry
-// without the working tree changing: an overlay that stands r.Content in
-// for the file at r.Path and, when generating linked modules (see
-// ModuleChanges), the linked go.mod and
-// go.sum. It returns the go command flags that build with them as the
-// connectors were loaded (with those of Options.BuildFlags). With
-// modules linked the go command must run outside workspace mode, which
-// refuses -modfile. The caller removes dir when the build is done.
-func (r *Result) Overlay(dir string) ([]string, error) {
+// directory of the caller's, what a go build needs to compile the
+// registries rs without the working tree changing: an overlay that stands
+// each one's Content in for the file at its Path and, when one generated
+// with linked modules (see ModuleChanges), the linked go.mod and go.sum;
+// at most one may have. It returns the go command flags that build with
+// them as the connectors were loaded (with those of Options.BuildFlags,
+// the same for every one). With modules linked the go command must run
+// outside workspace mode, which refuses -modfile. The caller removes dir
+// when the build is done.
+func Overlay(dir string, rs ...*Result) ([]string, error) {
 	if !filepath.IsAbs(dir) {
 		return nil, fmt.Errorf("gen: Overlay wants an absolute directory, got %q", dir)
+	}
+	if len(rs) == 0 {
+		return nil, errors.New("gen: Overlay wants a registry")
 	}
 	dir, err := os.MkdirTemp(dir, "overlay-")
 	if err != nil {
 		return nil, err
 	}
-	file := filepath.Join(dir, filepath.Base(r.file.abs))
-	if err := os.WriteFile(file, r.Content, 0o644); err != nil {
-		return nil, err
+	replace := make(map[string]string, len(rs))
+	var linked *Result
+	vendor := false
+	for i, r := range rs {
+		if _, ok := replace[r.file.abs]; ok {
+			return nil, fmt.Errorf("gen: Overlay: two registries are %s", r.Path)
+		}
+		file := filepath.Join(dir, fmt.Sprintf("%d-%s", i, filepath.Base(r.file.abs)))
+		if err := os.WriteFile(file, r.Content, 0o644); err != nil {
+			return nil, err
+		}
+		replace[r.file.abs] = file
+		if r.linked.modules != nil {
+			if linked != nil {
+				return nil, fmt.Errorf("gen: Overlay: %s and %s both link modules into go.mod", linked.Path, r.Path)
+			}
+			linked = r
+		}
+		vendor = vendor || r.linked.vendor != nil
 	}
-	overlay, err := json.Marshal(map[string]map[string]string{"Replace": {r.file.abs: file}})
+	overlay, err := json.Marshal(map[string]map[string]string{"Replace": replace})
 	if err != nil {
 		return nil, err
 	}
-	flags := append(slices.Clip(r.flags), "-overlay="+filepath.Join(dir, "overlay.json"))
+	flags := append(slices.Clip(rs[0].flags), "-overlay="+filepath.Join(dir, "overlay.json"))
 	if err := os.WriteFile(filepath.Join(dir, "overlay.json"), overlay, 0o644); err != nil {
 		return nil, err
 	}
-	if u := r.linked.modules; u != nil {
+	if linked != nil {
+		u := linked.linked.modules
 		modFile := filepath.Join(dir, "go.mod")
 		if err := os.WriteFile(modFile, u.BuildMod, 0o644); err != nil {
 			return nil, err
@@ -459,7 +480,7 @@ func (r *Result) Overlay(dir string) ([]string, error) {
 		}
 		flags = append(flags, "-modfile="+modFile)
 	}
-	if r.linked.vendor != nil {
+	if vendor {
 		// The modules linked are not in vendor/, and the build leaves it
 		// alone: it takes them, and the rest, from the module cache.
 		flags = append(flags, "-mod=readonly")

@@ -82,7 +82,7 @@ func (w *warmRunner) run() (*gen.Result, bool) {
 	opts.Cache.Save()
 	require.NoError(w.t, err)
 	if opts.ForOverlay {
-		w.flags, err = res.Overlay(w.t.TempDir())
+		w.flags, err = gen.Overlay(w.t.TempDir(), res)
 	} else {
 		_, err = res.Write()
 	}

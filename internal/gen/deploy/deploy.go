@@ -39,8 +39,18 @@ type Options struct {
 	WorkDir string
 	// Env is the go commands' environment, such as os.Environ().
 	Env []string
-	// Manifest is the deployment manifest, relative to WorkDir.
+	// Manifest is the deployment manifest, relative to WorkDir. Its
+	// registry stands in for the kvgen-generated file of Package, which
+	// it need not have written: a deployment may link other connectors
+	// than the committed registry does.
 	Manifest string
+	// Manifests, in place of Manifest, are several manifests whose
+	// registries one build links, as a program with a registry per
+	// contract has them: each stands in for the file its output: key
+	// names, the file kvgen generate writes for it. Their packages are
+	// loaded in one go list run (see gen.Together), and their modules
+	// must be those go.mod already requires: kvgen generate links them.
+	Manifests []string
 	// Tags are build tags, for loading the connectors' packages and for
 	// go build.
 	Tags []string
@@ -204,6 +214,11 @@ func (o Options) check() error {
 		return errors.New("deploy: Options.Env is nil; give the go commands an environment, such as os.Environ()")
 	case o.Only != nil && o.ForConfig != nil:
 		return errors.New("deploy: Options.Only and ForConfig both say which connectors to link; give one")
+	case o.Manifest != "" && o.Manifests != nil:
+		return errors.New("deploy: Options.Manifest and Manifests both name what to link; give one")
+	case o.Manifests != nil && (o.Only != nil || o.ForConfig != nil):
+		// Entries' names are a manifest's own: another may use them too.
+		return &OptionError{Field: "Manifests", Value: strings.Join(o.Manifests, ", "), Err: errors.New("a config or a list of names selects from one manifest; build with that manifest alone")}
 	}
 	return nil
 }
@@ -244,14 +259,14 @@ func (b *builder) run(ctx context.Context) error {
 
 type builder struct {
 	opts   Options
-	gen    gen.Options // how the registry is generated
-	output string      // the binary, for this target
-	env0   []string    // the go commands' environment, for this target
-	prefix string      // what progress lines start with: the target, if named
-	res    *gen.Result // the registry, and the manifest it came from
-	tmp    string      // scratch directory: go.mod, go.sum, overlay
-	goTmp  string      // the go commands' GOTMPDIR, inside tmp
-	flags  []string    // go build's flags for the registry: overlay, go.mod, tags
+	gen    gen.Options   // how the registry is generated
+	output string        // the binary, for this target
+	env0   []string      // the go commands' environment, for this target
+	prefix string        // what progress lines start with: the target, if named
+	regs   []*gen.Result // the registries, a manifest's each
+	tmp    string        // scratch directory: go.mod, go.sum, overlay
+	goTmp  string        // the go commands' GOTMPDIR, inside tmp
+	flags  []string      // go build's flags for the registry: overlay, go.mod, tags
 }
 
 func (b *builder) step(name string, f func(context.Context) error, ctx context.Context) error {
@@ -270,25 +285,59 @@ func (b *builder) step(name string, f func(context.Context) error, ctx context.C
 // file, and, when go.mod lacks what the manifest names, the linked go.mod
 // and go.sum. The working tree is not written.
 func (b *builder) generate(ctx context.Context) error {
-	target, err := b.generatedFile(ctx)
-	if err != nil {
-		return err
-	}
 	opts := b.gen
-	opts.Env, opts.Output = b.env0, target
-	if b.res, err = gen.Generate(ctx, opts); err != nil {
+	opts.Env = b.env0
+	if b.opts.Manifests == nil {
+		target, err := b.generatedFile(ctx)
+		if err != nil {
+			return err
+		}
+		opts.Output = target
+		res, err := gen.Generate(ctx, opts)
+		if err != nil {
+			return err
+		}
+		b.regs = []*gen.Result{res}
+	} else if err := b.generateEach(ctx, opts); err != nil {
 		return err
 	}
-	for _, w := range b.res.Warnings {
-		b.opts.Progress(b.prefix + w.Error())
-	}
-	if b.opts.Verbose {
-		for _, c := range b.res.ModuleChanges() {
-			b.opts.Progress(fmt.Sprintf("%stemporary go.mod: %s", b.prefix, c))
+	for _, r := range b.regs {
+		for _, w := range r.Warnings {
+			b.opts.Progress(b.prefix + w.Error())
+		}
+		if b.opts.Verbose {
+			for _, c := range r.ModuleChanges() {
+				b.opts.Progress(fmt.Sprintf("%stemporary go.mod: %s", b.prefix, c))
+			}
 		}
 	}
-	b.flags, err = b.res.Overlay(b.tmp)
+	var err error
+	b.flags, err = gen.Overlay(b.tmp, b.regs...)
 	return err
+}
+
+// generateEach generates the registry of each of Options.Manifests, at
+// its own output, with one package load. A manifest whose modules go.mod
+// lacks is an error: linking them is kvgen generate's, into the files the
+// program is built from.
+func (b *builder) generateEach(ctx context.Context, opts gen.Options) error {
+	opts = gen.Together(opts, b.opts.Manifests)
+	var lacking []string
+	for _, m := range b.opts.Manifests {
+		opts.Manifest = m
+		res, err := gen.Generate(ctx, opts)
+		if err != nil {
+			return err
+		}
+		if len(res.ModuleChanges()) > 0 {
+			lacking = append(lacking, m)
+		}
+		b.regs = append(b.regs, res)
+	}
+	if lacking != nil {
+		return fmt.Errorf("go.mod lacks modules that %s names; a build of several manifests links what go.mod requires: run kvgen generate -manifest %s first, or build with one manifest", strings.Join(lacking, " and "), strings.Join(lacking, " -manifest "))
+	}
+	return nil
 }
 
 // generatedFile finds the kvgen-generated file among the package's files.
@@ -367,7 +416,7 @@ func goFilesIn(dir string) ([]string, error) {
 // temporary go.mod, which the go command refuses in it.
 func (b *builder) env() []string {
 	env := b.env0
-	if b.res != nil && b.res.ModuleChanges() != nil {
+	if slices.ContainsFunc(b.regs, func(r *gen.Result) bool { return r.ModuleChanges() != nil }) {
 		env = gocmd.WithoutWorkspace(env)
 	}
 	return gocmd.WithTempDir(env, b.goTmp)
@@ -404,5 +453,20 @@ func (b *builder) goOutput(ctx context.Context, dir string, args ...string) (str
 	if errors.As(err, &ge) {
 		err = ge.Err // the go command's words follow, annotated
 	}
-	return "", fmt.Errorf("go %s: %w\n%s", args[0], err, b.res.Annotate(string(stderr)))
+	return "", fmt.Errorf("go %s: %w\n%s", args[0], err, b.annotate(string(stderr)))
+}
+
+// annotate places each line of out that names an entry's package or
+// module at that entry, in whichever registry lists it.
+func (b *builder) annotate(out string) string {
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	for i, line := range lines {
+		for _, r := range b.regs {
+			if a := r.Annotate(line); a != line {
+				lines[i] = a
+				break
+			}
+		}
+	}
+	return strings.Join(lines, "\n")
 }

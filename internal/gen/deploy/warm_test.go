@@ -53,7 +53,7 @@ func TestBuildWarm(t *testing.T) {
 		opts.Cache.Save()
 		data, err := os.ReadFile(filepath.Join(dir, bin))
 		require.NoError(t, err)
-		return data, lines, b.res.Contract != nil
+		return data, lines, b.regs[0].Contract != nil
 	}
 	slow, slowLines, loaded := build(nil, "bin/slow")
 	require.True(t, loaded, "the first build loads")
