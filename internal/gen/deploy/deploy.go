@@ -323,11 +323,14 @@ func (b *builder) generate(ctx context.Context) error {
 func (b *builder) generateEach(ctx context.Context, opts gen.Options) error {
 	opts = gen.Together(opts, b.opts.Manifests)
 	var lacking []string
-	for _, m := range b.opts.Manifests {
+	for i, m := range b.opts.Manifests {
 		opts.Manifest = m
 		res, err := gen.Generate(ctx, opts)
 		if err != nil {
 			return err
+		}
+		if j := slices.IndexFunc(b.regs, func(r *gen.Result) bool { return r.Path == res.Path }); j >= 0 {
+			return fmt.Errorf("%s and %s both generate %s; one file holds one registry: build with one of them", b.opts.Manifests[j], b.opts.Manifests[i], res.Path)
 		}
 		if len(res.ModuleChanges()) > 0 {
 			lacking = append(lacking, m)
