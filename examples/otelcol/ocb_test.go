@@ -27,6 +27,7 @@ import (
 //	kvgen               go generate ./... (one run over both manifests), then go build
 //	kvgen-generate      go generate ./... alone
 //	kvgen-build         go tool kvgen build over both manifests: generate and build in one
+//	kvgen-build-installed  the same, kvgen's binary run directly, as ocb's is
 //	go-build            go build alone: the floor both stand on
 //
 // Each build is `go build -trimpath -ldflags="-s -w"`, as ocb builds. It
@@ -48,6 +49,7 @@ func BenchmarkBesideOCB(b *testing.B) {
 	w := benchSetup(b, ocb)
 	bin := filepath.Join(w.dir, "bin")
 	build := []string{"go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "."}
+	kvBuild := []string{"build", "-manifest", "receivers.yaml", "-manifest", "exporters.yaml", "-ldflags=-s -w", "-o", bin, "."}
 	cases := []struct {
 		name string
 		dir  string
@@ -59,7 +61,10 @@ func BenchmarkBesideOCB(b *testing.B) {
 		{"kvgen-generate", w.kv, [][]string{{"go", "generate", "./..."}}},
 		// kvgen's own loop: both registries generated and linked by one
 		// command, into the same binary.
-		{"kvgen-build", w.kv, [][]string{{"go", "tool", "kvgen", "build", "-manifest", "receivers.yaml", "-manifest", "exporters.yaml", "-ldflags=-s -w", "-o", bin, "."}}},
+		{"kvgen-build", w.kv, [][]string{append([]string{"go", "tool", "kvgen"}, kvBuild...)}},
+		// The same with kvgen's binary run as ocb's is, installed: without
+		// go tool's check that the tool is current.
+		{"kvgen-build-installed", w.kv, [][]string{append([]string{w.kvgen}, kvBuild...)}},
 		{"go-build", w.kv, [][]string{build}},
 	}
 	for _, c := range cases {
@@ -78,6 +83,7 @@ func BenchmarkBesideOCB(b *testing.B) {
 type benchWork struct {
 	dir, kv string
 	env     []string
+	kvgen   string // the kvgen binary go tool runs in kv
 }
 
 var (
@@ -133,6 +139,13 @@ func newBenchWork(b *testing.B, ocb string) *benchWork {
 	w.run(b, w.kv, "go", "mod", "tidy")
 	w.run(b, w.kv, "go", "generate", "./...")
 	w.run(b, w.kv, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", filepath.Join(dir, "bin"), ".")
+	cmd := exec.Command("go", "tool", "-n", "kvgen")
+	cmd.Dir, cmd.Env = w.kv, w.env
+	out, err := cmd.Output()
+	if err != nil {
+		b.Fatalf("go tool -n kvgen: %v", err)
+	}
+	w.kvgen = strings.TrimSpace(string(out))
 	return w
 }
 
