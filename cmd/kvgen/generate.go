@@ -223,8 +223,8 @@ func runGenerate(ctx context.Context, e *env, args []string) int {
 func generateOne(ctx context.Context, e *env, g *genFlags, opts gen.Options, r map[string]any) int {
 	// go.mod and go.sum are linked first, again as long as another
 	// process changes them meanwhile, and the registry written after.
-	res, err := gen.GenerateLinked(ctx, opts)
-	if err != nil {
+	res, err := gen.Update(ctx, opts)
+	if res == nil {
 		g.report(e, err)
 		// -o naming no Go file is the command line's fault, not the
 		// input's; a file there that kvgen may not write is the input's.
@@ -242,9 +242,9 @@ func generateOne(ctx context.Context, e *env, g *genFlags, opts gen.Options, r m
 			e.notef("go.mod: %s", c)
 		}
 	}
-	written, err := res.Write()
-	r["written"] = written
+	r["written"] = res.Written
 	if err != nil {
+		// go.mod and go.sum are linked; the registry file is not written.
 		e.report(g.inFlags(err))
 		return exitError
 	}

@@ -13,3 +13,6 @@ func Loads() int64 { return loads.Load() }
 // ListRuns is how many go list runs have listed packages so far, in this
 // process.
 func ListRuns() int64 { return listRuns.Load() }
+
+// Write writes r's file as Update does, without linking modules first.
+func (r *Result) Write() (bool, error) { return r.write() }

@@ -3,8 +3,8 @@
 // constructor against the registry contract with go/types, and renders the
 // static registry file. It returns results and errors, and reads no state
 // of the process (Options carries the working directory and environment).
-// It writes nothing until the command calls Result.Write (and, for the
-// cache, Cache.Save); the terminal and the exit code are the
+// Generate writes nothing; Update writes go.mod, go.sum and the registry
+// file, and Cache.Save the cache. The terminal and the exit code are the
 // command's alone.
 //
 // The kvgen command is built on it, and is its only caller: programs run
@@ -60,7 +60,7 @@ type Options struct {
 	// ReadOnlyModules makes a go.mod that lacks a module, version or
 	// replacement the manifest names an error (a *gomod.LacksError), in
 	// the spirit of the go command's -mod=readonly. Otherwise Resolve
-	// computes the linked go.mod and go.sum, which Result.WriteModules writes.
+	// computes the linked go.mod and go.sum, which Update writes.
 	// In a module the go command builds from its vendor directory, a
 	// vendor/modules.txt that lacks what go.mod requires is an error too
 	// (a *gomod.VendorError) with ReadOnlyModules, and otherwise
@@ -88,7 +88,7 @@ type Options struct {
 	// no Entries and no Contract: for callers that write, compare or
 	// build the file, and read neither. It needs Cache.
 	Warm bool
-	// ForOverlay says the Result is for Result.Overlay, as a deployment
+	// ForOverlay says the Result is for Overlay, as a deployment
 	// build uses it: the file at the output path is what the overlay
 	// stands in for, and the run's result does not depend on it. With
 	// Warm, the warm record then keeps the file rendered (up to
@@ -114,6 +114,9 @@ type Result struct {
 	Content []byte
 	// Contract is what the constructors were checked against.
 	Contract *Contract
+	// Written says that Update wrote the registry file: it did not hold
+	// Content.
+	Written bool
 	// Warnings are problems the run went on despite, sorted by position,
 	// each message starting with "warning:": a version: that go.mod's
 	// replace line overrides, so that the binary builds from the
@@ -502,40 +505,43 @@ func (o Options) BuildFlags() []string {
 }
 
 // ErrModulesChanged says that another process changed go.mod or go.sum
-// while kvgen was linking the manifest's modules: WriteModules wrote
-// nothing, and generating again links them from the new files.
+// while kvgen was linking the manifest's modules: nothing was written, and
+// generating again links them from the new files.
 var ErrModulesChanged = gomod.ErrChanged
 
-// MaxLinkAttempts bounds how often GenerateLinked links the manifest's
-// modules again because another process changed go.mod in the meantime:
-// each try after the first starts from that process's go.mod, so two runs
-// at once need two tries at most, and only a stream of edits exhausts
-// them.
-const MaxLinkAttempts = 10
+// maxLinkAttempts bounds how often Update links the manifest's modules
+// again because another process changed go.mod in the meantime: each try
+// after the first starts from that process's go.mod, so two runs at once
+// need two tries at most, and only a stream of edits exhausts them.
+const maxLinkAttempts = 10
 
-// GenerateLinked is Generate followed by Result.WriteModules, as `kvgen
-// generate` runs them: when another process changes go.mod or go.sum in
-// the meantime ([ErrModulesChanged]), it generates again from the new
-// files, up to MaxLinkAttempts times in all, and then gives up with an
-// error that wraps ErrModulesChanged. It does not write the registry
-// file: the caller shows Result.ModuleChanges, and writes the file with
-// Result.Write.
-func GenerateLinked(ctx context.Context, opts Options) (*Result, error) {
+// Update is what `kvgen generate` does: Generate, then it writes the
+// linked go.mod and go.sum (see ModuleChanges), as go get would, and then
+// the registry file (see Written). When another process changes go.mod
+// or go.sum in the meantime, it generates again from the new files, up to
+// maxLinkAttempts times in all, and then gives up with an error that
+// wraps ErrModulesChanged, having written nothing. A vendored module's
+// vendor/ that lacks what go.mod now requires does not stop it: the files
+// are written, and Result.VendorErr says to run go mod vendor. When go.mod
+// and go.sum are written and the registry file cannot be, the Result
+// comes back with the error.
+func Update(ctx context.Context, opts Options) (*Result, error) {
 	for attempt := 1; ; attempt++ {
 		res, err := Generate(ctx, opts)
 		if err != nil {
 			return nil, err
 		}
-		err = res.WriteModules(ctx)
+		err = res.writeModules(ctx)
 		switch {
-		case errors.Is(err, ErrModulesChanged) && attempt < MaxLinkAttempts:
+		case errors.Is(err, ErrModulesChanged) && attempt < maxLinkAttempts:
 			continue // link again what go.mod now lacks
 		case errors.Is(err, ErrModulesChanged):
 			return nil, fmt.Errorf("%w, %d times in a row; nothing was written: run kvgen again once the other runs are done", err, attempt)
 		case err != nil:
 			return nil, err
 		}
-		return res, nil
+		res.Written, err = res.write()
+		return res, err
 	}
 }
 
@@ -567,11 +573,11 @@ func (r *Result) VendorErr() error {
 	}
 }
 
-// WriteModules writes the linked go.mod and go.sum (see ModuleChanges),
+// writeModules writes the linked go.mod and go.sum (see ModuleChanges),
 // if anything changes, as go get would. It writes nothing and returns an
 // error wrapping ErrModulesChanged when another process changed either
 // file since Generate read it.
-func (r *Result) WriteModules(ctx context.Context) error {
+func (r *Result) writeModules(ctx context.Context) error {
 	if r.linked.modules == nil {
 		return nil
 	}

@@ -141,13 +141,13 @@ func (e *OutputError) Unwrap() error { return e.Err }
 // quotePath shows a file path in a message; see suggest.QuotePath.
 func quotePath(p string) string { return suggest.QuotePath(p) }
 
-// Write writes r.Content to r.Path, through symbolic links, unless the file
+// write writes r.Content to r.Path, through symbolic links, unless the file
 // already holds it; it reports whether it wrote. It writes only where
 // Generate found that kvgen may, and checks again first: a file that does
 // not exist or that kvgen generated, inside the module. It also removes the
 // temporary files that an earlier run, killed while writing, left beside
 // the file.
-func (r *Result) Write() (bool, error) {
+func (r *Result) write() (bool, error) {
 	if err := r.file.writable(r.manifest); err != nil {
 		return false, err
 	}
@@ -155,7 +155,7 @@ func (r *Result) Write() (bool, error) {
 	old, err := readfile.Read(resolved, readfile.Max)
 	if err == nil && bytes.Equal(old, r.Content) {
 		// Leave the file and its modification time alone, but not what
-		// a killed run left beside it; Write removes that otherwise.
+		// a killed run left beside it; write removes that otherwise.
 		return false, atomicfile.RemoveStaleTemps(resolved)
 	}
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
