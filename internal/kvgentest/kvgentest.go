@@ -89,12 +89,17 @@ var shared struct {
 // share one build configuration instead of compiling the standard library
 // and every dependency twice.
 func Main(m Runner) Runner {
-	os.Setenv("GOFLAGS", strings.TrimSpace(os.Getenv("GOFLAGS")+" -trimpath"))
+	userGoFlags = os.Getenv("GOFLAGS")
+	os.Setenv("GOFLAGS", strings.TrimSpace(userGoFlags+" -trimpath"))
 	shared.Lock()
 	shared.main = true
 	shared.Unlock()
 	return mainRunner{m}
 }
+
+// userGoFlags is GOFLAGS as the test binary found it, before Main added
+// -trimpath.
+var userGoFlags string
 
 type mainRunner struct{ m Runner }
 
@@ -147,9 +152,11 @@ func KVGen(t testing.TB) string {
 	defer kvgen.Unlock()
 	if kvgen.bin == "" && kvgen.err == nil {
 		bin := filepath.Join(dir, "kvgen")
-		// -trimpath, as go tool's builds of kvgen in the scripts are:
-		// one compiled kvgen, whatever the module cache's path.
-		res, err := run(Root(t), nil, BuildTimeout, "go", "build", "-trimpath", "-o", bin, "./cmd/kvgen")
+		// Without the -trimpath Main adds, as go tool builds kvgen (it
+		// takes no build flags, and ignores those in GOFLAGS): this and
+		// the scripts' go tool kvgen share one compiled kvgen and its
+		// dependencies, instead of compiling them in two configurations.
+		res, err := run(Root(t), []string{"GOFLAGS=" + userGoFlags}, BuildTimeout, "go", "build", "-o", bin, "./cmd/kvgen")
 		if err == nil && res.Code != 0 {
 			err = fmt.Errorf("go build ./cmd/kvgen: exit %d\n%s", res.Code, res.Stderr)
 		}
