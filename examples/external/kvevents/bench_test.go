@@ -190,15 +190,19 @@ func BenchmarkPublish(b *testing.B) {
 // BenchmarkSaveWithEvents measures what publishing costs a save-heavy
 // run: the memory connector saves requests of 32 layers of 64 KiB (256
 // tokens in blocks of 16) into a store that holds four, so that every
-// request stores a prefix and evicts one. It runs three ways: events off;
-// events on and counted by the host, which is what the connector's own
-// reporting costs; and events on and published through a Publisher to one
-// subscriber that reads them all. Publishing's cost is the last against
-// the second. Events the publisher's goroutine has not yet taken share a
-// batch, so batches/op is below the two events each request reports.
-// Compare them with benchstat (README.md, "Speed").
+// request stores a prefix and evicts one. Three connectors, each with a
+// store of its own, take turns in every iteration, 16 requests each, the
+// first of them changing from one iteration to the next, so that the
+// three ways see the same machine: events off; events on and counted by
+// the host, which is what the connector's own reporting costs; and events
+// on and published through a Publisher to one subscriber in this process.
+// The published turn ends when the subscriber has read every batch it
+// made, so the publisher's goroutine, its writer and the subscriber's
+// reader, which run beside the saves, are within it, and the ways do not
+// share each other's work. Publishing's cost is published/counted. Compare
+// runs with benchstat (README.md, "Speed").
 func BenchmarkSaveWithEvents(b *testing.B) {
-	const layers, layerBytes, promptTokens = 32, 64 << 10, 256
+	const layers, layerBytes, promptTokens, block = 32, 64 << 10, 256, 16
 	names := make([]string, layers)
 	for i := range names {
 		names[i] = fmt.Sprintf("model.layers.%d.self_attn", i)
@@ -216,78 +220,93 @@ func BenchmarkSaveWithEvents(b *testing.B) {
 	for i := range kvData {
 		kvData[i] = byte(rng.Uint32())
 	}
-	for _, mode := range []string{"off", "counted", "published"} {
-		on := mode == "published"
-		b.Run("events="+mode, func(b *testing.B) {
-			ctx := context.Background()
-			c, err := memory.New(ctx, kv.Config{BlockSize: 16, LayerNames: names, Extra: map[string]any{
-				"store":          b.Name(),
-				"capacity_bytes": 4 * layers * (layerBytes + 1024),
-			}}, kv.RoleWorker)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer c.Close()
-			w := c.(kv.Worker)
-			var p *Publisher
-			var reader *counter
-			var emitted int // the connector reports from the saving goroutine
-			progress := make(chan struct{}, 1)
-			if on {
-				p = start(b, nil, Options{})
-				sub := dialPeer(b, p.PubAddr(), "SUB")
-				sub.subscribe("")
-				waitPrefixes(b, p, 1)
-				reader = startCounter(&counter{p: sub, size: -1, keep: true, progress: progress})
-				c.(kv.EventReporter).ReportEvents(func(e kv.KVEvent) {
-					emitted++
-					p.Emit(e)
-				})
-			}
-			if mode == "counted" {
-				c.(kv.EventReporter).ReportEvents(func(kv.KVEvent) { emitted++ })
-			}
-			b.SetBytes(layers * layerBytes)
-			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				req := reqs[i%len(reqs)]
-				i++
+	ctx := context.Background()
+	type way struct {
+		name     string
+		w        kv.Worker
+		emitted  int // the connector reports from the saving goroutine
+		p        *Publisher
+		reader   *counter
+		progress chan struct{}
+		took     time.Duration
+	}
+	ways := []*way{{name: "off"}, {name: "counted"}, {name: "published"}}
+	for _, w := range ways {
+		c, err := memory.New(ctx, kv.Config{BlockSize: 16, LayerNames: names, Extra: map[string]any{
+			"store":          b.Name() + "/" + w.name,
+			"capacity_bytes": 4 * layers * (layerBytes + 1024),
+		}}, kv.RoleWorker)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		w.w = c.(kv.Worker)
+		switch w.name {
+		case "counted":
+			c.(kv.EventReporter).ReportEvents(func(kv.KVEvent) { w.emitted++ })
+		case "published":
+			w.p = start(b, nil, Options{})
+			sub := dialPeer(b, w.p.PubAddr(), "SUB")
+			sub.subscribe("")
+			waitPrefixes(b, w.p, 1)
+			w.progress = make(chan struct{}, 1)
+			w.reader = startCounter(&counter{p: sub, size: -1, keep: true, progress: w.progress})
+			c.(kv.EventReporter).ReportEvents(func(e kv.KVEvent) {
+				w.emitted++
+				w.p.Emit(e)
+			})
+		}
+	}
+	b.ReportAllocs()
+	i := 0 // requests each way saved
+	for round := 0; b.Loop(); round++ {
+		for k := range ways {
+			w := ways[(round+k)%len(ways)]
+			begin := time.Now()
+			for r := range block {
+				req := reqs[(i+r)%len(reqs)]
 				for _, l := range names {
-					if err := w.SaveLayer(ctx, req, l, promptTokens, kvData); err != nil {
+					if err := w.w.SaveLayer(ctx, req, l, promptTokens, kvData); err != nil {
 						b.Fatal(err)
 					}
 				}
 			}
-			if !on {
-				if mode == "counted" && emitted < i {
-					b.Fatalf("%d events after %d requests", emitted, i)
-				}
-				return
+			if w.p != nil && !waitRead([]*counter{w.reader}, w.p.Stats().Sequenced, w.progress, time.Minute) {
+				b.Fatalf("the subscriber read %d of %d batches: %v", w.reader.got.Load(), w.p.Stats().Sequenced, w.reader.err)
 			}
-			sent := p.Stats().Sequenced
-			if !waitRead([]*counter{reader}, sent, progress, time.Minute) {
-				b.Fatalf("the subscriber read %d of %d batches: %v", reader.got.Load(), sent, reader.err)
-			}
-			if st := p.Stats(); st.Dropped != 0 || st.SubscriberDrops != 0 || emitted < i {
-				b.Fatalf("stats %+v after %d requests, %d events", st, i, emitted)
-			}
-			read := 0
-			for _, m := range reader.payloads {
-				var batch []msgpack.RawMessage
-				var events []msgpack.RawMessage
-				if err := msgpack.Unmarshal(m, &batch); err != nil || len(batch) != 3 {
-					b.Fatalf("batch %x: %v", m, err)
-				}
-				if err := msgpack.Unmarshal(batch[1], &events); err != nil {
-					b.Fatal(err)
-				}
-				read += len(events)
-			}
-			if read != emitted {
-				b.Fatalf("the subscriber read %d events of %d", read, emitted)
-			}
-			b.ReportMetric(float64(sent)/float64(i), "batches/op")
-		})
+			w.took += time.Since(begin)
+		}
+		i += block
 	}
+	perRequest := map[string]float64{}
+	for _, w := range ways {
+		perRequest[w.name] = float64(w.took.Nanoseconds()) / float64(i)
+		b.ReportMetric(perRequest[w.name]/1e3, w.name+"-µs/req")
+		if w.name != "off" && w.emitted < i {
+			b.Fatalf("%s: %d events after %d requests", w.name, w.emitted, i)
+		}
+	}
+	b.ReportMetric(perRequest["published"]/perRequest["counted"], "published/counted")
+	b.ReportMetric(perRequest["counted"]/perRequest["off"], "counted/off")
+
+	pub := ways[2]
+	if st := pub.p.Stats(); st.Dropped != 0 || st.SubscriberDrops != 0 {
+		b.Fatalf("stats %+v after %d requests, %d events", st, i, pub.emitted)
+	}
+	read := 0
+	for _, m := range pub.reader.payloads {
+		var batch []msgpack.RawMessage
+		var events []msgpack.RawMessage
+		if err := msgpack.Unmarshal(m, &batch); err != nil || len(batch) != 3 {
+			b.Fatalf("batch %x: %v", m, err)
+		}
+		if err := msgpack.Unmarshal(batch[1], &events); err != nil {
+			b.Fatal(err)
+		}
+		read += len(events)
+	}
+	if read != pub.emitted {
+		b.Fatalf("the subscriber read %d events of %d", read, pub.emitted)
+	}
+	b.ReportMetric(float64(pub.p.Stats().Sequenced)/float64(i), "batches/req")
 }
