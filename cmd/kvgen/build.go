@@ -53,7 +53,7 @@ func (t *targetsFlag) Set(v string) error {
 const maxConfig = 1 << 20
 
 func runBuild(ctx context.Context, e *env, args []string) int {
-	fs := newFlags(e, "build", "-manifest FILE... -o BINARY [-target GOOS/GOARCH,...] [-for CONFIG.json] [-tags TAGS] [-ldflags FLAGS] [-v] [-json] PACKAGE\n       kvgen build -manifest FILE -image REF [-o BINARY] [-target linux/ARCH,...|all] [-base REF] [-ca-bundle FILE] [-image-label KEY=VALUE ...] [-insecure] ... PACKAGE")
+	fs := newFlags(e, "build", "-manifest FILE... -o BINARY [-target GOOS/GOARCH,...] [-for CONFIG.json] [-tags TAGS] [-ldflags FLAGS] [-v] [-json] PACKAGE\n       kvgen build -manifest FILE... -image REF [-o BINARY] [-target linux/ARCH,...|all] [-base REF] [-ca-bundle FILE] [-image-label KEY=VALUE ...] [-insecure] ... PACKAGE")
 	var opts deploy.Options
 	var tags string
 	var targets targetsFlag

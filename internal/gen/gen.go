@@ -137,7 +137,7 @@ type Result struct {
 // Generate runs every stage and returns the file to write. An error in the
 // input is a diag.List with every problem found, sorted by position.
 //
-// The file to write must be one that kvgen may write (see Write); when it
+// The file to write must be one that kvgen may write (see Update); when it
 // is not, that is an error at the manifest's output key, or an
 // *OutputError when Options.Output named it.
 func Generate(ctx context.Context, opts Options) (*Result, error) {
@@ -315,7 +315,7 @@ func withDefaults(ctx context.Context, opts Options) (Options, error) {
 		return opts, errors.New("gen: Options.Env is nil; give the go commands an environment, such as os.Environ()")
 	}
 	// Whatever GOFLAGS says, loading never writes go.mod or go.sum: the
-	// go.mod that generate links is written by Update.Write alone. When
+	// go.mod that generate links is written by Update alone. When
 	// that takes a go env run (GOFLAGS is not in the environment), the
 	// same run answers what the warm path's key holds; otherwise the warm
 	// path asks only once its other conditions hold.
@@ -443,20 +443,29 @@ func Overlay(dir string, rs ...*Result) ([]string, error) {
 		return nil, err
 	}
 	replace := make(map[string]string, len(rs))
+	owner := make(map[string]*Result, len(rs))
 	var linked *Result
 	vendor := false
 	for i, r := range rs {
-		if _, ok := replace[r.file.abs]; ok {
-			return nil, fmt.Errorf("gen: Overlay: two registries are %s", r.Path)
-		}
 		file := filepath.Join(dir, fmt.Sprintf("%d-%s", i, filepath.Base(r.file.abs)))
 		if err := os.WriteFile(file, r.Content, 0o644); err != nil {
 			return nil, err
 		}
-		replace[r.file.abs] = file
+		// The file as written, and through its symbolic links: the go
+		// command reads a package's files from the directory it reached
+		// the package by, which may be either.
+		for _, p := range []string{r.file.abs, r.file.resolved} {
+			if p == "" {
+				continue
+			}
+			if o := owner[p]; o != nil && o != r {
+				return nil, fmt.Errorf("%s and %s are one file, and one file holds one registry", o.Path, r.Path)
+			}
+			owner[p], replace[p] = r, file
+		}
 		if r.linked.modules != nil {
 			if linked != nil {
-				return nil, fmt.Errorf("gen: Overlay: %s and %s both link modules into go.mod", linked.Path, r.Path)
+				return nil, fmt.Errorf("the registries %s and %s both need go.mod and go.sum linked; run kvgen generate for them first", linked.Path, r.Path)
 			}
 			linked = r
 		}

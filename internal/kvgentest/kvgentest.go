@@ -153,9 +153,10 @@ func KVGen(t testing.TB) string {
 	if kvgen.bin == "" && kvgen.err == nil {
 		bin := filepath.Join(dir, "kvgen")
 		// Without the -trimpath Main adds, as go tool builds kvgen (it
-		// takes no build flags, and ignores those in GOFLAGS): this and
-		// the scripts' go tool kvgen share one compiled kvgen and its
-		// dependencies, instead of compiling them in two configurations.
+		// takes no build flags, and ignores those in GOFLAGS): kvgen's
+		// packages and their dependencies, from this module cache, are
+		// then compiled in one configuration, the one testall compiles
+		// first for go tool, not in a second one as well.
 		res, err := run(Root(t), []string{"GOFLAGS=" + userGoFlags}, BuildTimeout, "go", "build", "-o", bin, "./cmd/kvgen")
 		if err == nil && res.Code != 0 {
 			err = fmt.Errorf("go build ./cmd/kvgen: exit %d\n%s", res.Code, res.Stderr)

@@ -1,10 +1,12 @@
 // Package deploy makes custom deployment builds: a binary linked with the
-// connectors of one manifest, built without touching the working tree.
+// connectors of one manifest, or of several, built without touching the
+// working tree.
 //
 // The registry for the manifest is generated into a temporary -overlay that
-// stands in for the package's generated file, and the modules the manifest
-// names are added to a temporary copy of go.mod used through -modfile, so
-// go.mod, go.sum and the committed registry stay as they are.
+// stands in for the package's generated file (with several manifests, each
+// for its output: file), and the modules the manifest names are added to a
+// temporary copy of go.mod used through -modfile, so go.mod, go.sum and the
+// committed registry stay as they are.
 //
 // It serves build systems that make a deployment's binaries themselves,
 // as kvgen build does.
@@ -330,7 +332,13 @@ func (b *builder) generateEach(ctx context.Context, opts gen.Options) error {
 			return err
 		}
 		if j := slices.IndexFunc(b.regs, func(r *gen.Result) bool { return r.Path == res.Path }); j >= 0 {
-			return fmt.Errorf("%s and %s both generate %s; one file holds one registry: build with one of them", b.opts.Manifests[j], b.opts.Manifests[i], res.Path)
+			return fmt.Errorf("%s and %s both generate %s, and one file holds one registry: give one of them", b.opts.Manifests[j], b.opts.Manifests[i], res.Path)
+		}
+		// The registry stands in for a file the program compiles, as the
+		// one of a single manifest does: an output: that names no file
+		// kvgen generated would add a registry nothing links.
+		if ok, err := gen.IsGenerated(b.abs(res.Path)); err != nil || !ok {
+			return fmt.Errorf("%s: %s is no file kvgen generated for the build to stand in for; run kvgen generate -manifest %s first", m, res.Path, m)
 		}
 		if len(res.ModuleChanges()) > 0 {
 			lacking = append(lacking, m)
@@ -338,7 +346,7 @@ func (b *builder) generateEach(ctx context.Context, opts gen.Options) error {
 		b.regs = append(b.regs, res)
 	}
 	if lacking != nil {
-		return fmt.Errorf("go.mod lacks modules that %s names; a build of several manifests links what go.mod requires: run kvgen generate -manifest %s first, or build with one manifest", strings.Join(lacking, " and "), strings.Join(lacking, " -manifest "))
+		return fmt.Errorf("go.mod lacks modules that %s names; a build of several manifests links what go.mod requires: run kvgen generate -manifest %s first", strings.Join(lacking, " and "), strings.Join(lacking, " -manifest "))
 	}
 	return nil
 }
