@@ -351,7 +351,8 @@ func (b *builder) generateEach(ctx context.Context, opts gen.Options) error {
 	return nil
 }
 
-// generatedFile finds the kvgen-generated file among the package's files.
+// generatedFile finds the kvgen-generated file among the package's files,
+// or, when it has none, the manifest's own output: (manifestOutput).
 func (b *builder) generatedFile(ctx context.Context) (string, error) {
 	files, err := b.packageFiles(ctx)
 	if err != nil {
