@@ -16,7 +16,7 @@
 //	kvgen list       [-manifest connectors.yaml] [-tags TAGS] [-json]
 //	kvgen doc        [-manifest connectors.yaml] [-tags TAGS]
 //	kvgen new        NAME [-module PATH] [-dir DIR] [-replace DIR]
-//	kvgen new        NAME -factory IMPORT/PATH.TypeName [-dir DIR]
+//	kvgen new        NAME -factory IMPORT/PATH.TypeName [-module PATH] [-dir DIR]
 //	kvgen schema
 //	kvgen version    [-json]
 //
@@ -363,7 +363,7 @@ func commands() []command {
 			"%[1]s list -json", runList},
 		{"doc", "print a Markdown table of the manifest's connectors",
 			"%[1]s doc > CONNECTORS.md", runDoc},
-		{"new", "scaffold a connector module",
+		{"new", "scaffold a connector module, or a plugin of any contract",
 			"%[1]s new fastkv -module example.com/acme/fastkv", runNew},
 		{"schema", "print the JSON Schema of the manifest",
 			"%[1]s schema > connectors.schema.json", runSchema},

@@ -13,7 +13,9 @@ import (
 	"slices"
 	"strings"
 
+	"golang.org/x/mod/modfile"
 	"golang.org/x/mod/module"
+	"golang.org/x/tools/go/packages"
 
 	"github.com/kvgen/kvgen/internal/atomicfile"
 	"github.com/kvgen/kvgen/internal/gen"
@@ -23,11 +25,12 @@ import (
 )
 
 // runNew is kvgen new: it scaffolds a KV connector module, or with
-// -factory a plugin package of that contract in this module.
+// -factory a plugin of that contract: a package in this module, or with
+// -module a module of its own.
 func runNew(ctx context.Context, e *env, args []string) int {
-	fs := newFlags(e, "new", "NAME [-module PATH] [-dir DIR] [-replace DIR] | NAME -factory IMPORT/PATH.TypeName [-dir DIR]")
-	modPath := fs.String("module", "", "module path of the new connector (default example.com/NAME)")
-	factory := fs.String("factory", "", "scaffold a plugin package of this contract, as a manifest's factory: names it, in this module")
+	fs := newFlags(e, "new", "NAME [-module PATH] [-dir DIR] [-replace DIR] | NAME -factory IMPORT/PATH.TypeName [-module PATH] [-dir DIR]")
+	modPath := fs.String("module", "", "module path of the new connector (default example.com/NAME), or with -factory of the new plugin module")
+	factory := fs.String("factory", "", "scaffold a plugin of this contract, as a manifest's factory: names it: a package in this module, or with -module a module")
 	dir := fs.String("dir", "", "directory to create (default ./NAME)")
 	replace := fs.String("replace", "", "local kvgen checkout to develop against (adds a replace directive, relative to the new module; a development build of kvgen adds the one of this module's go.mod)")
 	// Flags may follow the name: kvgen new acme -module example.com/acme.
@@ -43,31 +46,30 @@ func runNew(ctx context.Context, e *env, args []string) int {
 		e.errorf("%v", err)
 		return exitUsage
 	}
-	if *factory != "" {
-		if *modPath != "" || *replace != "" {
-			e.errorf("new: -factory scaffolds a package in this module; -module and -replace make a KV connector module")
-			return exitUsage
-		}
-		if *dir == "" {
-			*dir = name
-		}
-		return newPlugin(ctx, e, name, *factory, *dir)
+	if *factory != "" && *replace != "" {
+		e.errorf("new: -replace names a kvgen checkout for a KV connector module; a plugin module of -factory requires the contract's module as this module builds it")
+		return exitUsage
 	}
-	if *modPath == "" {
+	if *factory == "" && *modPath == "" {
 		*modPath = "example.com/" + name
 	}
-	if err := module.CheckPath(*modPath); err != nil {
-		e.errorf("-module: %v", err)
-		return exitUsage
+	if *modPath != "" {
+		if err := module.CheckPath(*modPath); err != nil {
+			e.errorf("-module: %v", err)
+			return exitUsage
+		}
 	}
 	if *dir == "" {
 		*dir = name
+	}
+	if *factory != "" {
+		return newPlugin(ctx, e, name, *factory, *dir, *modPath)
 	}
 	if _, err := os.Stat(*dir); err == nil {
 		e.errorf("%s already exists; choose another -dir", suggest.Show(*dir))
 		return exitError
 	}
-	s := templates.ConnectorScaffold{Name: name, Module: *modPath, GoVersion: "1.26.0", KVGenVersion: cmp.Or(ownVersion(), "v0.0.0-00010101000000-000000000000")}
+	s := templates.ConnectorScaffold{Name: name, Module: *modPath, GoVersion: scaffoldGoVersion, KVGenVersion: cmp.Or(ownVersion(), devVersion)}
 	var fromHost bool
 	var err error
 	if s.Replace, fromHost, err = scaffoldReplace(ctx, *replace, *dir); err != nil {
@@ -94,6 +96,14 @@ func runNew(ctx context.Context, e *env, args []string) int {
 	fmt.Fprintf(e.stdout, "next: cd %s && go mod tidy && go test ./...\n", suggest.Show(*dir))
 	return exitOK
 }
+
+// scaffoldGoVersion is the go line of a scaffolded module: kvgen's own.
+const scaffoldGoVersion = "1.26.0"
+
+// devVersion is the version a scaffolded module requires of a module no
+// proxy serves, which its go.mod replaces by a directory: the go
+// command's placeholder for a version that does not matter.
+const devVersion = "v0.0.0-00010101000000-000000000000"
 
 // scaffoldReplace returns the replace target of kvgen for a module
 // scaffolded in dir, relative to it as kvgen writes replace lines (no
@@ -143,8 +153,10 @@ func writeScaffold(dir string, files map[string][]byte) ([]string, error) {
 }
 
 // newPlugin scaffolds, in dir, a package holding a constructor of the
-// contract factory names and a test of it.
-func newPlugin(ctx context.Context, e *env, name, factory, dir string) int {
+// contract factory names and a test of it; with modPath, as the root
+// package of a module of that path, whose go.mod requires the contract's
+// module.
+func newPlugin(ctx context.Context, e *env, name, factory, dir, modPath string) int {
 	if _, err := os.Stat(dir); err == nil {
 		e.errorf("%s already exists; choose another -dir", suggest.Show(dir))
 		return exitError
@@ -201,6 +213,9 @@ func newPlugin(ctx context.Context, e *env, name, factory, dir string) int {
 		p.Call = "if New() == nil {\n\t\tt.Fatal(\"New returns nil\")\n\t}"
 	}
 	files, err := templates.RenderPluginScaffold(p)
+	if err == nil && modPath != "" {
+		files["go.mod"], err = pluginGoMod(modPath, c.Module(), dir)
+	}
 	if err != nil {
 		e.report(err)
 		return exitError
@@ -210,9 +225,58 @@ func newPlugin(ctx context.Context, e *env, name, factory, dir string) int {
 		e.report(err)
 		return exitError
 	}
-	fmt.Fprintf(e.stdout, "created %s, a plugin of %s: %s\n", suggest.Show(dir), c.String(), strings.Join(names, ", "))
-	fmt.Fprintf(e.stdout, "next: go test %s, then list its import path in the manifest (New is marked, so no constructor: line) and run go generate\n", suggest.Show(goPackageArg(dir)))
+	if modPath == "" {
+		fmt.Fprintf(e.stdout, "created %s, a plugin of %s: %s\n", suggest.Show(dir), c.String(), strings.Join(names, ", "))
+		fmt.Fprintf(e.stdout, "next: go test %s, then list its import path in the manifest (New is marked, so no constructor: line) and run go generate\n", suggest.Show(goPackageArg(dir)))
+		return exitOK
+	}
+	fmt.Fprintf(e.stdout, "created %s (module %s), a plugin of %s: %s\n", suggest.Show(dir), modPath, c.String(), strings.Join(names, ", "))
+	fmt.Fprintf(e.stdout, "next: cd %s && go mod tidy && go test ./..., then list import: %s in the host's manifest (New is marked, so no constructor: line) and run go generate\n", suggest.Show(dir), modPath)
 	return exitOK
+}
+
+// pluginGoMod is the go.mod of a plugin module of path modPath in dir: it
+// requires the contract's module, contract, at the version this module
+// builds with, and replaces it as this module does: by its directory
+// where no proxy serves that version (this module's own contract, or one
+// this module replaces by a directory), relative so that no machine path
+// lands in go.mod; by the fork this module replaces it by.
+func pluginGoMod(modPath string, contract *packages.Module, dir string) ([]byte, error) {
+	f := new(modfile.File)
+	if err := f.AddModuleStmt(modPath); err != nil {
+		return nil, err
+	}
+	if err := f.AddGoStmt(scaffoldGoVersion); err != nil {
+		return nil, err
+	}
+	if contract == nil {
+		return modfile.Format(f.Syntax), nil
+	}
+	version, to, toVersion := contract.Version, "", ""
+	switch r := contract.Replace; {
+	case contract.Main:
+		version, to = devVersion, contract.Dir
+	case r != nil && r.Version == "":
+		to = r.Dir
+	case r != nil:
+		to, toVersion = r.Path, r.Version // a fork, as this module builds it
+	}
+	f.AddNewRequire(contract.Path, version, false)
+	if to != "" && toVersion == "" {
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return nil, err
+		}
+		if to, err = gomod.ReplaceTarget(abs, to); err != nil {
+			return nil, err
+		}
+	}
+	if to != "" {
+		if err := f.AddReplace(contract.Path, "", to, toVersion); err != nil {
+			return nil, err
+		}
+	}
+	return modfile.Format(f.Syntax), nil
 }
 
 // goPackageArg is how the go command names the package in dir: a clean

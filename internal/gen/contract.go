@@ -59,11 +59,19 @@ type Contract struct {
 	// typ is the contract's type, as LoadContract read it; a Result,
 	// which keeps no types, has none.
 	typ types.Type
+	// module is the module LoadContract found its package in.
+	module *packages.Module
 }
 
 // Type returns the contract's type, for a contract that [LoadContract]
 // returned, or nil: what `kvgen new -factory` scaffolds a constructor of.
 func (c *Contract) Type() types.Type { return c.typ }
+
+// Module returns the module of the contract's package as the go command
+// listed it, for a contract that [LoadContract] returned: nil for the
+// standard library's. It is what a plugin module scaffolded by `kvgen new
+// -factory -module` requires.
+func (c *Contract) Module() *packages.Module { return c.module }
 
 // Role is one role a contract declares.
 type Role struct {
@@ -417,7 +425,7 @@ func LoadContract(ctx context.Context, dir string, env []string, factory string)
 	if err := gocmd.CheckModuleFiles(dir, env); err != nil {
 		return nil, err
 	}
-	cfg := &packages.Config{Context: ctx, Dir: dir, Env: env, Mode: packages.NeedName | packages.NeedExportFile}
+	cfg := &packages.Config{Context: ctx, Dir: dir, Env: env, Mode: packages.NeedName | packages.NeedExportFile | packages.NeedModule}
 	pkgs, err := packages.Load(cfg, path)
 	if err != nil {
 		return nil, fmt.Errorf("loading %s: %w", path, err)
@@ -437,7 +445,7 @@ func LoadContract(ctx context.Context, dir string, env []string, factory string)
 	if problem != "" {
 		return nil, fmt.Errorf("factory %s: %s", suggest.Quote(factory), problem)
 	}
-	c.typ = ac.named
+	c.typ, c.module = ac.named, pkgs[0].Module
 	return &c, nil
 }
 
