@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"go/token"
 	"go/types"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/kvgen/kvgen/internal/atomicfile"
 	"github.com/kvgen/kvgen/internal/gen"
+	"github.com/kvgen/kvgen/internal/gocmd"
 	"github.com/kvgen/kvgen/internal/gomod"
 	"github.com/kvgen/kvgen/internal/suggest"
 	"github.com/kvgen/kvgen/internal/templates"
@@ -30,7 +32,7 @@ import (
 func runNew(ctx context.Context, e *env, args []string) int {
 	fs := newFlags(e, "new", "NAME [-module PATH] [-dir DIR] [-replace DIR] | NAME -factory IMPORT/PATH.TypeName [-module PATH] [-dir DIR]")
 	modPath := fs.String("module", "", "module path of the new connector (default example.com/NAME), or with -factory of the new plugin module")
-	factory := fs.String("factory", "", "scaffold a plugin of this contract, as a manifest's factory: names it: a package in this module, or with -module a module")
+	factory := fs.String("factory", "", "scaffold a plugin of this contract (IMPORT/PATH.TypeName, as a manifest's factory: value): a package in this module, or with -module a module")
 	dir := fs.String("dir", "", "directory to create (default ./NAME)")
 	replace := fs.String("replace", "", "local kvgen checkout to develop against (adds a replace directive, relative to the new module; a development build of kvgen adds the one of this module's go.mod)")
 	// Flags may follow the name: kvgen new acme -module example.com/acme.
@@ -47,7 +49,7 @@ func runNew(ctx context.Context, e *env, args []string) int {
 		return exitUsage
 	}
 	if *factory != "" && *replace != "" {
-		e.errorf("new: -replace names a kvgen checkout for a KV connector module; a plugin module of -factory requires the contract's module as this module builds it")
+		e.errorf("new: -replace names a kvgen checkout for a KV connector module; with -factory, new scaffolds a plugin of that contract, and with -module its go.mod replaces what this module's does")
 		return exitUsage
 	}
 	if *factory == "" && *modPath == "" {
@@ -62,6 +64,8 @@ func runNew(ctx context.Context, e *env, args []string) int {
 	if *dir == "" {
 		*dir = name
 	}
+	// What is checked to exist is what is written: "link/../x" is "x".
+	*dir = filepath.Clean(*dir)
 	if *factory != "" {
 		return newPlugin(ctx, e, name, *factory, *dir, *modPath)
 	}
@@ -214,7 +218,7 @@ func newPlugin(ctx context.Context, e *env, name, factory, dir, modPath string) 
 	}
 	files, err := templates.RenderPluginScaffold(p)
 	if err == nil && modPath != "" {
-		files["go.mod"], err = pluginGoMod(modPath, c.Module(), dir)
+		files["go.mod"], err = hostPluginGoMod(ctx, modPath, c.Module(), dir)
 	}
 	if err != nil {
 		e.report(err)
@@ -225,23 +229,61 @@ func newPlugin(ctx context.Context, e *env, name, factory, dir, modPath string) 
 		e.report(err)
 		return exitError
 	}
-	if modPath == "" {
-		fmt.Fprintf(e.stdout, "created %s, a plugin of %s: %s\n", suggest.Show(dir), c.String(), strings.Join(names, ", "))
-		fmt.Fprintf(e.stdout, "next: go test %s, then list its import path in the manifest (New is marked, so no constructor: line) and run go generate\n", suggest.Show(goPackageArg(dir)))
-		return exitOK
-	}
-	fmt.Fprintf(e.stdout, "created %s (module %s), a plugin of %s: %s\n", suggest.Show(dir), modPath, c.String(), strings.Join(names, ", "))
-	fmt.Fprintf(e.stdout, "next: cd %s && go mod tidy && go test ./..., then list import: %s in the host's manifest (New is marked, so no constructor: line) and run go generate\n", suggest.Show(dir), modPath)
+	pluginCreated(e, dir, modPath, c.String(), names)
 	return exitOK
 }
 
-// pluginGoMod is the go.mod of a plugin module of path modPath in dir: it
-// requires the contract's module, contract, at the version this module
-// builds with, and replaces it as this module does: by its directory
-// where no proxy serves that version (this module's own contract, or one
-// this module replaces by a directory), relative so that no machine path
-// lands in go.mod; by the fork this module replaces it by.
-func pluginGoMod(modPath string, contract *packages.Module, dir string) ([]byte, error) {
+// pluginCreated says what newPlugin wrote, and what to do next.
+func pluginCreated(e *env, dir, modPath, contract string, names []string) {
+	if modPath == "" {
+		fmt.Fprintf(e.stdout, "created %s, a plugin of %s: %s\n", suggest.Show(dir), contract, strings.Join(names, ", "))
+		fmt.Fprintf(e.stdout, "next: go test %s, then list its import path in the manifest (New is marked, so no constructor: line) and run go generate\n", suggest.Show(goPackageArg(dir)))
+		return
+	}
+	fmt.Fprintf(e.stdout, "created %s (module %s), a plugin of %s: %s\n", suggest.Show(dir), modPath, contract, strings.Join(names, ", "))
+	if work := gocmd.WorkFile(workDir(), os.Environ()); work != "" && inWorkspace(work, dir) {
+		fmt.Fprintf(e.stdout, "the workspace %s does not use it: go work use %s, or run what follows with GOWORK=off\n", suggest.Show(work), suggest.Show(dir))
+	}
+	fmt.Fprintf(e.stdout, "next: cd %s && go mod tidy && go test ./..., then list it in the host's manifest (import: %s, with replace: or version:; New is marked, so no constructor: line) and run go generate\n", suggest.Show(dir), modPath)
+}
+
+// inWorkspace reports whether the go command run in dir uses the
+// workspace work: GOWORK names it, or dir is below its directory, where
+// the go command finds it.
+func inWorkspace(work, dir string) bool {
+	if gocmd.Lookup(os.Environ(), "GOWORK") != "" {
+		return true
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return false
+	}
+	rel, err := filepath.Rel(filepath.Dir(work), abs)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// hostPluginGoMod is pluginGoMod for a plugin of this module's build: the
+// go.mod of the module kvgen runs in is the host's.
+func hostPluginGoMod(ctx context.Context, modPath string, contract *packages.Module, dir string) ([]byte, error) {
+	host, err := gomod.FindMain(ctx, workDir(), os.Environ())
+	if errors.Is(err, gomod.ErrNoModule) {
+		host, err = nil, nil // a contract of the standard library's, outside any module
+	}
+	if err != nil {
+		return nil, err
+	}
+	return pluginGoMod(modPath, contract, host, dir)
+}
+
+// pluginGoMod is the go.mod of a plugin module of path modPath in dir, in
+// a build of host (nil for none): it requires the contract's module,
+// contract, at the version host builds with, and replaces what host's
+// go.mod replaces, so that it builds as host does, the contract's
+// dependencies included. A contract of a main module, host's own or a
+// workspace's, which no proxy serves, is replaced by its directory.
+// Directories are relative, so that no machine path lands in go.mod, and,
+// as the go command reads them, from dir as given, symbolic links and all.
+func pluginGoMod(modPath string, contract *packages.Module, host *gomod.Main, dir string) ([]byte, error) {
 	f := new(modfile.File)
 	if err := f.AddModuleStmt(modPath); err != nil {
 		return nil, err
@@ -249,30 +291,39 @@ func pluginGoMod(modPath string, contract *packages.Module, dir string) ([]byte,
 	if err := f.AddGoStmt(scaffoldGoVersion); err != nil {
 		return nil, err
 	}
-	if contract == nil {
-		return modfile.Format(f.Syntax), nil
+	var replaces []module.Version // old, new, old, new...
+	if host != nil {
+		replaces = host.Replaces()
 	}
-	version, to, toVersion := contract.Version, "", ""
-	switch r := contract.Replace; {
-	case contract.Main:
-		version, to = devVersion, contract.Dir
-	case r != nil && r.Version == "":
-		to = r.Dir
-	case r != nil:
-		to, toVersion = r.Path, r.Version // a fork, as this module builds it
-	}
-	f.AddNewRequire(contract.Path, version, false)
-	if to != "" && toVersion == "" {
-		abs, err := filepath.Abs(dir)
-		if err != nil {
-			return nil, err
+	if contract != nil {
+		if contract.Path == modPath || host != nil && host.Path == modPath {
+			return nil, fmt.Errorf("-module %s is the path of the contract's module or of this one; give the plugin module its own", modPath)
 		}
-		if to, err = gomod.ReplaceTarget(abs, to); err != nil {
-			return nil, err
+		version := contract.Version
+		if contract.Main {
+			if contract.Dir == "" {
+				return nil, fmt.Errorf("the go command names no directory of the contract's module %s", contract.Path)
+			}
+			version = devVersion
+			replaces = append(replaces, module.Version{Path: contract.Path}, module.Version{Path: contract.Dir})
 		}
+		f.AddNewRequire(contract.Path, version, false)
 	}
-	if to != "" {
-		if err := f.AddReplace(contract.Path, "", to, toVersion); err != nil {
+	for i := 0; i < len(replaces); i += 2 {
+		from, to := replaces[i], replaces[i+1]
+		if from.Path == modPath {
+			continue // the plugin module is its own
+		}
+		if to.Version == "" {
+			abs, err := filepath.Abs(dir)
+			if err == nil {
+				to.Path, err = gomod.ReplaceTarget(abs, to.Path)
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
+		if err := f.AddReplace(from.Path, from.Version, to.Path, to.Version); err != nil {
 			return nil, err
 		}
 	}

@@ -472,6 +472,20 @@ func (m *Main) ReplaceDir(modPath string) string {
 	return filepath.Join(m.Dir, filepath.FromSlash(r.New.Path))
 }
 
+// Replaces returns go.mod's replace directives, each a directory made
+// absolute or another module's path and version, in go.mod's order.
+func (m *Main) Replaces() []module.Version {
+	var rs []module.Version
+	for _, r := range m.file.Replace {
+		to := r.New
+		if to.Version == "" && !filepath.IsAbs(to.Path) {
+			to.Path = filepath.Join(m.Dir, filepath.FromSlash(to.Path))
+		}
+		rs = append(rs, r.Old, to)
+	}
+	return rs
+}
+
 // replacedBy reports whether go.mod replaces modPath at version by dir.
 func replacedBy(main *Main, modPath, version, dir string) bool {
 	r := replaceOf(main, modPath, version)
