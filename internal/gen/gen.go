@@ -269,7 +269,7 @@ func resolveManifest(ctx context.Context, opts Options, forWrite bool, m *manife
 			return res, cache, nil
 		}
 	}
-	ld, err := loadLinked(ctx, &errs, opts, m, out, named.Path)
+	ld, err := loadLinked(ctx, &errs, opts, m, out, named.Path, warm != nil)
 	if err != nil {
 		return nil, nil, err
 	}

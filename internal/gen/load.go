@@ -140,7 +140,7 @@ func newListing(ctx context.Context, lc loadConfig, roots []*packages.Package, b
 	if err != nil {
 		return nil, err
 	}
-	out := &listing{registry: reg, pkgs: make(map[string]*loadedPackage, len(paths))}
+	out := &listing{registry: reg, pkgs: make(map[string]*loadedPackage, len(paths)), deps: lc.deps}
 	if lc.contractPath != "" {
 		out.contractPkg = byPath[lc.contractPath]
 	}
@@ -207,7 +207,7 @@ func listPackages(ctx context.Context, lc loadConfig, overlay map[string][]byte,
 	if lc.loaderAbove > 0 {
 		limit = lc.loaderAbove
 	}
-	if patternBytes(patterns) <= limit {
+	if !lc.deps && patternBytes(patterns) <= limit {
 		ov[loader] = loaderSource(nil)
 	} else {
 		ov[loader] = loaderSource(append(wanted[1:], paths...))
@@ -278,6 +278,9 @@ type listing struct {
 	pkgs        map[string]*loadedPackage // by import path
 	// goMod is the main module's go.mod as the go command used it.
 	goMod string
+	// deps is whether every package the listed ones import, directly or
+	// not, was listed too (loadConfig.deps).
+	deps bool
 	// missing are the packages no module provides; explained, whether
 	// their errors say why.
 	missing   []*loadedPackage
@@ -460,10 +463,10 @@ type linked struct {
 // modules m names: the main module's when it does, else one linked in a
 // scratch directory, which it returns in modules. An entry whose version:
 // or replace: is wrong is reported in errs and left out.
-func loadLinked(ctx context.Context, errs *diag.List, opts Options, m *manifest.Manifest, out *outputFile, contractPath string) (*linked, error) {
+func loadLinked(ctx context.Context, errs *diag.List, opts Options, m *manifest.Manifest, out *outputFile, contractPath string, deps bool) (*linked, error) {
 	loads.Add(1)
 	r := &linkRun{ctx: ctx, errs: errs, opts: opts, m: m}
-	r.lc = loadConfig{contractPath: contractPath, dir: opts.loadDir(), workDir: opts.WorkDir, environ: opts.Env, flags: opts.BuildFlags(), loaderAbove: opts.loaderAbove}
+	r.lc = loadConfig{contractPath: contractPath, dir: opts.loadDir(), workDir: opts.WorkDir, environ: opts.Env, flags: opts.BuildFlags(), loaderAbove: opts.loaderAbove, deps: deps}
 	var err error
 	// What a go command stopped by a signal leaves goes with tmp.
 	if r.lc.tmp, err = gocmd.TempDir(opts.Env); err != nil {
@@ -775,6 +778,11 @@ type loadConfig struct {
 	// loaderAbove, when set, replaces maxPatternBytes, so that tests can
 	// load short lists through the loader package.
 	loaderAbove int
+	// deps lists the packages through the loader package whatever their
+	// number, and so with every package they import, directly or not: a
+	// run that may leave a warm record needs to know where each comes
+	// from (warmRun.learn).
+	deps bool
 	// modFile is a go.mod to use instead of the main module's.
 	modFile string
 	// fromCache loads with -mod=readonly, from the module cache, when the

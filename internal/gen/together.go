@@ -143,7 +143,7 @@ func sameModule(a, b string) bool {
 // covers reports whether a run that loads paths with lc and overlay would
 // have listed them as the shared load did.
 func (t *together) covers(lc loadConfig, overlay map[string][]byte, paths []string) bool {
-	if !sameModule(lc.dir, t.lc.dir) || !slices.Equal(lc.buildFlags(), t.lc.buildFlags()) || !slices.Equal(lc.environ, t.lc.environ) {
+	if !sameModule(lc.dir, t.lc.dir) || !slices.Equal(lc.buildFlags(), t.lc.buildFlags()) || !slices.Equal(lc.environ, t.lc.environ) || lc.deps && !t.lc.deps {
 		return false
 	}
 	for file, content := range overlay {

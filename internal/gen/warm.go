@@ -181,16 +181,14 @@ func (w *warmRun) input(ctx context.Context, contractPath string) (warmInput, []
 			return warmInput{}, nil, false
 		}
 	}
-	// A package of the main module's path, or a dependency that requires
-	// the main module, can see its files, which the key does not hold.
+	// A package of the main module's path sees its files, which the key
+	// does not hold; so does a pinned one that imports such a package,
+	// which only the load can tell (learn).
 	paths := append([]string{RegistryPath, contractPath}, importPaths(w.m)...)
 	for _, p := range paths {
 		if gomod.InModule(p, mainPath) {
 			return warmInput{}, nil, false
 		}
-	}
-	if sumHasModule(sum, mainPath) {
-		return warmInput{}, nil, false
 	}
 	// The go command's variables last: asking costs a go command run,
 	// which a run that cannot take the warm path is spared.
@@ -238,16 +236,6 @@ func warmFlags(goFlags string) bool {
 		}
 	}
 	return true
-}
-
-// sumHasModule reports whether go.sum holds a line for the module path.
-func sumHasModule(sum []byte, path string) bool {
-	for line := range bytes.Lines(sum) {
-		if f := strings.Fields(string(line)); len(f) > 0 && f[0] == path {
-			return true
-		}
-	}
-	return false
 }
 
 // sumPins reports whether go.sum pins the content of module path at
@@ -323,17 +311,19 @@ func (w *warmRun) result(content []byte, modules map[string]string) *Result {
 	}
 }
 
-// learn records the modules the run's packages came from, or that some
-// did not come from a module version go.sum can pin (the run's record
-// then says so by its absence). ld is the load, before its listing is
+// learn records the modules the run's packages came from, and those of
+// every package they import, directly or not, or that some did not come
+// from a module version go.sum can pin (the run's record then says so by
+// its absence): a pinned package that imports one of the main module's
+// sees files the key does not hold. ld is the load, before its listing is
 // dropped.
 func (w *warmRun) learn(ld *linked, entries []*Entry) {
 	if w == nil {
 		return
 	}
 	w.modules, w.entryModules = nil, nil
-	if ld.modules != nil || ld.vendor != nil {
-		return // go.mod is to change, or vendor/ is in the way
+	if ld.modules != nil || ld.vendor != nil || !ld.deps {
+		return // go.mod is to change, vendor/ is in the way, or the imports are unknown
 	}
 	pkgs := []*packages.Package{ld.registry, ld.contractPkg}
 	entryModules := make(map[string]string, len(entries))
@@ -345,17 +335,26 @@ func (w *warmRun) learn(ld *linked, entries []*Entry) {
 		pkgs = append(pkgs, lp.pkg)
 		entryModules[e.ImportPath] = e.Module
 	}
+	if slices.Contains(pkgs, nil) {
+		return
+	}
 	var mods []string
-	for _, p := range pkgs {
+	pinned := true
+	packages.Visit(pkgs, func(p *packages.Package) bool {
+		if p.Module == nil && len(p.Errors) == 0 {
+			return true // the standard library's, which GOROOT and GOVERSION in the key name
+		}
 		mv, ok := pinnedModule(p)
 		if !ok {
-			return
-		}
-		if !slices.Contains(mods, mv) {
+			pinned = false
+		} else if !slices.Contains(mods, mv) {
 			mods = append(mods, mv)
 		}
+		return ok
+	}, nil)
+	if pinned {
+		w.modules, w.entryModules = mods, entryModules
 	}
-	w.modules, w.entryModules = mods, entryModules
 }
 
 // pinnedModule returns the module version p came from, as path@version,

@@ -41,6 +41,23 @@ connectors:
     constructor: New
 `
 
+// reachConnector is a connector of a module version that returns a type
+// of the host module's, example.com/warmhost/hosttypes.
+const reachConnector = `package warmreach
+
+import (
+	"context"
+
+	"example.com/warmhost/hosttypes"
+	"github.com/kvgen/kvgen/registry/kv"
+)
+
+// New creates it.
+func New(ctx context.Context, cfg kv.Config, role kv.Role) (hosttypes.Conn, error) {
+	return nil, nil
+}
+`
+
 // warmHost makes a host module in a temporary directory whose one
 // connector, example.com/warmconn, and kvgen's runtime are module
 // versions served by a proxy, and returns the module's directory and the
@@ -224,6 +241,19 @@ func TestWarmOnlyPinned(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(replacedDir, "go.mod"), append(gomod, "\nreplace example.com/warmconn => "+replaced+"\n"...), 0o644))
 
+	// A pinned connector whose package imports one of the main module's
+	// packages sees the main module's files, which the key does not hold.
+	reach := kvgentest.NewPinned(t)
+	reach.Add(t, "example.com/warmreach", "v0.1.0", map[string]string{
+		"go.mod":       "module example.com/warmreach\n\ngo 1.26.0\n\nrequire " + kvgentest.Path + " " + kvgentest.PinnedVersion + "\n",
+		"warmreach.go": reachConnector,
+	})
+	reachDir := t.TempDir()
+	reach.Host(t, reachDir, "example.com/warmhost", map[string]string{
+		"connectors.yaml":        strings.Replace(warmManifest, "example.com/warmconn", "example.com/warmreach", 1),
+		"hosttypes/hosttypes.go": "package hosttypes\n\nimport \"github.com/kvgen/kvgen/registry/kv\"\n\n// Conn is what the connector returns.\ntype Conn = kv.Connector\n",
+	}, "example.com/warmreach@v0.1.0")
+
 	kvgenDir := kvgentest.Module(t, "example.com/warmdev", map[string]string{
 		"connectors.yaml": strings.Replace(warmManifest, "example.com/warmconn", "example.com/warmdev/conn", 1),
 		"conn/conn.go":    strings.Replace(warmConnector, "package warmconn", "package conn", 1),
@@ -236,6 +266,7 @@ func TestWarmOnlyPinned(t *testing.T) {
 	}{
 		{"an entry in the main module", mainDir, env},
 		{"an entry in a module replaced by a directory", replacedDir, replacedEnv},
+		{"a pinned entry that imports a package of the main module", reachDir, reach.Env},
 		{"kvgen replaced by a directory", kvgenDir, os.Environ()},
 	} {
 		for _, overlay := range []bool{false, true} {
