@@ -136,7 +136,7 @@ func load(ctx context.Context, lc loadConfig, overlay map[string][]byte, paths [
 // newListing is what one go list run (listPackages) said of paths, the
 // registry package and the contract's.
 func newListing(ctx context.Context, lc loadConfig, roots []*packages.Package, byPath map[string]*packages.Package, paths []string) (*listing, error) {
-	reg, err := listedRegistry(ctx, lc, byPath[RegistryPath])
+	reg, err := listedRegistry(ctx, lc, byPath[RegistryPath], paths)
 	if err != nil {
 		return nil, err
 	}
@@ -247,8 +247,9 @@ func listPackages(ctx context.Context, lc loadConfig, overlay map[string][]byte,
 }
 
 // listedRegistry returns reg, the registry package as listed, or why it
-// could not be loaded: without it nothing can be checked.
-func listedRegistry(ctx context.Context, lc loadConfig, reg *packages.Package) (*packages.Package, error) {
+// could not be loaded: without it nothing can be checked. paths are the
+// connectors' packages, listed with it.
+func listedRegistry(ctx context.Context, lc loadConfig, reg *packages.Package, paths []string) (*packages.Package, error) {
 	if reg != nil && reg.ExportFile != "" {
 		return reg, nil
 	}
@@ -262,8 +263,20 @@ func listedRegistry(ctx context.Context, lc loadConfig, reg *packages.Package) (
 		msg += ": " + reg.Errors[0].Msg
 	default:
 		// go/packages drops the go command's complaint when go list
-		// fails as a whole (say, go.mod needs updating); ask again.
-		msg += ": " + goListError(ctx, lc, RegistryPath)
+		// fails as a whole (say, go.mod needs updating, or a module's
+		// content is not what go.sum says); ask again, of every package
+		// that one command line holds, since any may be the cause.
+		args := []string{RegistryPath}
+		if lc.contractPath != "" {
+			args = append(args, lc.contractPath)
+		}
+		for _, p := range paths {
+			if patternBytes(args)+len(p)+1 > maxPatternBytes {
+				break
+			}
+			args = append(args, p)
+		}
+		msg = "cannot load packages: " + goListError(ctx, lc, args...)
 	}
 	return nil, errors.New(msg)
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/kvgen/kvgen/internal/diag"
@@ -64,9 +65,14 @@ func readOutputPackage(m *manifest.Manifest, out, absOut string, bctx build.Cont
 // buildContext is the go/build context that selects files as the go
 // command with the environment env and the build tags would: go/build's
 // default takes GOOS, GOARCH and CGO_ENABLED from the process instead.
+// Without tags, those of GOFLAGS's -tags apply, as they do to the go
+// command, whose command line's -tags would override them.
 func buildContext(env, tags []string) build.Context {
 	bctx := build.Default
 	bctx.BuildTags = tags
+	if len(tags) == 0 {
+		bctx.BuildTags = goFlagsTags(gocmd.Lookup(env, "GOFLAGS"))
+	}
 	if v := gocmd.Lookup(env, "GOOS"); v != "" {
 		bctx.GOOS = v
 	}
@@ -79,6 +85,33 @@ func buildContext(env, tags []string) build.Context {
 	// A FIFO or a device named like a Go file is passed over, not read.
 	bctx.OpenFile = func(path string) (io.ReadCloser, error) { return readfile.Open(path) }
 	return bctx
+}
+
+// goFlagsTags returns the build tags a GOFLAGS value sets, the last
+// -tags of it winning, as the go command reads it.
+func goFlagsTags(goFlags string) []string {
+	var tags []string
+	for _, f := range strings.Fields(goFlags) {
+		if name, value, ok := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(f, "-"), "-"), "="); ok && name == "tags" {
+			tags = strings.FieldsFunc(value, func(r rune) bool { return r == ',' || r == ' ' })
+		}
+	}
+	return tags
+}
+
+// buildContext is buildContext of o's environment and tags, with what go
+// env said of GOOS, GOARCH and CGO_ENABLED, when kvgen asked it, where the
+// environment does not say: a go env file may set them.
+func (o Options) buildContext() build.Context {
+	env := o.Env
+	if o.goEnv != nil {
+		var asked []string
+		for _, k := range []string{"GOOS", "GOARCH", "CGO_ENABLED"} {
+			asked = append(asked, k+"="+o.goEnv[slices.Index(warmGoEnv, k)])
+		}
+		env = append(asked, env...) // the environment's own win
+	}
+	return buildContext(env, o.Tags)
 }
 
 // readPackage returns the package name of the non-test Go files in dir
@@ -253,7 +286,7 @@ func placeOutput(errs *diag.List, opts Options, m *manifest.Manifest) *outputFil
 		out.path = filepath.Join(filepath.Dir(opts.Manifest), m.Output.V)
 	}
 	out.abs = opts.abs(out.path)
-	pkg, err := readOutputPackage(m, out.path, out.abs, buildContext(opts.Env, opts.Tags))
+	pkg, err := readOutputPackage(m, out.path, out.abs, opts.buildContext())
 	if err != nil {
 		errs.Append(outputPos(m), err)
 	}

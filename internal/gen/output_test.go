@@ -3,6 +3,7 @@ package gen
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -38,4 +39,21 @@ func TestOutputPackageFollowsTheGivenEnvironment(t *testing.T) {
 
 	_, err = readOutputPackage(m, "srv/connectors_gen.go", out, buildContext([]string{"GOOS=linux"}, []string{"edge"}))
 	assert.EqualError(t, err, `"srv/srv_tagged.go" already declares Registry, which the generated file declares; rename it`)
+	// GOFLAGS's -tags select files as -tags does, unless -tags is given,
+	// which the go command's command line passes after GOFLAGS.
+	_, err = readOutputPackage(m, "srv/connectors_gen.go", out, buildContext([]string{"GOOS=linux", "GOFLAGS=-mod=readonly -tags=other,edge"}, nil))
+	assert.EqualError(t, err, `"srv/srv_tagged.go" already declares Registry, which the generated file declares; rename it`)
+	o, err = readOutputPackage(m, "srv/connectors_gen.go", out, buildContext([]string{"GOOS=linux", "GOFLAGS=--tags=edge"}, []string{"other"}))
+	require.NoError(t, err)
+	assert.Equal(t, "onlinux", o.name)
+	// What go env said of GOOS counts where the environment says nothing:
+	// a go env file may set it.
+	asked := make([]string, len(warmGoEnv))
+	asked[slices.Index(warmGoEnv, "GOOS")], asked[slices.Index(warmGoEnv, "GOARCH")] = "windows", "amd64"
+	o, err = readOutputPackage(m, "srv/connectors_gen.go", out, Options{Env: []string{"GOARCH=amd64"}, goEnv: asked}.buildContext())
+	require.NoError(t, err)
+	assert.Equal(t, "onwindows", o.name)
+	o, err = readOutputPackage(m, "srv/connectors_gen.go", out, Options{Env: []string{"GOOS=linux"}, goEnv: asked}.buildContext())
+	require.NoError(t, err)
+	assert.Equal(t, "onlinux", o.name)
 }

@@ -411,7 +411,7 @@ func newWarmRunAfter(w *warmRun) *warmRun {
 	if m, err := manifest.LoadIn(w.opts.WorkDir, w.opts.Manifest); m == nil || err != nil || m.SHA256 != w.m.SHA256 {
 		return nil
 	}
-	pkg, err := readOutputPackage(w.m, w.out.path, w.out.abs, buildContext(w.opts.Env, w.opts.Tags))
+	pkg, err := readOutputPackage(w.m, w.out.path, w.out.abs, w.opts.buildContext())
 	if err != nil {
 		return nil
 	}

@@ -345,3 +345,24 @@ func TestWarmOverlayFollowsEveryInput(t *testing.T) {
 		assert.False(t, loaded, "again for %s", goos)
 	}
 }
+
+// A module whose content does not match go.sum is what the go command
+// says it is, a checksum mismatch, and not a problem of kvgen's registry.
+func TestChecksumMismatchIsNamed(t *testing.T) {
+	dir, env := warmHost(t, map[string]string{"connectors.yaml": warmManifest})
+	sum, err := os.ReadFile(filepath.Join(dir, "go.sum"))
+	require.NoError(t, err)
+	var forged []string
+	for line := range strings.Lines(string(sum)) {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "example.com/warmconn" && !strings.HasSuffix(f[1], "/go.mod") {
+			line = f[0] + " " + f[1] + " h1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n"
+		}
+		forged = append(forged, line)
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.sum"), []byte(strings.Join(forged, "")), 0o644))
+	_, err = gen.Generate(context.Background(), gen.Options{WorkDir: dir, Env: env, Manifest: "connectors.yaml"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "example.com/warmconn")
+	assert.Contains(t, err.Error(), "checksum mismatch")
+	assert.NotContains(t, err.Error(), "without error now")
+}
