@@ -207,8 +207,11 @@ func listPackages(ctx context.Context, lc loadConfig, overlay map[string][]byte,
 	if lc.loaderAbove > 0 {
 		limit = lc.loaderAbove
 	}
-	if !lc.deps && patternBytes(patterns) <= limit {
+	if patternBytes(patterns) <= limit {
 		ov[loader] = loaderSource(nil)
+		if lc.deps {
+			mode |= packages.NeedImports | packages.NeedDeps
+		}
 	} else {
 		ov[loader] = loaderSource(append(wanted[1:], paths...))
 		patterns = patterns[:1]
@@ -791,10 +794,10 @@ type loadConfig struct {
 	// loaderAbove, when set, replaces maxPatternBytes, so that tests can
 	// load short lists through the loader package.
 	loaderAbove int
-	// deps lists the packages through the loader package whatever their
-	// number, and so with every package they import, directly or not: a
-	// run that may leave a warm record needs to know where each comes
-	// from (warmRun.learn).
+	// deps lists, with the packages, every package they import, directly
+	// or not (as the loader package's listing always does): a run that
+	// may leave a warm record needs to know where each comes from
+	// (warmRun.learn).
 	deps bool
 	// modFile is a go.mod to use instead of the main module's.
 	modFile string
