@@ -71,8 +71,11 @@ import (
 func main() {
 	// A run is short and most of what it allocates, decoded type
 	// information, lives until the end: collecting less often saves time
-	// and costs little memory.
+	// and costs little memory. Past 1 GiB the collector works harder
+	// again, so that what kvgen must hold (an image's SBOMs, say) does
+	// not grow the heap to five times its size.
 	debug.SetGCPercent(400)
+	debug.SetMemoryLimit(1 << 30)
 	// Signals stay handled until kvgen exits: one that comes once the run
 	// is over changes nothing, where with the default action restored it
 	// would end kvgen before it could exit with the run's code.

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/errdef"
@@ -51,7 +52,7 @@ const (
 // blob it opens: a layout of many small files or an archive of gzip
 // bombs ends with an error, not after hours.
 type budget struct {
-	opens, read, unpacked allowance
+	opens, read, unpacked, sboms allowance
 }
 
 // allowance is what is left of a bound of limit units of what.
@@ -79,6 +80,7 @@ func newBudget() *budget {
 	b.opens.set(maxOpens, "files")
 	b.read.set(maxRead, "bytes of blobs")
 	b.unpacked.set(maxUnpacked, "bytes of decompressed layers")
+	b.sboms.set(maxSBOMs, "bytes of SBOMs")
 	return b
 }
 
@@ -265,8 +267,15 @@ func (s *localStore) checkDockerManifest(ctx context.Context) error {
 	// What index.json leads to: each image as manifest.json would name it.
 	var images []string
 	var roots []string
+	// A manifest listed many times is read once.
+	seen := map[string]bool{}
 	var add func(d ocispec.Descriptor, depth int) error
 	add = func(d ocispec.Descriptor, depth int) error {
+		key := fmt.Sprint(d.Digest, depth)
+		if seen[key] {
+			return nil
+		}
+		seen[key] = true
 		switch d.MediaType {
 		case ocispec.MediaTypeImageIndex, dockerList:
 			if depth > 0 {
@@ -442,10 +451,12 @@ func (s *localStore) Resolve(ctx context.Context, reference string) (ocispec.Des
 // the SBOMs attached to it.
 func (s *localStore) Predecessors(ctx context.Context, node ocispec.Descriptor) ([]ocispec.Descriptor, error) {
 	var list []ocispec.Descriptor
+	read := map[digest.Digest]bool{} // a manifest listed many times is read once
 	for _, d := range s.index.Manifests {
-		if d.ArtifactType == "" || d.MediaType != ocispec.MediaTypeImageManifest || slices.ContainsFunc(list, func(l ocispec.Descriptor) bool { return l.Digest == d.Digest }) {
+		if d.ArtifactType == "" || d.MediaType != ocispec.MediaTypeImageManifest || read[d.Digest] {
 			continue
 		}
+		read[d.Digest] = true
 		m, err := fetchManifest(ctx, s, d)
 		if err != nil {
 			return nil, err
@@ -461,10 +472,12 @@ func (s *localStore) Predecessors(ctx context.Context, node ocispec.Descriptor) 
 // such as an SBOM: those a reference without a tag may mean.
 func (s *localStore) roots(ctx context.Context) ([]ocispec.Descriptor, error) {
 	var roots []ocispec.Descriptor
+	read := map[digest.Digest]bool{} // a manifest listed many times is read once
 	for _, d := range s.index.Manifests {
-		if d.ArtifactType != "" || slices.ContainsFunc(roots, func(r ocispec.Descriptor) bool { return r.Digest == d.Digest }) {
+		if d.ArtifactType != "" || read[d.Digest] {
 			continue
 		}
+		read[d.Digest] = true
 		if d.MediaType == ocispec.MediaTypeImageManifest {
 			m, err := fetchManifest(ctx, s, d)
 			if err != nil {

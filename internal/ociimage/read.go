@@ -33,8 +33,13 @@ type Found struct {
 	SBOM []byte
 }
 
-// maxSBOM bounds an SBOM read from an image.
-const maxSBOM = 64 << 20
+// maxSBOM bounds an SBOM read from an image, and maxSBOMs all the SBOMs
+// one inspect of an image keeps, which it prints once every platform is
+// read.
+const (
+	maxSBOM  = 64 << 20
+	maxSBOMs = 4 * maxSBOM
+)
 
 // Inspect reads, for each platform of the image at ref, what its
 // entrypoint links, taking the binary out of its layer into a temporary
@@ -71,7 +76,13 @@ func Inspect(ctx context.Context, ref Ref, rm Remote, sbom bool) ([]Found, error
 		return nil, fmt.Errorf("image %s is a %s, not an image or an image index", shown, suggest.Quote(root.MediaType))
 	}
 	var found []Found
+	read := map[string]bool{}
 	for _, d := range images {
+		// A manifest an index lists twice is one image, read once.
+		if read[d.Digest.String()] {
+			continue
+		}
+		read[d.Digest.String()] = true
 		f := Found{Manifest: d}
 		f.Binary, f.Err = inspectImage(ctx, src, ref, d, &f.Platform, b)
 		// A manifest that could not be read says no platform; its
@@ -85,7 +96,7 @@ func Inspect(ctx context.Context, ref Ref, rm Remote, sbom bool) ([]Found, error
 		}
 		if sbom && f.Binary != nil {
 			var err error
-			if f.SBOM, err = attachedSBOM(ctx, src, ref, d); err != nil {
+			if f.SBOM, err = attachedSBOM(ctx, src, ref, d, b); err != nil {
 				f.Err = errors.Join(f.Err, fmt.Errorf("image %s: %w", where, err))
 			}
 		}
@@ -205,34 +216,72 @@ func fromLayer(ctx context.Context, src content.Fetcher, l ocispec.Descriptor, n
 	default:
 		return 0, fmt.Errorf("a layer of media type %s, which inspect does not read", suggest.Quote(l.MediaType))
 	}
-	whiteout := path.Join(path.Dir(name), ".wh."+path.Base(name))
+	// The whole layer is read: an entry after the file's may replace it
+	// or a directory on its path, as a container's layers are applied.
+	var copied int64
+	found, hidden := false, false
 	tr := tar.NewReader(r)
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			return 0, errNotInLayers
+			break
 		}
 		if err != nil {
 			return 0, err
 		}
-		switch cleanPath(h.Name) {
-		case whiteout:
-			return 0, errDeleted
-		case name:
+		p := cleanPath(h.Name)
+		dir, base := path.Split(p)
+		dir = strings.TrimSuffix(dir, "/")
+		switch {
+		case p == name:
+			if found {
+				return 0, fmt.Errorf("is in its layer (%s) twice", l.Digest)
+			}
 			if h.Typeflag != tar.TypeReg {
 				return 0, fmt.Errorf("is not a regular file in its layer (%s)", l.Digest)
+			}
+			for k := range h.PAXRecords {
+				if strings.HasPrefix(k, "GNU.sparse.") {
+					return 0, fmt.Errorf("is a sparse file in its layer (%s), which no image has", l.Digest)
+				}
 			}
 			if h.Size > inspect.MaxSize {
 				return 0, fmt.Errorf("is %d bytes, larger than the %d bytes inspect reads", h.Size, int64(inspect.MaxSize))
 			}
-			return io.Copy(w, io.LimitReader(tr, h.Size))
+			if copied, err = io.Copy(w, io.LimitReader(tr, h.Size)); err != nil {
+				return 0, err
+			}
+			found = true
+		case strings.HasPrefix(base, ".wh.") && (path.Join(dir, base[len(".wh."):]) == name || within(name, path.Join(dir, base[len(".wh."):]))),
+			base == ".wh..wh..opq" && within(name, dir):
+			// A whiteout of it or of a directory on its path, or an
+			// opaque directory on its path: what layers below have there
+			// is gone.
+			hidden = true
+		case within(name, p) && h.Typeflag == tar.TypeSymlink:
+			return 0, fmt.Errorf("is reached through %s, a symbolic link in a layer (%s), which inspect does not follow", suggest.Quote("/"+p), l.Digest)
+		case within(name, p) && h.Typeflag != tar.TypeDir:
+			hidden = true // a directory on its path is no directory here
 		}
 	}
+	switch {
+	case found:
+		return copied, nil // this layer's own entries are above its whiteouts
+	case hidden:
+		return 0, errDeleted
+	}
+	return 0, errNotInLayers
+}
+
+// within reports whether the path name is dir or inside it, dir being a
+// directory on its path; both are clean and without a leading slash.
+func within(name, dir string) bool {
+	return dir != name && (dir == "" || strings.HasPrefix(name, dir+"/"))
 }
 
 // attachedSBOM reads the SBOM attached to an image: its referrer of the
 // SBOM's artifact type, or, for a docker archive, the file beside it.
-func attachedSBOM(ctx context.Context, src source, ref Ref, d ocispec.Descriptor) ([]byte, error) {
+func attachedSBOM(ctx context.Context, src source, ref Ref, d ocispec.Descriptor, b *budget) ([]byte, error) {
 	if ref.Kind == Archive {
 		data, err := readfile.ReadIfExists(ref.Path+".sbom.cdx.json", maxSBOM)
 		if err == nil && data == nil {
@@ -244,21 +293,40 @@ func attachedSBOM(ctx context.Context, src source, ref Ref, d ocispec.Descriptor
 	if err != nil {
 		return nil, fmt.Errorf("finding its SBOM: %w", err)
 	}
-	if len(refs) == 0 {
+	switch len(refs) {
+	case 0:
 		return nil, errors.New("no SBOM is attached to it")
+	case 1:
+	default:
+		// Which describes the binary, kvgen cannot tell: it names them
+		// rather than print one.
+		var digests []string
+		for _, r := range refs {
+			digests = append(digests, r.Digest.String())
+		}
+		slices.Sort(digests)
+		return nil, fmt.Errorf("%d SBOMs are attached to it (%s), and kvgen cannot tell which describes it", len(refs), strings.Join(digests, ", "))
 	}
-	slices.SortFunc(refs, func(a, b ocispec.Descriptor) int { return strings.Compare(a.Digest.String(), b.Digest.String()) })
 	m, err := fetchManifest(ctx, src, refs[0])
 	if err != nil {
 		return nil, err
 	}
 	for _, l := range m.Layers {
-		if l.MediaType == SBOMArtifactType {
-			if l.Size > maxSBOM {
-				return nil, fmt.Errorf("its SBOM is %d bytes, more than %d", l.Size, maxSBOM)
-			}
-			return content.FetchAll(ctx, src, l)
+		if l.MediaType != SBOMArtifactType {
+			continue
 		}
+		if l.Size > maxSBOM {
+			return nil, fmt.Errorf("its SBOM is %d bytes, more than %d", l.Size, maxSBOM)
+		}
+		if err := b.sboms.spend(l.Size); err != nil {
+			return nil, err
+		}
+		rc, err := fetchBlob(ctx, src, l, b)
+		if err != nil {
+			return nil, err
+		}
+		defer rc.Close()
+		return io.ReadAll(rc) // checked against the descriptor as it is read
 	}
 	return nil, errors.New("its SBOM's manifest holds no SBOM")
 }

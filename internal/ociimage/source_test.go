@@ -291,3 +291,118 @@ func rewriteTar(t *testing.T, name string, edit func(name string, data []byte) [
 	require.NoError(t, tw.Close())
 	require.NoError(t, os.WriteFile(name, out.Bytes(), 0o644))
 }
+
+// A layer above the entrypoint's hides it as a container's filesystem
+// does (its whiteout, an opaque directory or a parent's whiteout on its
+// path, a parent that is no directory), and one that would make the
+// container run another file than inspect reads is refused: a parent made
+// a symbolic link, the file twice in one layer.
+func TestUpperLayersHideTheEntrypoint(t *testing.T) {
+	ctx := context.Background()
+	dir := writtenLayout(t)
+	const name = "usr/local/bin/kvserver"
+	reg := func(p string, size int64) *tar.Header {
+		return &tar.Header{Name: p, Size: size, Mode: 0o755, Typeflag: tar.TypeReg}
+	}
+	layer := func(hs ...*tar.Header) ocispec.Descriptor {
+		var buf bytes.Buffer
+		tw := tar.NewWriter(&buf)
+		for _, h := range hs {
+			require.NoError(t, tw.WriteHeader(h))
+			if h.Typeflag == tar.TypeReg {
+				_, err := tw.Write(make([]byte, h.Size))
+				require.NoError(t, err)
+			}
+		}
+		require.NoError(t, tw.Close())
+		return putBlob(t, dir, ocispec.MediaTypeImageLayer, buf.Bytes())
+	}
+	lower := layer(reg(name, 3))
+	cases := []struct {
+		name  string
+		upper ocispec.Descriptor
+		size  int64  // what is read, or
+		err   string // why not
+	}{
+		{"its whiteout", layer(reg("usr/local/bin/.wh.kvserver", 0)), 0, errDeleted.Error()},
+		{"an opaque directory on its path", layer(reg("usr/local/bin/.wh..wh..opq", 0)), 0, errDeleted.Error()},
+		{"a parent's whiteout", layer(reg("usr/local/.wh.bin", 0)), 0, errDeleted.Error()},
+		{"a parent replaced by a file", layer(reg("usr/local", 0)), 0, errDeleted.Error()},
+		{"a parent made a symbolic link", layer(&tar.Header{Name: "usr/local/bin", Typeflag: tar.TypeSymlink, Linkname: "/opt/other", Mode: 0o777}), 0, `is reached through "/usr/local/bin", a symbolic link`},
+		{"twice in one layer", layer(reg(name, 1), reg(name, 2)), 0, "twice"},
+		{"the file and its opaque directory in one layer", layer(reg("usr/local/bin/.wh..wh..opq", 0), reg(name, 5)), 5, ""},
+		{"another file's whiteout", layer(reg("usr/local/bin/.wh.kvserve", 0)), 3, ""},
+		{"a directory on its path", layer(&tar.Header{Name: "usr/local/", Typeflag: tar.TypeDir, Mode: 0o755}), 3, ""},
+	}
+	s, err := openLocal(ctx, must(ParseRef("oci:"+dir+":t")), newBudget())
+	require.NoError(t, err)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			n, err := extract(ctx, s, []ocispec.Descriptor{lower, c.upper}, name, io.Discard, newBudget())
+			if c.err != "" {
+				require.ErrorContains(t, err, c.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, c.size, n)
+		})
+	}
+}
+
+// An index that lists one image many times is read as one image, and an
+// image with more than one SBOM attached has none printed: kvgen cannot
+// tell which describes its binary.
+func TestOneImageListedManyTimesAndTwoSBOMs(t *testing.T) {
+	ctx := context.Background()
+	dir := writtenLayout(t)
+	ref := "oci:" + dir + ":t"
+	found, err := Inspect(ctx, must(ParseRef(ref)), Remote{}, true)
+	require.NoError(t, err)
+	require.Len(t, found, 1)
+	require.NoError(t, found[0].Err)
+	want := found[0].SBOM
+
+	data, err := os.ReadFile(filepath.Join(dir, ocispec.ImageIndexFile))
+	require.NoError(t, err)
+	var idx ocispec.Index
+	require.NoError(t, json.Unmarshal(data, &idx))
+	var rest []ocispec.Descriptor
+	var sbom ocispec.Descriptor
+	for _, d := range idx.Manifests {
+		if d.Annotations[ocispec.AnnotationRefName] == "t" {
+			continue
+		}
+		if d.ArtifactType == SBOMArtifactType {
+			sbom = d
+		}
+		rest = append(rest, d)
+	}
+	require.NotEmpty(t, sbom.Digest)
+	many := make([]ocispec.Descriptor, 50)
+	for i := range many {
+		many[i] = found[0].Manifest
+	}
+	list := putJSON(t, dir, ocispec.MediaTypeImageIndex, ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex, Manifests: many})
+	setIndex(t, dir, append([]ocispec.Descriptor{list}, rest...)...)
+	found, err = Inspect(ctx, must(ParseRef(ref)), Remote{}, true)
+	require.NoError(t, err)
+	require.Len(t, found, 1)
+	require.NoError(t, found[0].Err)
+	assert.Equal(t, want, found[0].SBOM)
+
+	// A second SBOM for the same image.
+	var m ocispec.Manifest
+	rc, err := os.ReadFile(blobFile(dir, sbom))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(rc, &m))
+	m.Annotations = map[string]string{"org.example.forged": "yes"}
+	second := putJSON(t, dir, ocispec.MediaTypeImageManifest, m)
+	second.ArtifactType = SBOMArtifactType
+	setIndex(t, dir, append([]ocispec.Descriptor{list, second}, rest...)...)
+	found, err = Inspect(ctx, must(ParseRef(ref)), Remote{}, true)
+	require.NoError(t, err)
+	require.Len(t, found, 1)
+	assert.Nil(t, found[0].SBOM)
+	require.ErrorContains(t, found[0].Err, "2 SBOMs are attached to it")
+	assert.ErrorContains(t, found[0].Err, second.Digest.String())
+}
