@@ -61,6 +61,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
+	"unicode/utf8"
 
 	"github.com/kvgen/kvgen/internal/diag"
 	"github.com/kvgen/kvgen/internal/gen"
@@ -242,6 +243,11 @@ func (e *env) notef(format string, args ...any) {
 	fmt.Fprintf(e.stderr, "kvgen: %s\n", line(format, args...))
 }
 
+// maxLine bounds a message errorf and notef print: text from outside (a
+// registry's token realm, in an error from its client, say) can make one
+// of megabytes.
+const maxLine = 16 << 10
+
 // line is a message as errorf and notef print it, without the prefix.
 func line(format string, args ...any) string {
 	for i, a := range args {
@@ -249,7 +255,15 @@ func line(format string, args ...any) string {
 			args[i] = message(err)
 		}
 	}
-	return diag.OneLine(fmt.Sprintf(format, args...))
+	msg := diag.OneLine(fmt.Sprintf(format, args...))
+	if len(msg) > maxLine {
+		n := maxLine
+		for n > 0 && !utf8.RuneStart(msg[n]) {
+			n--
+		}
+		msg = msg[:n] + fmt.Sprintf("... (%d bytes)", len(msg))
+	}
+	return msg
 }
 
 // problem reports problems: with -json, it adds them to the report; else

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"go/token"
+	"io"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -106,6 +108,16 @@ func TestReportAsText(t *testing.T) {
 	e.errorf("plain")
 	assert.Empty(t, out.String())
 	assert.Equal(t, "connectors.yaml:2:3: positioned\nkvgen: bin/x: unrecognized file format\nkvgen: plain\n", stderr.String())
+}
+
+// A message that carries megabytes from outside (a registry's token
+// realm, in its client's error) prints its first 16 KiB and its length.
+func TestLongMessageIsCut(t *testing.T) {
+	var stderr bytes.Buffer
+	e := &env{stdout: io.Discard, stderr: &stderr, ctx: context.Background()}
+	e.report(fmt.Errorf("fetching a token from %s: refused", strings.Repeat("é", 4<<20)))
+	assert.Less(t, stderr.Len(), maxLine+100)
+	assert.True(t, regexp.MustCompile(`^kvgen: fetching a token from (é)+\.\.\. \(8388639 bytes\)\n$`).MatchString(stderr.String()), "the message, cut: %.100q...", stderr.String())
 }
 
 // An SBOM comes from a registry, which may be hostile: printed as text, it
