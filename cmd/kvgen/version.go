@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -35,6 +36,27 @@ func versionIn(info *debug.BuildInfo) string {
 	return v
 }
 
+// releaseIn is the release of kvgen the binary of info was built from,
+// as path@version: kvgen's module path, or a fork's that replaces it
+// (whose version may be upstream's); "" for a development build.
+func releaseIn(info *debug.BuildInfo) string {
+	v := versionIn(info)
+	if v == "" {
+		return ""
+	}
+	path := kvgenModule
+	m := &info.Main
+	if m.Path != kvgenModule {
+		if i := slices.IndexFunc(info.Deps, func(d *debug.Module) bool { return d.Path == kvgenModule }); i >= 0 {
+			m = info.Deps[i]
+		}
+	}
+	if r := m.Replace; r != nil && r.Version != "" {
+		path = r.Path
+	}
+	return path + "@" + v
+}
+
 // generatorIdentity names this kvgen for the cache: its module
 // version, and for a development build, which has none, the executable
 // itself (its path, size and modification time: a rebuilt kvgen is a new
@@ -45,7 +67,7 @@ func generatorIdentity() string {
 	if ok {
 		id = info.GoVersion
 	}
-	if v := versionIn(info); v != "" {
+	if v := releaseIn(info); v != "" {
 		return id + " " + v
 	}
 	exe, err := os.Executable()

@@ -34,6 +34,21 @@ func TestVersionIn(t *testing.T) {
 	}
 }
 
+// The cache's identity of a release names whose code it is: a fork that
+// replaces kvgen at upstream's version string is another generator.
+func TestReleaseIn(t *testing.T) {
+	dep := func(m debug.Module) *debug.BuildInfo {
+		return &debug.BuildInfo{Main: debug.Module{Path: "example.com/host", Version: "(devel)"}, Deps: []*debug.Module{&m}}
+	}
+	upstream := releaseIn(dep(debug.Module{Path: kvgenModule, Version: "v0.2.0"}))
+	fork := releaseIn(dep(debug.Module{Path: kvgenModule, Version: "v0.2.0", Replace: &debug.Module{Path: "example.com/fork", Version: "v0.2.0"}}))
+	assert.Equal(t, kvgenModule+"@v0.2.0", upstream)
+	assert.Equal(t, "example.com/fork@v0.2.0", fork)
+	assert.Equal(t, kvgenModule+"@v0.3.0", releaseIn(&debug.BuildInfo{Main: debug.Module{Path: kvgenModule, Version: "v0.3.0"}}))
+	assert.Empty(t, releaseIn(dep(debug.Module{Path: kvgenModule, Version: "v0.2.0", Replace: &debug.Module{Path: "../kvgen"}})))
+	assert.Empty(t, releaseIn(nil))
+}
+
 // kvgen version -json says which commit and Go built kvgen, and whether
 // the checkout was modified, from whatever the go command recorded.
 func TestVersionOf(t *testing.T) {
