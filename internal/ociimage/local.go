@@ -14,7 +14,6 @@ import (
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
-	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/errdef"
 
 	"github.com/kvgen/kvgen/internal/readfile"
@@ -401,7 +400,7 @@ func (s *localStore) Fetch(ctx context.Context, d ocispec.Descriptor) (io.ReadCl
 		return nil, fmt.Errorf("blob %s is %d bytes, not the %d its descriptor says", d.Digest, size, d.Size)
 	}
 	r = spend(ctx, r, &s.budget.read)
-	return readCloser{verified{content.NewVerifyReader(r, d)}, f}, nil
+	return readCloser{verify(r, d), f}, nil
 }
 
 type readCloser struct {

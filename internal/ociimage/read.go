@@ -180,7 +180,7 @@ func fetchBlob(ctx context.Context, src content.Fetcher, d ocispec.Descriptor, b
 		return nil, err
 	}
 	r := spend(ctx, rc, &b.read)
-	return readCloser{verified{content.NewVerifyReader(r, d)}, rc}, nil
+	return readCloser{verify(r, d), rc}, nil
 }
 
 // fromLayer copies the file name out of the layer l. What it finds (the

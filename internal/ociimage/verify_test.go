@@ -9,7 +9,6 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"oras.land/oras-go/v2/content"
 )
 
 // A blob whose bytes are not what its descriptor says is an error by the
@@ -18,10 +17,10 @@ func TestVerifiedRefusesAWrongBlob(t *testing.T) {
 	good := "the blob"
 	d := ocispec.Descriptor{Digest: digest.FromString(good), Size: int64(len(good))}
 
-	data, err := io.ReadAll(verified{content.NewVerifyReader(strings.NewReader(good), d)})
+	data, err := io.ReadAll(verify(strings.NewReader(good), d))
 	require.NoError(t, err)
 	assert.Equal(t, good, string(data))
 
-	_, err = io.ReadAll(verified{content.NewVerifyReader(strings.NewReader("the blub"), d)})
-	assert.Error(t, err, "same size, another digest")
+	_, err = io.ReadAll(verify(strings.NewReader("the blub"), d))
+	assert.ErrorContains(t, err, "blob "+d.Digest.String()+": ", "same size, another digest, named")
 }

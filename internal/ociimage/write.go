@@ -335,18 +335,27 @@ func (img *Image) copyBlobTo(ctx context.Context, d ocispec.Descriptor, name str
 	defer r.Close()
 	// The blob is checked as it is copied: a wrong one never replaces
 	// the file.
-	return atomicfile.Replace(name, verified{content.NewVerifyReader(r, d)})
+	return atomicfile.Replace(name, verify(r, d))
 }
 
 // verified reads a blob and, at its end, checks what it read against its
 // descriptor's size and digest: VerifyReader's Read alone checks neither.
-type verified struct{ vr *content.VerifyReader }
+// Its error names the blob, which oras's copy does not.
+type verified struct {
+	vr *content.VerifyReader
+	d  digest.Digest
+}
+
+// verify returns r, the bytes of the blob d, checked as verified checks.
+func verify(r io.Reader, d ocispec.Descriptor) verified {
+	return verified{content.NewVerifyReader(r, d), d.Digest}
+}
 
 func (v verified) Read(p []byte) (int, error) {
 	n, err := v.vr.Read(p)
 	if err == io.EOF {
 		if verr := v.vr.Verify(); verr != nil {
-			return n, verr
+			return n, fmt.Errorf("blob %s: %w", v.d, verr)
 		}
 	}
 	return n, err
@@ -474,7 +483,7 @@ func (img *Image) tarBlob(ctx context.Context, tw *tar.Writer, d ocispec.Descrip
 		return err
 	}
 	defer r.Close()
-	if err := tarPut(tw, blobPath(d), d.Size, verified{content.NewVerifyReader(r, d)}); err != nil {
+	if err := tarPut(tw, blobPath(d), d.Size, verify(r, d)); err != nil {
 		return fmt.Errorf("blob %s: %w", d.Digest, err)
 	}
 	return nil
