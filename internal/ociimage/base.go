@@ -42,11 +42,16 @@ func openBase(ctx context.Context, ref string, platforms []Platform, rm Remote) 
 	if r.Kind == Archive {
 		return nil, fmt.Errorf("-base %s: a base image comes from a registry or an OCI layout (oci:DIR[:TAG])", suggest.Show(ref))
 	}
-	src, root, err := rm.open(ctx, r, newBudget())
+	budget := newBudget()
+	src, root, err := rm.open(ctx, r, budget)
 	if err != nil {
 		return nil, fmt.Errorf("base %w", err)
 	}
 	b := &baseImage{ref: ref, store: src}
+	if _, local := src.(*localStore); !local {
+		// A layout's reads spend from the budget already.
+		b.store = budgeted{src, budget}
+	}
 	switch root.MediaType {
 	case ocispec.MediaTypeImageIndex, dockerList:
 		index, err := fetchIndex(ctx, src, root)

@@ -166,11 +166,23 @@ var errDeleted = errors.New("a layer deletes it")
 // fetchBlob opens a blob of any store, checked as it is read against its
 // descriptor's size and digest, stopped by ctx and spending from b.
 func fetchBlob(ctx context.Context, src content.Fetcher, d ocispec.Descriptor, b *budget) (io.ReadCloser, error) {
+	switch s := src.(type) {
+	case *localStore:
+		if err := checkDigest(d); err != nil {
+			return nil, err
+		}
+		return s.Fetch(ctx, d) // checked and spent there
+	case budgeted:
+		return s.Fetch(ctx, d) // spent from its own budget
+	}
+	return budgetedFetch(ctx, src, d, b)
+}
+
+// budgetedFetch opens a blob of src, checked as it is read against its
+// descriptor's size and digest, stopped by ctx and spending from b.
+func budgetedFetch(ctx context.Context, src content.Fetcher, d ocispec.Descriptor, b *budget) (io.ReadCloser, error) {
 	if err := checkDigest(d); err != nil {
 		return nil, err
-	}
-	if s, ok := src.(*localStore); ok {
-		return s.Fetch(ctx, d) // checked and spent there
 	}
 	if err := b.opens.spend(1); err != nil {
 		return nil, err
@@ -181,6 +193,19 @@ func fetchBlob(ctx context.Context, src content.Fetcher, d ocispec.Descriptor, b
 	}
 	r := spend(ctx, rc, &b.read)
 	return readCloser{verify(r, d), rc}, nil
+}
+
+// budgeted is a registry's image whose blobs are read within a budget, as
+// a layout's are: a base, whose every blob a build copies into a layout,
+// reads at most maxRead bytes, not whatever its descriptors claim.
+type budgeted struct {
+	source
+	b *budget
+}
+
+// Fetch is budgetedFetch from s's budget.
+func (s budgeted) Fetch(ctx context.Context, d ocispec.Descriptor) (io.ReadCloser, error) {
+	return budgetedFetch(ctx, s.source, d, s.b)
 }
 
 // fromLayer copies the file name out of the layer l. What it finds (the

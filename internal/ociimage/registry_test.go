@@ -156,6 +156,8 @@ func TestPushToRegistry(t *testing.T) {
 	opts.Base, opts.Remote = ref.String(), rm
 	on, err := Build(ctx, opts)
 	require.NoError(t, err)
+	_, withinBudget := on.base.(budgeted)
+	assert.True(t, withinBudget, "a registry's base is read within a budget (TestRegistryBaseIsBudgeted)")
 	onRef := must(ParseRef(reg.Host + "/team/app:v1"))
 	require.NoError(t, Write(ctx, on, onRef, rm))
 	inspectBack(t, onRef, rm, on)

@@ -19,6 +19,8 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"oras.land/oras-go/v2/content"
+	"oras.land/oras-go/v2/content/memory"
 )
 
 // An image kvgen reads, from a layout, an archive or a base, may have been
@@ -221,6 +223,23 @@ func TestDecompressionIsBudgeted(t *testing.T) {
 	b.unpacked.set(1<<20, "bytes of decompressed layers")
 	_, err = extract(ctx, s, []ocispec.Descriptor{d}, "usr/local/bin/tiny", io.Discard, b)
 	require.ErrorContains(t, err, "more than 1048576 bytes of decompressed layers")
+}
+
+// A registry's base is read within the budget a layout's is: every blob
+// a build copies into a layout counts, whatever its descriptor claims.
+func TestRegistryBaseIsBudgeted(t *testing.T) {
+	ctx := context.Background()
+	s := memory.New()
+	blob := make([]byte, 2<<20)
+	d := content.NewDescriptorFromBytes(ocispec.MediaTypeImageLayer, blob)
+	require.NoError(t, s.Push(ctx, d, bytes.NewReader(blob)))
+	b := newBudget()
+	b.read.set(1<<20, "bytes of blobs")
+	rc, err := budgeted{s, b}.Fetch(ctx, d)
+	require.NoError(t, err)
+	defer rc.Close()
+	_, err = io.Copy(io.Discard, rc)
+	require.ErrorContains(t, err, "more than 1048576 bytes of blobs")
 }
 
 // A docker archive whose manifest.json, which docker load reads, names
