@@ -76,7 +76,9 @@ func main() {
 	// again, so that what kvgen must hold (an image's SBOMs, say) does
 	// not grow the heap to five times its size.
 	debug.SetGCPercent(400)
-	debug.SetMemoryLimit(1 << 30)
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(1 << 30) // a user's own limit stands
+	}
 	// Signals stay handled until kvgen exits: one that comes once the run
 	// is over changes nothing, where with the default action restored it
 	// would end kvgen before it could exit with the run's code.

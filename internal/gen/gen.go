@@ -315,12 +315,13 @@ func withDefaults(ctx context.Context, opts Options) (Options, error) {
 		return opts, errors.New("gen: Options.Env is nil; give the go commands an environment, such as os.Environ()")
 	}
 	// Whatever GOFLAGS says, loading never writes go.mod or go.sum: the
-	// go.mod that generate links is written by Update alone. When
-	// that takes a go env run (GOFLAGS is not in the environment), the
-	// same run answers what the warm path's key holds; otherwise the warm
-	// path asks only once its other conditions hold.
+	// go.mod that generate links is written by Update alone. A run that
+	// may take the warm path asks go env, in the same go command run,
+	// what the key holds, which includes the GOOS, GOARCH and
+	// CGO_ENABLED a go env file may set: they choose the output
+	// package's files (Options.buildContext), read before the key is.
 	var keys []string
-	if opts.Warm && opts.Cache != nil && gocmd.Lookup(opts.Env, "GOFLAGS") == "" {
+	if opts.Warm && opts.Cache != nil {
 		keys = warmGoEnv
 	}
 	env, values, err := gocmd.ReadOnlyModulesEnv(ctx, opts.WorkDir, opts.Env, keys...)

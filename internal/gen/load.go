@@ -269,11 +269,11 @@ func listedRegistry(ctx context.Context, lc loadConfig, reg *packages.Package, p
 		// fails as a whole (say, go.mod needs updating, or a module's
 		// content is not what go.sum says); ask again, of every package
 		// that one command line holds, since any may be the cause.
-		args := []string{RegistryPath}
-		if lc.contractPath != "" {
-			args = append(args, lc.contractPath)
-		}
-		for _, p := range paths {
+		var args []string
+		for _, p := range append([]string{RegistryPath, lc.contractPath}, paths...) {
+			if p == "" || slices.Contains(args, p) {
+				continue
+			}
 			if patternBytes(args)+len(p)+1 > maxPatternBytes {
 				break
 			}
@@ -391,7 +391,7 @@ func goListError(ctx context.Context, lc loadConfig, args ...string) string {
 	_, stderr, err := gocmd.Run(ctx, lc.dir, lc.env(), append(append([]string{"list"}, lc.buildFlags()...), args...)...)
 	switch {
 	case err == nil:
-		return "the go command lists it without error now; run kvgen again"
+		return "asked again, the go command finds no error; run kvgen again"
 	case len(bytes.TrimSpace(stderr)) == 0:
 		return err.Error()
 	}

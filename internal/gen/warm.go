@@ -238,15 +238,17 @@ func warmFlags(goFlags string) bool {
 	return true
 }
 
-// sumPins reports whether go.sum pins the content of module path at
-// version: a line for its zip, not for its go.mod alone.
-func sumPins(sum []byte, path, version string) bool {
+// sumPinned returns the module versions go.sum pins the content of, as
+// path@version: those with a line for their zip, not for their go.mod
+// alone.
+func sumPinned(sum []byte) map[string]bool {
+	pinned := map[string]bool{}
 	for line := range bytes.Lines(sum) {
-		if f := strings.Fields(string(line)); len(f) == 3 && f[0] == path && f[1] == version {
-			return true
+		if f := strings.Fields(string(line)); len(f) == 3 && !strings.HasSuffix(f[1], "/go.mod") {
+			pinned[f[0]+"@"+f[1]] = true
 		}
 	}
-	return false
+	return pinned
 }
 
 // hit returns the Result of the last successful run with these inputs,
@@ -261,9 +263,9 @@ func (w *warmRun) hit() *Result {
 	if rec == nil || len(rec.Modules) == 0 {
 		return nil
 	}
+	pinned := sumPinned(w.sum)
 	for _, mv := range rec.Modules {
-		path, version, ok := strings.Cut(mv, "@")
-		if !ok || !sumPins(w.sum, path, version) {
+		if !pinned[mv] {
 			return nil
 		}
 	}

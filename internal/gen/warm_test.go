@@ -366,3 +366,19 @@ func TestChecksumMismatchIsNamed(t *testing.T) {
 	assert.Contains(t, err.Error(), "checksum mismatch")
 	assert.NotContains(t, err.Error(), "without error now")
 }
+
+// The GOOS a go env file sets chooses the output package's files, as it
+// does the go command's, even when GOFLAGS is in the environment, which
+// spares kvgen the go env run that would otherwise tell it.
+func TestGoEnvFileChoosesTheOutputPackagesFiles(t *testing.T) {
+	dir := kvgentest.Module(t, "example.com/envfile", map[string]string{
+		"connectors.yaml":    "version: 1\noutput: reg/connectors_gen.go\nconnectors: []\n",
+		"reg/reg_windows.go": "package reg\n\n// Registry is another.\nvar Registry = 1\n",
+	})
+	goenv := filepath.Join(t.TempDir(), "env")
+	require.NoError(t, os.WriteFile(goenv, []byte("GOOS=windows\n"), 0o644))
+	env := append(os.Environ(), "GOENV="+goenv, "GOFLAGS=-buildvcs=false")
+	_, err := gen.Generate(context.Background(), gen.Options{WorkDir: dir, Env: env, Manifest: "connectors.yaml",
+		Warm: true, Cache: gen.OpenCache(t.TempDir(), "kvgen test")})
+	require.ErrorContains(t, err, "already declares Registry")
+}

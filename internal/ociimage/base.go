@@ -42,7 +42,11 @@ func openBase(ctx context.Context, ref string, platforms []Platform, rm Remote) 
 	if r.Kind == Archive {
 		return nil, fmt.Errorf("-base %s: a base image comes from a registry or an OCI layout (oci:DIR[:TAG])", suggest.Show(ref))
 	}
+	// A base is copied whole, each platform's image: the read budget is
+	// the image budget's for each (a CUDA base runs 8 to 10 GB a
+	// platform).
 	budget := newBudget()
+	budget.read.set(maxRead*int64(max(1, len(platforms))), "bytes of blobs")
 	src, root, err := rm.open(ctx, r, budget)
 	if err != nil {
 		return nil, fmt.Errorf("base %w", err)

@@ -245,6 +245,7 @@ func fromLayer(ctx context.Context, src content.Fetcher, l ocispec.Descriptor, n
 	// or a directory on its path, as a container's layers are applied.
 	var copied int64
 	found, hidden := false, false
+	notDir := "" // a directory on its path that this layer makes something else
 	tr := tar.NewReader(r)
 	for {
 		h, err := tr.Next()
@@ -286,10 +287,14 @@ func fromLayer(ctx context.Context, src content.Fetcher, l ocispec.Descriptor, n
 		case within(name, p) && h.Typeflag == tar.TypeSymlink:
 			return 0, fmt.Errorf("is reached through %s, a symbolic link in a layer (%s), which inspect does not follow", suggest.Quote("/"+p), l.Digest)
 		case within(name, p) && h.Typeflag != tar.TypeDir:
-			hidden = true // a directory on its path is no directory here
+			hidden, notDir = true, p // a directory on its path is no directory here
 		}
 	}
 	switch {
+	case found && notDir != "":
+		// Unpacked, one of the two replaces the other: which depends
+		// on the unpacker.
+		return 0, fmt.Errorf("is in a layer (%s) that makes %s, on its path, no directory", l.Digest, suggest.Quote("/"+notDir))
 	case found:
 		return copied, nil // this layer's own entries are above its whiteouts
 	case hidden:

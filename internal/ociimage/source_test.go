@@ -349,6 +349,8 @@ func TestUpperLayersHideTheEntrypoint(t *testing.T) {
 		{"a parent replaced by a file", layer(reg("usr/local", 0)), 0, errDeleted.Error()},
 		{"a parent made a symbolic link", layer(&tar.Header{Name: "usr/local/bin", Typeflag: tar.TypeSymlink, Linkname: "/opt/other", Mode: 0o777}), 0, `is reached through "/usr/local/bin", a symbolic link`},
 		{"twice in one layer", layer(reg(name, 1), reg(name, 2)), 0, "twice"},
+		{"with a parent made a file after it in its layer", layer(reg(name, 5), reg("usr/local", 0)), 0, `makes "/usr/local", on its path, no directory`},
+		{"with a parent made a file before it in its layer", layer(reg("usr/local", 0), reg(name, 5)), 0, `makes "/usr/local", on its path, no directory`},
 		{"the file and its opaque directory in one layer", layer(reg("usr/local/bin/.wh..wh..opq", 0), reg(name, 5)), 5, ""},
 		{"another file's whiteout", layer(reg("usr/local/bin/.wh.kvserve", 0)), 3, ""},
 		{"a directory on its path", layer(&tar.Header{Name: "usr/local/", Typeflag: tar.TypeDir, Mode: 0o755}), 3, ""},

@@ -483,10 +483,11 @@ func (img *Image) tarBlob(ctx context.Context, tw *tar.Writer, d ocispec.Descrip
 		return err
 	}
 	defer r.Close()
-	if err := tarPut(tw, blobPath(d), d.Size, verify(r, d)); err != nil {
-		return fmt.Errorf("blob %s: %w", d.Digest, err)
+	err = tarPut(tw, blobPath(d), d.Size, verify(r, d))
+	if err != nil && !strings.Contains(err.Error(), d.Digest.String()) {
+		err = fmt.Errorf("blob %s: %w", d.Digest, err) // verify names it already
 	}
-	return nil
+	return err
 }
 
 // tarPut adds a file of size bytes read from r to the tar, with a fixed
