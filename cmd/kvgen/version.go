@@ -38,7 +38,9 @@ func versionIn(info *debug.BuildInfo) string {
 
 // releaseIn is the release of kvgen the binary of info was built from,
 // as path@version: kvgen's module path, or a fork's that replaces it
-// (whose version may be upstream's); "" for a development build.
+// (whose version may be upstream's); built from a checkout, where kvgen
+// is the main module, its commit too (a fork's checkout may keep the path
+// and the tag's name); "" for a development build.
 func releaseIn(info *debug.BuildInfo) string {
 	v := versionIn(info)
 	if v == "" {
@@ -54,7 +56,16 @@ func releaseIn(info *debug.BuildInfo) string {
 	if r := m.Replace; r != nil && r.Version != "" {
 		path = r.Path
 	}
-	return path + "@" + v
+	release := path + "@" + v
+	if m == &info.Main {
+		// The main module's commit, which names no dependency's.
+		for _, s := range info.Settings {
+			if s.Key == "vcs.revision" {
+				release += " " + s.Value
+			}
+		}
+	}
+	return release
 }
 
 // generatorIdentity names this kvgen for the cache: its module

@@ -45,6 +45,15 @@ func TestReleaseIn(t *testing.T) {
 	assert.Equal(t, kvgenModule+"@v0.2.0", upstream)
 	assert.Equal(t, "example.com/fork@v0.2.0", fork)
 	assert.Equal(t, kvgenModule+"@v0.3.0", releaseIn(&debug.BuildInfo{Main: debug.Module{Path: kvgenModule, Version: "v0.3.0"}}))
+	// Built from a checkout at a tag: the commit tells a fork that kept
+	// the path and the tag's name from upstream; a host's commit is not
+	// kvgen's.
+	rev := []debug.BuildSetting{{Key: "vcs.revision", Value: "0123456789abcdef0123456789abcdef01234567"}}
+	assert.Equal(t, kvgenModule+"@v0.3.0 0123456789abcdef0123456789abcdef01234567",
+		releaseIn(&debug.BuildInfo{Main: debug.Module{Path: kvgenModule, Version: "v0.3.0"}, Settings: rev}))
+	hosted := dep(debug.Module{Path: kvgenModule, Version: "v0.2.0"})
+	hosted.Settings = rev
+	assert.Equal(t, upstream, releaseIn(hosted))
 	assert.Empty(t, releaseIn(dep(debug.Module{Path: kvgenModule, Version: "v0.2.0", Replace: &debug.Module{Path: "../kvgen"}})))
 	assert.Empty(t, releaseIn(nil))
 }
