@@ -309,17 +309,17 @@ func pluginGoMod(modPath string, contract *packages.Module, host *gomod.Main, di
 		}
 		f.AddNewRequire(contract.Path, version, false)
 	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
 	for i := 0; i < len(replaces); i += 2 {
 		from, to := replaces[i], replaces[i+1]
 		if from.Path == modPath {
 			continue // the plugin module is its own
 		}
 		if to.Version == "" {
-			abs, err := filepath.Abs(dir)
-			if err == nil {
-				to.Path, err = gomod.ReplaceTarget(abs, to.Path)
-			}
-			if err != nil {
+			if to.Path, err = gomod.ReplaceTarget(abs, to.Path); err != nil {
 				return nil, err
 			}
 		}

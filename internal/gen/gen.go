@@ -264,7 +264,7 @@ func resolveManifest(ctx context.Context, opts Options, forWrite bool, m *manife
 	cache := opts.Cache.forManifest(opts.abs(opts.Manifest), out.path)
 	var warm *warmRun
 	if forWrite && errs.Err() == nil {
-		warm = newWarmRun(ctx, opts, m, out, cache, named.Path)
+		warm = newWarmRun(opts, m, out, cache, named.Path)
 		if res := warm.hit(); res != nil {
 			return res, cache, nil
 		}

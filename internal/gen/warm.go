@@ -2,7 +2,6 @@ package gen
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -133,12 +132,12 @@ type warmRun struct {
 // newWarmRun reads the inputs of a run with opts of m into out, and
 // returns nil unless the run may take the warm path or leave a record for
 // one.
-func newWarmRun(ctx context.Context, opts Options, m *manifest.Manifest, out *outputFile, cache *manifestCache, contractPath string) *warmRun {
+func newWarmRun(opts Options, m *manifest.Manifest, out *outputFile, cache *manifestCache, contractPath string) *warmRun {
 	if !opts.Warm || cache.path == "" || out.pkg == nil {
 		return nil
 	}
 	w := &warmRun{opts: opts, m: m, out: out, cache: cache}
-	in, sum, ok := w.input(ctx, contractPath)
+	in, sum, ok := w.input(contractPath)
 	if !ok {
 		return nil
 	}
@@ -151,7 +150,7 @@ func newWarmRun(ctx context.Context, opts Options, m *manifest.Manifest, out *ou
 
 // input reads the warm key's inputs, and reports whether the run's
 // packages can be taken to follow from them: see the comment at the top.
-func (w *warmRun) input(ctx context.Context, contractPath string) (warmInput, []byte, bool) {
+func (w *warmRun) input(contractPath string) (warmInput, []byte, bool) {
 	opts, out := w.opts, w.out
 	goFlags := gocmd.Lookup(opts.Env, "GOFLAGS")
 	if out.root == "" || gocmd.WorkFile(opts.loadDir(), opts.Env) != "" || !warmFlags(goFlags) {
@@ -190,14 +189,9 @@ func (w *warmRun) input(ctx context.Context, contractPath string) (warmInput, []
 			return warmInput{}, nil, false
 		}
 	}
-	// The go command's variables last: asking costs a go command run,
-	// which a run that cannot take the warm path is spared.
-	if w.opts.goEnv == nil {
-		values, err := gocmd.EnvValues(ctx, opts.WorkDir, opts.Env, warmGoEnv...)
-		if err != nil {
-			return warmInput{}, nil, false
-		}
-		w.opts.goEnv, opts.goEnv = values, values
+	// The go command's variables, which withDefaults asked with GOFLAGS.
+	if opts.goEnv == nil {
+		return warmInput{}, nil, false
 	}
 	env := func(key string) string { return opts.goEnv[slices.Index(warmGoEnv, key)] }
 	if work := env("GOWORK"); work != "" && work != "off" {
@@ -420,8 +414,7 @@ func newWarmRunAfter(w *warmRun) *warmRun {
 	out := *w.out
 	out.pkg = pkg
 	again := &warmRun{opts: w.opts, m: w.m, out: &out, cache: w.cache}
-	// w asked the go command's variables already: no go command runs.
-	in, _, ok := again.input(context.Background(), contractPathOf(w.m))
+	in, _, ok := again.input(contractPathOf(w.m))
 	if !ok {
 		return nil
 	}

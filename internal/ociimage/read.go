@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/content"
 
@@ -76,13 +77,13 @@ func Inspect(ctx context.Context, ref Ref, rm Remote, sbom bool) ([]Found, error
 		return nil, fmt.Errorf("image %s is a %s, not an image or an image index", shown, suggest.Quote(root.MediaType))
 	}
 	var found []Found
-	read := map[string]bool{}
+	read := map[digest.Digest]bool{}
 	for _, d := range images {
 		// A manifest an index lists twice is one image, read once.
-		if read[d.Digest.String()] {
+		if read[d.Digest] {
 			continue
 		}
-		read[d.Digest.String()] = true
+		read[d.Digest] = true
 		f := Found{Manifest: d}
 		f.Binary, f.Err = inspectImage(ctx, src, ref, d, &f.Platform, b)
 		// A manifest that could not be read says no platform; its
@@ -258,6 +259,10 @@ func fromLayer(ctx context.Context, src content.Fetcher, l ocispec.Descriptor, n
 		p := cleanPath(h.Name)
 		dir, base := path.Split(p)
 		dir = strings.TrimSuffix(dir, "/")
+		whitedOut := "" // what a whiteout entry deletes
+		if target, ok := strings.CutPrefix(base, ".wh."); ok {
+			whitedOut = path.Join(dir, target)
+		}
 		switch {
 		case p == name:
 			if found {
@@ -278,7 +283,7 @@ func fromLayer(ctx context.Context, src content.Fetcher, l ocispec.Descriptor, n
 				return 0, err
 			}
 			found = true
-		case strings.HasPrefix(base, ".wh.") && (path.Join(dir, base[len(".wh."):]) == name || within(name, path.Join(dir, base[len(".wh."):]))),
+		case whitedOut != "" && (whitedOut == name || within(name, whitedOut)),
 			base == ".wh..wh..opq" && within(name, dir):
 			// A whiteout of it or of a directory on its path, or an
 			// opaque directory on its path: what layers below have there
@@ -303,8 +308,9 @@ func fromLayer(ctx context.Context, src content.Fetcher, l ocispec.Descriptor, n
 	return 0, errNotInLayers
 }
 
-// within reports whether the path name is dir or inside it, dir being a
-// directory on its path; both are clean and without a leading slash.
+// within reports whether the path name is inside dir, which is then a
+// directory on its path; both are clean and without a leading slash, ""
+// for the root.
 func within(name, dir string) bool {
 	return dir != name && (dir == "" || strings.HasPrefix(name, dir+"/"))
 }
