@@ -87,10 +87,21 @@ var shared struct {
 // environment, which the go commands the tests start inherit: kvgen build
 // compiles with -trimpath, so the rest compiles so too, and the tests
 // share one build configuration instead of compiling the standard library
-// and every dependency twice.
+// and every dependency twice. It adds two more, unless the user's GOFLAGS
+// sets them: -ldflags=-w, since the programs the tests link need no DWARF,
+// a fifth of a link (a -ldflags on a go command's line still wins); and
+// -buildvcs=false, since stamping a program built inside this checkout
+// runs git status there, which rewrites .git, an input of the tests that
+// read this checkout, so that go test could never replay their results.
 func Main(m Runner) Runner {
 	userGoFlags = os.Getenv("GOFLAGS")
-	os.Setenv("GOFLAGS", strings.TrimSpace(userGoFlags+" -trimpath"))
+	flags := "-trimpath"
+	for _, f := range []string{"-ldflags=-w", "-buildvcs=false"} {
+		if name, _, _ := strings.Cut(f, "="); !strings.Contains(userGoFlags, name) {
+			flags += " " + f
+		}
+	}
+	os.Setenv("GOFLAGS", strings.TrimSpace(userGoFlags+" "+flags))
 	shared.Lock()
 	shared.main = true
 	shared.Unlock()
@@ -157,7 +168,9 @@ func KVGen(t testing.TB) string {
 		// packages and their dependencies, from this module cache, are
 		// then compiled in one configuration, the one testall compiles
 		// first for go tool, not in a second one as well.
-		res, err := run(Root(t), []string{"GOFLAGS=" + userGoFlags}, BuildTimeout, "go", "build", "-o", bin, "./cmd/kvgen")
+		// Not stamped with this checkout's revision either: that runs git
+		// status in it (Main says why not).
+		res, err := run(Root(t), []string{"GOFLAGS=" + userGoFlags}, BuildTimeout, "go", "build", "-buildvcs=false", "-o", bin, "./cmd/kvgen")
 		if err == nil && res.Code != 0 {
 			err = fmt.Errorf("go build ./cmd/kvgen: exit %d\n%s", res.Code, res.Stderr)
 		}
@@ -172,7 +185,8 @@ func KVGen(t testing.TB) string {
 // Program builds the main package in dir into a temporary directory and
 // returns the binary, named for dir. It builds with -trimpath, as kvgen
 // build compiles, so that the two share the build cache's compiled
-// packages.
+// packages, and with -buildvcs=false, so that it runs no git status in
+// this checkout (Main says why).
 func Program(t testing.TB, dir string) string {
 	t.Helper()
 	abs, err := filepath.Abs(dir)
@@ -180,7 +194,7 @@ func Program(t testing.TB, dir string) string {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(t.TempDir(), filepath.Base(abs))
-	res := Run(t, abs, nil, BuildTimeout, "go", "build", "-trimpath", "-o", bin, ".")
+	res := Run(t, abs, nil, BuildTimeout, "go", "build", "-trimpath", "-buildvcs=false", "-o", bin, ".")
 	if res.Code != 0 {
 		t.Fatalf("go build %s: exit %d\n%s", abs, res.Code, res.Stderr)
 	}
