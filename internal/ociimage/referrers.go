@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
+	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/errdef"
 	"oras.land/oras-go/v2/registry"
@@ -17,11 +19,27 @@ const (
 	maxReferrers     = 1000
 )
 
-// sbomReferrers lists an image's referrers of the SBOM's artifact type.
-// A registry's list comes in pages, each at most 4 MiB: at most
-// maxReferrerPages of them (the repository's ReferrerListMaxPages) and
-// maxReferrers in all are read.
+// sbomReferrers lists an image's referrers of the SBOM's artifact type,
+// each once: a registry may list one manifest twice (its referrers API and
+// the tag it falls back to, or one page again), which is still one SBOM.
 func sbomReferrers(ctx context.Context, src source, d ocispec.Descriptor) ([]ocispec.Descriptor, error) {
+	refs, err := listReferrers(ctx, src, d)
+	if err != nil {
+		return nil, err
+	}
+	seen := make(map[digest.Digest]bool, len(refs))
+	return slices.DeleteFunc(refs, func(r ocispec.Descriptor) bool {
+		dup := seen[r.Digest]
+		seen[r.Digest] = true
+		return dup
+	}), nil
+}
+
+// listReferrers lists an image's referrers of the SBOM's artifact type, as
+// the source lists them. A registry's list comes in pages, each at most 4
+// MiB: at most maxReferrerPages of them (the repository's
+// ReferrerListMaxPages) and maxReferrers in all are read.
+func listReferrers(ctx context.Context, src source, d ocispec.Descriptor) ([]ocispec.Descriptor, error) {
 	repo, ok := src.(*remote.Repository)
 	if !ok {
 		return registry.Referrers(ctx, src, d, SBOMArtifactType)

@@ -81,6 +81,27 @@ func (f *fakeRegistry) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	io.Copy(w, rc)
 }
 
+// answerReferrers has f answer its referrers requests with answer.
+func (f *fakeRegistry) answerReferrers(answer func(w http.ResponseWriter, r *http.Request)) {
+	f.hook = func(w http.ResponseWriter, r *http.Request) bool {
+		if !strings.Contains(r.URL.Path, "/referrers/") {
+			return false
+		}
+		answer(w, r)
+		return true
+	}
+}
+
+// servedTiny serves tinyImage from a fakeRegistry, returning them and the
+// image's reference on it.
+func servedTiny(t *testing.T) (*Image, *fakeRegistry, string) {
+	t.Setenv("DOCKER_CONFIG", t.TempDir())
+	img := tinyImage(t)
+	reg := &fakeRegistry{img: img}
+	srv := serve(t, listen(t, "127.0.0.1:0"), reg, nil)
+	return img, reg, srv.Listener.Addr().String() + "/tiny:edge"
+}
+
 // tinyImage is tiny's image for linux/amd64, built once per test.
 func tinyImage(t *testing.T) *Image {
 	img, err := Build(context.Background(), options(platforms(t)[:1]))
@@ -394,35 +415,24 @@ func TestRegistryCredentialsStayWithTheirHost(t *testing.T) {
 // inspect -sbom reads at most 16 pages of an image's referrers (B2),
 // however many the registry links, and 1000 referrers.
 func TestRegistryReferrersAreCapped(t *testing.T) {
-	t.Setenv("DOCKER_CONFIG", t.TempDir())
-	img := tinyImage(t)
+	img, reg, ref := servedTiny(t)
 	var pages atomic.Int64
-	reg := &fakeRegistry{img: img}
-	reg.hook = func(w http.ResponseWriter, r *http.Request) bool {
-		if !strings.Contains(r.URL.Path, "/referrers/") {
-			return false
-		}
+	reg.answerReferrers(func(w http.ResponseWriter, r *http.Request) {
 		if pages.Add(1) > 200 {
 			http.Error(w, "enough", http.StatusTeapot)
-			return true
+			return
 		}
 		w.Header().Set("Content-Type", ocispec.MediaTypeImageIndex)
 		w.Header().Set("Link", fmt.Sprintf(`<%s?page=%d>; rel="next"`, r.URL.Path, pages.Load()))
 		io.WriteString(w, `{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[]}`)
-		return true
-	}
-	srv := serve(t, listen(t, "127.0.0.1:0"), reg, nil)
-	ref := srv.Listener.Addr().String() + "/tiny:edge"
+	})
 	err := inspectErr(t, ref, Remote{Insecure: true}, true)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "finding its SBOM: the registry lists its referrers in more than 16 pages, the most kvgen reads")
 	assert.Equal(t, int64(16), pages.Load())
 
 	sbom := img.Platforms[0].SBOM
-	reg.hook = func(w http.ResponseWriter, r *http.Request) bool {
-		if !strings.Contains(r.URL.Path, "/referrers/") {
-			return false
-		}
+	reg.answerReferrers(func(w http.ResponseWriter, r *http.Request) {
 		index := ocispec.Index{MediaType: ocispec.MediaTypeImageIndex}
 		for i := range 1001 {
 			d := sbom
@@ -431,11 +441,33 @@ func TestRegistryReferrersAreCapped(t *testing.T) {
 		}
 		w.Header().Set("Content-Type", ocispec.MediaTypeImageIndex)
 		json.NewEncoder(w).Encode(index)
-		return true
-	}
+	})
 	err = inspectErr(t, ref, Remote{Insecure: true}, true)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "the registry lists more than 1000 referrers of its SBOM's type, the most kvgen reads")
+}
+
+// A registry that lists one SBOM twice, or on two pages, lists one SBOM:
+// inspect -sbom reads it, where two different ones are refused
+// (TestOneImageListedManyTimesAndTwoSBOMs).
+func TestRegistryListingOneSBOMTwiceListsOne(t *testing.T) {
+	img, reg, ref := servedTiny(t)
+	var pages atomic.Int64
+	reg.answerReferrers(func(w http.ResponseWriter, r *http.Request) {
+		index := ocispec.Index{MediaType: ocispec.MediaTypeImageIndex, Manifests: []ocispec.Descriptor{img.Platforms[0].SBOM, img.Platforms[0].SBOM}}
+		index.SchemaVersion = 2
+		if pages.Add(1) == 1 {
+			w.Header().Set("Link", fmt.Sprintf(`<%s?page=2>; rel="next"`, r.URL.Path))
+		}
+		w.Header().Set("Content-Type", ocispec.MediaTypeImageIndex)
+		json.NewEncoder(w).Encode(index)
+	})
+	found, err := Inspect(context.Background(), must(ParseRef(ref)), Remote{Insecure: true}, true)
+	require.NoError(t, err)
+	require.Len(t, found, 1)
+	require.NoError(t, found[0].Err)
+	assert.Equal(t, int64(2), pages.Load(), "both pages read")
+	assert.Contains(t, string(found[0].SBOM), `"bomFormat": "CycloneDX"`)
 }
 
 // The fake registry serves what Inspect reads back whole.
