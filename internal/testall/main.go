@@ -7,8 +7,8 @@
 //	go run ./internal/testall [-download] [go test flags]
 //
 // The flags are go test's, given to every module after -race,
-// -timeout=300s and -vet=off (-short for the edit loop; a later flag
-// wins).
+// -timeout=300s, -vet=off and -ldflags=-w (-short for the edit loop; a
+// later flag wins).
 //
 // First it downloads what the tests need, what each module's go mod
 // download all fetches (kvgentest.DownloadAll): the scripts' module proxies
