@@ -60,6 +60,7 @@ func TestWarmKeyHoldsEveryField(t *testing.T) {
 		GoMod:     "/src/host/go.mod", GoModSHA256: "bbbb", GoSumSHA256: "cccc",
 		Package: "reg", Declared: map[string]bool{"Version": true},
 		GoEnv: []string{"go1.26.0", "linux", "amd64"}, GoFlags: "-trimpath",
+		GoDebug: "gotypesalias=1", OwnGoDebug: "gotypesalias=1",
 	}
 	eachChange(t, &in, func() string { return cache.hash(in) })
 }

@@ -94,6 +94,10 @@ type warmInput struct {
 	// GOFLAGS the go command runs with.
 	GoEnv   []string
 	GoFlags string
+	// GoDebug is GODEBUG as the go command runs with it, and OwnGoDebug
+	// as this process does, which decides what go/types reports (an
+	// alias by its name or by what it stands for, say).
+	GoDebug, OwnGoDebug string
 }
 
 // warmRecord is what the last successful run that could have taken the
@@ -213,6 +217,7 @@ func (w *warmRun) input(contractPath string) (warmInput, []byte, bool) {
 		GoMod:      goModPath, GoModSHA256: hashBytes(goMod),
 		Package: out.pkg.name, Declared: out.pkg.declared,
 		GoEnv: opts.goEnv, GoFlags: goFlags,
+		GoDebug: gocmd.Lookup(opts.Env, "GODEBUG"), OwnGoDebug: os.Getenv("GODEBUG"),
 	}
 	if sum != nil {
 		in.GoSumSHA256 = hashBytes(sum)

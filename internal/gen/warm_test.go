@@ -178,6 +178,7 @@ func TestWarmFollowsEveryInput(t *testing.T) {
 		{"GOFLAGS", func() { w.opts.Env = append(slices.Clip(w.opts.Env), "GOFLAGS="+goFlags+" -buildvcs=false") }, true},
 		{"build tags", func() { w.opts.Tags = []string{"warmtag"} }, true},
 		{"GOOS", func() { w.opts.Env = append(slices.Clip(w.opts.Env), "GOOS=windows") }, true},
+		{"GODEBUG", func() { w.opts.Env = append(slices.Clip(w.opts.Env), "GODEBUG=gotypesalias=1") }, true},
 		{"the generated file", appendTo("reg/connectors_gen.go", "// edited\n"), true},
 		{"Options.Output", func() {
 			require.NoError(t, os.Remove(filepath.Join(dir, "reg", "connectors_gen.go")))
