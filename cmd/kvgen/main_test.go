@@ -397,7 +397,7 @@ func fileInZip(archive []byte, name string) ([]byte, error) {
 func warmBuildCache(t *testing.T, root string, goEnv map[string]string, module map[string]string) {
 	cmd := goCommand(root, goEnv, "list", "-export", "-buildvcs=false", "-f", "{{if .Error}}{{.Error}}{{end}}", "./registry/...", "./examples/connectors/...", "./cmd/kvgen")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+		t.Fatalf("go list -export: %v\n%s", err, out)
 	}
 	dir := t.TempDir()
 	for name, content := range module {

@@ -175,7 +175,7 @@ func TestWarmFollowsEveryInput(t *testing.T) {
 		{"go.sum", appendTo("go.sum", "\n"), true},
 		{"a name the output package declares", appendTo("reg/reg.go", "\nvar Extra = 2\n"), true},
 		{"the output package's code, not its names", appendTo("reg/reg.go", "\n// Extra is more.\n"), false},
-		{"GOFLAGS", func() { w.opts.Env = append(slices.Clip(w.opts.Env), "GOFLAGS="+goFlags+" -buildvcs=false") }, true},
+		{"GOFLAGS", func() { w.opts.Env = append(slices.Clip(w.opts.Env), "GOFLAGS="+goFlags+" -p=1") }, true},
 		{"build tags", func() { w.opts.Tags = []string{"warmtag"} }, true},
 		{"GOOS", func() { w.opts.Env = append(slices.Clip(w.opts.Env), "GOOS=windows") }, true},
 		{"GODEBUG", func() { w.opts.Env = append(slices.Clip(w.opts.Env), "GODEBUG=gotypesalias=1") }, true},

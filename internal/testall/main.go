@@ -89,8 +89,12 @@ func main() {
 	// go vet runs on its own, for three systems, in CI: not again here.
 	// The test binaries leave out DWARF (-ldflags=-w), which a race report
 	// or a panic does not read, and which is a third of a race-built test
-	// binary's link.
-	args := append([]string{"test", "-json", "-race", "-timeout=300s", "-vet=off", "-ldflags=-w"}, testFlags...)
+	// binary's link, unless GOFLAGS sets -ldflags of its own.
+	args := []string{"test", "-json", "-race", "-timeout=300s", "-vet=off"}
+	if !strings.Contains(os.Getenv("GOFLAGS"), "-ldflags") {
+		args = append(args, "-ldflags=-w")
+	}
+	args = append(args, testFlags...)
 	args = append(args, "./...")
 
 	var total tally
