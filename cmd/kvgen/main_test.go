@@ -184,7 +184,8 @@ func scriptGoEnv(t *testing.T, user map[string]string, goproxy string) map[strin
 		// What the scripts compile, kvgen build compiles with -trimpath:
 		// the rest does too, so that both share compiled packages, and a
 		// copy of this repository at a new path compiles nothing again.
-		"GOFLAGS": "-trimpath",
+		// What they link needs no DWARF (kvgentest.Main says why).
+		"GOFLAGS": "-trimpath -ldflags=-w",
 	}
 }
 
