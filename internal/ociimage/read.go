@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/content"
 
@@ -77,13 +76,8 @@ func Inspect(ctx context.Context, ref Ref, rm Remote, sbom bool) ([]Found, error
 		return nil, fmt.Errorf("image %s is a %s, not an image or an image index", shown, suggest.Quote(root.MediaType))
 	}
 	var found []Found
-	read := map[digest.Digest]bool{}
-	for _, d := range images {
-		// A manifest an index lists twice is one image, read once.
-		if read[d.Digest] {
-			continue
-		}
-		read[d.Digest] = true
+	// A manifest an index lists twice is one image, read once.
+	for _, d := range onceEach(images) {
 		f := Found{Manifest: d}
 		f.Binary, f.Err = inspectImage(ctx, src, ref, d, &f.Platform, b)
 		// A manifest that could not be read says no platform; its

@@ -27,12 +27,18 @@ func sbomReferrers(ctx context.Context, src source, d ocispec.Descriptor) ([]oci
 	if err != nil {
 		return nil, err
 	}
-	seen := make(map[digest.Digest]bool, len(refs))
-	return slices.DeleteFunc(refs, func(r ocispec.Descriptor) bool {
-		dup := seen[r.Digest]
-		seen[r.Digest] = true
+	return onceEach(refs), nil
+}
+
+// onceEach returns ds with each digest's first descriptor alone, in order;
+// it reuses ds's array.
+func onceEach(ds []ocispec.Descriptor) []ocispec.Descriptor {
+	seen := make(map[digest.Digest]bool, len(ds))
+	return slices.DeleteFunc(ds, func(d ocispec.Descriptor) bool {
+		dup := seen[d.Digest]
+		seen[d.Digest] = true
 		return dup
-	}), nil
+	})
 }
 
 // listReferrers lists an image's referrers of the SBOM's artifact type, as

@@ -440,14 +440,7 @@ func archiveFiles(root ocispec.Descriptor, m ocispec.Manifest, tag string) []arc
 // build. The SBOM's manifest stays out: docker load would take it for an
 // image.
 func archiveBlobs(pi PlatformImage, m ocispec.Manifest) []ocispec.Descriptor {
-	seen := map[string]bool{}
-	var blobs []ocispec.Descriptor
-	for _, d := range append([]ocispec.Descriptor{pi.Manifest, m.Config}, m.Layers...) {
-		if !seen[d.Digest.String()] {
-			seen[d.Digest.String()] = true
-			blobs = append(blobs, d)
-		}
-	}
+	blobs := onceEach(append([]ocispec.Descriptor{pi.Manifest, m.Config}, m.Layers...))
 	slices.SortFunc(blobs, func(a, b ocispec.Descriptor) int { return strings.Compare(a.Digest.String(), b.Digest.String()) })
 	return blobs
 }
