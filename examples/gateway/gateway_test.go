@@ -56,7 +56,7 @@ func TestGatewayUnknownPlugin(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "gateway.json")
 	require.NoError(t, os.WriteFile(cfg, []byte(`{"chain": [{"plugin": "header"}]}`), 0o644))
-	out, err := exec.Command("go", "run", "-trimpath", "-buildvcs=false", ".", "-config", cfg, "-request", "/").CombinedOutput()
+	out, err := exec.Command(kvgentest.Program(t, "."), "-config", cfg, "-request", "/").CombinedOutput()
 	require.Error(t, err)
 	assert.Contains(t, string(out), `gateway: `+cfg+`: step 1: unknown plugin "header" (did you mean "headers" or "bearer"?); linked: auth, cors, headers`)
 }

@@ -93,8 +93,18 @@ var shared struct {
 // -buildvcs=false, since stamping a program built inside this checkout
 // runs git status there, which rewrites .git, an input of the tests that
 // read this checkout, so that go test could never replay their results.
+//
+// And it sets CGO_ENABLED=0 unless the environment sets CGO_ENABLED: the
+// images kvgen build makes hold static binaries, built with CGO_ENABLED=0,
+// and with the rest built so too, one configuration serves both, and
+// nothing the tests build calls a C compiler. (go test builds the test
+// binary itself, with -race, before Main runs, as the environment says.)
 func Main(m Runner) Runner {
 	userGoFlags = os.Getenv("GOFLAGS")
+	for _, kv := range staticEnv() {
+		k, v, _ := strings.Cut(kv, "=")
+		os.Setenv(k, v)
+	}
 	flags := "-trimpath"
 	for _, f := range []string{"-ldflags=-w", "-buildvcs=false"} {
 		if name, _, _ := strings.Cut(f, "="); !strings.Contains(userGoFlags, name) {
@@ -170,7 +180,7 @@ func KVGen(t testing.TB) string {
 		// first for go tool, not in a second one as well.
 		// Not stamped with this checkout's revision either: that runs git
 		// status in it (Main says why not).
-		res, err := run(Root(t), []string{"GOFLAGS=" + userGoFlags}, BuildTimeout, "go", "build", "-buildvcs=false", "-o", bin, "./cmd/kvgen")
+		res, err := run(Root(t), append(staticEnv(), "GOFLAGS="+userGoFlags), BuildTimeout, "go", "build", "-buildvcs=false", "-o", bin, "./cmd/kvgen")
 		if err == nil && res.Code != 0 {
 			err = fmt.Errorf("go build ./cmd/kvgen: exit %d\n%s", res.Code, res.Stderr)
 		}
@@ -185,8 +195,9 @@ func KVGen(t testing.TB) string {
 // Program builds the main package in dir into a temporary directory and
 // returns the binary, named for dir. It builds with -trimpath, as kvgen
 // build compiles, so that the two share the build cache's compiled
-// packages, and with -buildvcs=false, so that it runs no git status in
-// this checkout (Main says why).
+// packages, with -buildvcs=false, so that it runs no git status in this
+// checkout, and with CGO_ENABLED=0 unless the environment sets it (Main
+// says why of both).
 func Program(t testing.TB, dir string) string {
 	t.Helper()
 	abs, err := filepath.Abs(dir)
@@ -194,11 +205,20 @@ func Program(t testing.TB, dir string) string {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(t.TempDir(), filepath.Base(abs))
-	res := Run(t, abs, nil, BuildTimeout, "go", "build", "-trimpath", "-buildvcs=false", "-o", bin, ".")
+	res := Run(t, abs, staticEnv(), BuildTimeout, "go", "build", "-trimpath", "-buildvcs=false", "-o", bin, ".")
 	if res.Code != 0 {
 		t.Fatalf("go build %s: exit %d\n%s", abs, res.Code, res.Stderr)
 	}
 	return bin
+}
+
+// staticEnv is CGO_ENABLED=0 for a go command, unless the environment
+// sets CGO_ENABLED (Main says why), for the tests without Main.
+func staticEnv() []string {
+	if _, ok := os.LookupEnv("CGO_ENABLED"); ok {
+		return nil
+	}
+	return []string{"CGO_ENABLED=0"}
 }
 
 // Result is what a finished process left.

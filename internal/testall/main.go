@@ -147,7 +147,10 @@ func download(root string) error {
 // and as kvgentest.KVGen does, to share it; the
 // static, CGO_ENABLED=0 binaries images hold; the other platforms the
 // image and cross-compiling tests build for; and the Redis connector,
-// which the datacenter deployment adds. Compiled here, once, each is
+// which the datacenter deployment adds. All with CGO_ENABLED=0, as the
+// tests' go commands build (kvgentest.Main), so that on linux/amd64 the
+// images' static binaries are the first configuration's, not one more;
+// the CGO_ENABLED=0 lines below are for other hosts. Compiled here, once, each is
 // compiled by one go command, not by several scripts at the same time
 // each its own copy on a cold build cache, and outside the tests'
 // timeout.
@@ -181,7 +184,7 @@ func prebuild(root string) error {
 	for _, p := range prebuilds {
 		cmd := exec.Command("go", append([]string{"list", "-export", "-buildvcs=false", "-f", "{{if .Error}}{{.Error}}{{end}}"}, p.args...)...)
 		cmd.Dir = filepath.Join(root, p.dir)
-		cmd.Env = append(append(os.Environ(), "GOPROXY=off"), p.env...)
+		cmd.Env = append(append(os.Environ(), "GOPROXY=off", "CGO_ENABLED=0"), p.env...)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("%s: %s %s: %v\n%s", p.dir, strings.Join(p.env, " "), strings.Join(cmd.Args, " "), err, out)
 		}
