@@ -27,6 +27,7 @@ import (
 	modzip "golang.org/x/mod/zip"
 
 	"github.com/kvgen/kvgen/internal/kvgentest"
+	"github.com/kvgen/kvgen/internal/testenv"
 )
 
 var update = flag.Bool("update", false, "rewrite the expectations in testdata/script")
@@ -186,9 +187,8 @@ func scriptGoEnv(t *testing.T, user map[string]string, goproxy string) map[strin
 		// copy of this repository at a new path compiles nothing again.
 		// What they link needs no DWARF (kvgentest.Main says why).
 		"GOFLAGS": "-trimpath -ldflags=-w",
-		// kvgen build's images hold static binaries, built with
-		// CGO_ENABLED=0: the rest builds so too, for the same reason
-		// (kvgentest.Main says more).
+		// As the images kvgen build makes, which are static (testenv.Static
+		// says why; the scripts' GOFLAGS asks for no sanitizer).
 		"CGO_ENABLED": "0",
 	}
 }
@@ -393,14 +393,13 @@ func fileInZip(archive []byte, name string) ([]byte, error) {
 // conformance suite and their dependencies, without -race, into the build
 // cache the scripts share; and kvgen as go tool builds it in a script's
 // module, outside -trimpath (go tool ignores GOFLAGS), for the scripts
-// that run go tool kvgen. No script compiles kvgen with -trimpath (kvgen
-// in a script is this test binary, or go tool's), so kvgen is not compiled
-// so here: that was 40 CPU-seconds for nothing. The scripts run in parallel, so on a
-// cold cache, or after an edit to kvgen, each would compile all of it at
-// the same time as the others. The environment is the scripts': -trimpath,
-// no go env file. go list -export compiles as go build does, without
-// linking kvgen, and -buildvcs=false leaves this checkout's .git as it was
-// (kvgentest.Main says why).
+// that run go tool kvgen; not with -trimpath, as no script compiles it so
+// (kvgen in a script is this test binary, or go tool's). The scripts run
+// in parallel, so on a cold cache, or after an edit to kvgen, each would
+// compile all of it at the same time as the others. The environment is the
+// scripts': -trimpath, no go env file. go list -export compiles as go
+// build does, without linking kvgen, and -buildvcs=false leaves this
+// checkout's .git as it was (kvgentest.Main says why).
 func warmBuildCache(t *testing.T, root string, goEnv map[string]string, module map[string]string) {
 	cmd := goCommand(root, goEnv, "list", "-export", "-buildvcs=false", "-f", "{{if .Error}}{{.Error}}{{end}}", "./registry/...", "./examples/connectors/...")
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -421,11 +420,11 @@ func warmBuildCache(t *testing.T, root string, goEnv map[string]string, module m
 
 // completeModCache fills in the module cache's downloads, which stand in
 // for the proxy a published kvgen's dependencies come from, with what
-// go mod download all fetches (kvgentest.DownloadAll): building kvgen
+// go mod download all fetches (testenv.DownloadAll): building kvgen
 // fetches less, no zip of a module it builds no package of. It returns why,
 // if it could not.
 func completeModCache(root string, goEnv map[string]string) (why string) {
-	if err := kvgentest.DownloadAll(root, goCommand(root, goEnv).Env); err != nil {
+	if err := testenv.DownloadAll(root, goCommand(root, goEnv).Env); err != nil {
 		return "the module cache lacks modules of kvgen's build list: " + err.Error()
 	}
 	return ""

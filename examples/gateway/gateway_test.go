@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvgen/kvgen/internal/kvgentest"
+	"github.com/kvgen/kvgen/internal/testenv"
 )
 
 // TestGateway builds the gateway with go build, as a user does after go
@@ -56,7 +57,9 @@ func TestGatewayUnknownPlugin(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "gateway.json")
 	require.NoError(t, os.WriteFile(cfg, []byte(`{"chain": [{"plugin": "header"}]}`), 0o644))
-	out, err := exec.Command(kvgentest.Program(t, "."), "-config", cfg, "-request", "/").CombinedOutput()
+	cmd := exec.Command("go", "run", "-trimpath", "-buildvcs=false", ".", "-config", cfg, "-request", "/")
+	cmd.Env = append(os.Environ(), testenv.Static()...)
+	out, err := cmd.CombinedOutput()
 	require.Error(t, err)
 	assert.Contains(t, string(out), `gateway: `+cfg+`: step 1: unknown plugin "header" (did you mean "headers" or "bearer"?); linked: auth, cors, headers`)
 }

@@ -18,48 +18,22 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/mod/modfile"
+	"github.com/kvgen/kvgen/internal/testenv"
 )
 
 // Path is kvgen's module path.
-const Path = "github.com/kvgen/kvgen"
+const Path = testenv.Path
 
 // BuildTimeout bounds one go build the tests run; a cold build cache
 // compiles every dependency.
 const BuildTimeout = 5 * time.Minute
-
-// startDir is the test binary's working directory before any test
-// changes it: its package's directory.
-var startDir, startDirErr = os.Getwd()
-
-var root = sync.OnceValues(func() (string, error) {
-	if startDirErr != nil {
-		return "", startDirErr
-	}
-	for dir := startDir; ; {
-		data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && modfile.ModulePath(data) == Path {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("no directory at or above %s holds the go.mod of %s: run it inside kvgen's repository", startDir, Path)
-		}
-		dir = parent
-	}
-})
-
-// FindRoot is the root directory of this checkout: the nearest directory
-// at or above the working directory the program started in whose go.mod
-// is kvgen's. It is Root for the repository's own commands.
-func FindRoot() (string, error) { return root() }
 
 // Root is the root directory of this checkout: the nearest directory
 // above the test's package whose go.mod is kvgen's. The example modules
 // lie below it, so their tests find it too.
 func Root(t testing.TB) string {
 	t.Helper()
-	dir, err := root()
+	dir, err := testenv.Root()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,14 +68,11 @@ var shared struct {
 // runs git status there, which rewrites .git, an input of the tests that
 // read this checkout, so that go test could never replay their results.
 //
-// And it sets CGO_ENABLED=0 unless the environment sets CGO_ENABLED: the
-// images kvgen build makes hold static binaries, built with CGO_ENABLED=0,
-// and with the rest built so too, one configuration serves both, and
-// nothing the tests build calls a C compiler. (go test builds the test
+// And it sets testenv.Static's CGO_ENABLED=0. (go test builds the test
 // binary itself, with -race, before Main runs, as the environment says.)
 func Main(m Runner) Runner {
 	userGoFlags = os.Getenv("GOFLAGS")
-	for _, kv := range staticEnv() {
+	for _, kv := range testenv.Static() {
 		k, v, _ := strings.Cut(kv, "=")
 		os.Setenv(k, v)
 	}
@@ -180,7 +151,7 @@ func KVGen(t testing.TB) string {
 		// first for go tool, not in a second one as well.
 		// Not stamped with this checkout's revision either: that runs git
 		// status in it (Main says why not).
-		res, err := run(Root(t), append(staticEnv(), "GOFLAGS="+userGoFlags), BuildTimeout, "go", "build", "-buildvcs=false", "-o", bin, "./cmd/kvgen")
+		res, err := run(Root(t), []string{"GOFLAGS=" + userGoFlags}, BuildTimeout, "go", "build", "-buildvcs=false", "-o", bin, "./cmd/kvgen")
 		if err == nil && res.Code != 0 {
 			err = fmt.Errorf("go build ./cmd/kvgen: exit %d\n%s", res.Code, res.Stderr)
 		}
@@ -196,8 +167,7 @@ func KVGen(t testing.TB) string {
 // returns the binary, named for dir. It builds with -trimpath, as kvgen
 // build compiles, so that the two share the build cache's compiled
 // packages, with -buildvcs=false, so that it runs no git status in this
-// checkout, and with CGO_ENABLED=0 unless the environment sets it (Main
-// says why of both).
+// checkout (Main says why), and with testenv.Static's CGO_ENABLED=0.
 func Program(t testing.TB, dir string) string {
 	t.Helper()
 	abs, err := filepath.Abs(dir)
@@ -205,20 +175,11 @@ func Program(t testing.TB, dir string) string {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(t.TempDir(), filepath.Base(abs))
-	res := Run(t, abs, staticEnv(), BuildTimeout, "go", "build", "-trimpath", "-buildvcs=false", "-o", bin, ".")
+	res := Run(t, abs, testenv.Static(), BuildTimeout, "go", "build", "-trimpath", "-buildvcs=false", "-o", bin, ".")
 	if res.Code != 0 {
 		t.Fatalf("go build %s: exit %d\n%s", abs, res.Code, res.Stderr)
 	}
 	return bin
-}
-
-// staticEnv is CGO_ENABLED=0 for a go command, unless the environment
-// sets CGO_ENABLED (Main says why), for the tests without Main.
-func staticEnv() []string {
-	if _, ok := os.LookupEnv("CGO_ENABLED"); ok {
-		return nil
-	}
-	return []string{"CGO_ENABLED=0"}
 }
 
 // Result is what a finished process left.

@@ -25,8 +25,8 @@ import (
 
 	"github.com/kvgen/kvgen/internal/apitext"
 	"github.com/kvgen/kvgen/internal/atomicfile"
-	"github.com/kvgen/kvgen/internal/kvgentest"
 	"github.com/kvgen/kvgen/internal/manifest"
+	"github.com/kvgen/kvgen/internal/testenv"
 )
 
 // generated are the example modules whose registries go generate writes,
@@ -42,7 +42,7 @@ func main() {
 }
 
 func run() error {
-	root, err := kvgentest.FindRoot()
+	root, err := testenv.Root()
 	if err != nil {
 		return err
 	}

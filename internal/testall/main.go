@@ -11,7 +11,7 @@
 // later flag wins).
 //
 // First it downloads what the tests need, what each module's go mod
-// download all fetches (kvgentest.DownloadAll): the scripts' module proxies
+// download all fetches (testenv.DownloadAll): the scripts' module proxies
 // serve a published kvgen's dependencies from those downloads. The tests
 // then run with GOPROXY=off, so none reaches the network. With -download
 // it stops there: CI downloads so, then runs it again with GOPROXY=off.
@@ -36,7 +36,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kvgen/kvgen/internal/kvgentest"
+	"github.com/kvgen/kvgen/internal/testenv"
 )
 
 // modules are the repository's modules, by directory from its root; the
@@ -58,7 +58,7 @@ var allowedSkip = regexp.MustCompile(
 		`the worker (does not implement|is not a )|Options\.Damage is not set`)
 
 func main() {
-	root, err := kvgentest.FindRoot()
+	root, err := testenv.Root()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "testall:", err)
 		os.Exit(2)
@@ -132,7 +132,7 @@ func main() {
 // module's go mod download all fetches, without writing go.sum.
 func download(root string) error {
 	for _, m := range modules {
-		if err := kvgentest.DownloadAll(filepath.Join(root, m), nil); err != nil {
+		if err := testenv.DownloadAll(filepath.Join(root, m), nil); err != nil {
 			return err
 		}
 	}
@@ -144,13 +144,12 @@ func download(root string) error {
 // it in the tests' GOFLAGS, and kvgen build adds it) for kvgen's runtime,
 // the connectors and the example server; without it, kvgen as go tool
 // builds it (go tool takes no build flags, and ignores those in GOFLAGS),
-// and as kvgentest.KVGen does, to share it; the
-// static, CGO_ENABLED=0 binaries images hold; the other platforms the
-// image and cross-compiling tests build for; and the Redis connector,
-// which the datacenter deployment adds. All with CGO_ENABLED=0, as the
-// tests' go commands build (kvgentest.Main), so that on linux/amd64 the
-// images' static binaries are the first configuration's, not one more;
-// the CGO_ENABLED=0 lines below are for other hosts. Compiled here, once, each is
+// and as kvgentest.KVGen does, to share it; the static binaries images
+// hold; the other platforms the image and cross-compiling tests build
+// for; and the Redis connector, which the datacenter deployment adds. All
+// with testenv.Static's environment, as the tests' go commands, so that
+// on linux/amd64 the images' configuration is the first one (the
+// CGO_ENABLED=0 lines are for other hosts). Compiled here, once, each is
 // compiled by one go command, not by several scripts at the same time
 // each its own copy on a cold build cache, and outside the tests'
 // timeout.
@@ -184,7 +183,7 @@ func prebuild(root string) error {
 	for _, p := range prebuilds {
 		cmd := exec.Command("go", append([]string{"list", "-export", "-buildvcs=false", "-f", "{{if .Error}}{{.Error}}{{end}}"}, p.args...)...)
 		cmd.Dir = filepath.Join(root, p.dir)
-		cmd.Env = append(append(os.Environ(), "GOPROXY=off", "CGO_ENABLED=0"), p.env...)
+		cmd.Env = append(append(append(os.Environ(), "GOPROXY=off"), testenv.Static()...), p.env...)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("%s: %s %s: %v\n%s", p.dir, strings.Join(p.env, " "), strings.Join(cmd.Args, " "), err, out)
 		}

@@ -1,4 +1,4 @@
-package kvgentest
+package testenv
 
 import (
 	"fmt"
