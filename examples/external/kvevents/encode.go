@@ -44,134 +44,123 @@ func ParseEncoding(s string) (Encoding, error) {
 	return 0, fmt.Errorf("kv events encoding %q: want \"maps\" or \"arrays\"", s)
 }
 
-// field is one named value of an event, in vLLM's declaration order.
-type field struct {
-	name  string
-	value func(*msgpack.Encoder) error
-}
-
 // encodeBatch returns vLLM's KVEventBatch: [ts, events, data_parallel_rank].
 // Fields vLLM declares without a default are always written, as null when
 // kvgen has no value (lora_id, and medium or lora_name when empty); those
 // with a default (extra_keys, group_idx, kv_cache_spec_*) are omitted, as
 // vLLM's omit_defaults omits them at their defaults.
 func encodeBatch(ts float64, events []kv.KVEvent, rank int, enc Encoding) ([]byte, error) {
-	var buf bytes.Buffer
-	e := msgpack.NewEncoder(&buf)
-	if err := e.EncodeArrayLen(3); err != nil {
-		return nil, err
-	}
-	if err := e.EncodeFloat64(ts); err != nil {
-		return nil, err
-	}
-	if err := e.EncodeArrayLen(len(events)); err != nil {
-		return nil, err
-	}
+	size := 32
 	for i := range events {
-		if err := encodeEvent(e, &events[i], enc); err != nil {
-			return nil, err
-		}
+		size += eventSize(&events[i])
 	}
-	if err := e.EncodeInt(int64(rank)); err != nil {
-		return nil, err
+	// The payload is kept (for replay, and in subscribers' queues), so it
+	// is allocated once at its bound; the encoder is not, so it is reused.
+	buf := bytes.NewBuffer(make([]byte, 0, size))
+	e := msgpack.GetEncoder()
+	defer msgpack.PutEncoder(e)
+	e.Reset(buf)
+	w := eventWriter{e: e, maps: enc == Maps}
+	w.check(e.EncodeArrayLen(3))
+	w.check(e.EncodeFloat64(ts))
+	w.check(e.EncodeArrayLen(len(events)))
+	for i := range events {
+		w.event(&events[i])
+	}
+	w.check(e.EncodeInt(int64(rank)))
+	if w.err != nil {
+		return nil, w.err
 	}
 	return buf.Bytes(), nil
 }
 
-func encodeEvent(e *msgpack.Encoder, ev *kv.KVEvent, enc Encoding) error {
-	var fields []field
+// eventWriter writes events, keeping the first error.
+type eventWriter struct {
+	e    *msgpack.Encoder
+	maps bool
+	err  error
+}
+
+func (w *eventWriter) check(err error) {
+	if w.err == nil {
+		w.err = err
+	}
+}
+
+// event writes ev as a map tagged under "type", or an array led by its
+// tag, with its fields in vLLM's declaration order.
+func (w *eventWriter) event(ev *kv.KVEvent) {
+	var fields int
 	switch ev.Kind {
 	case kv.BlockStored:
-		fields = []field{
-			{"block_hashes", hashes(ev.BlockHashes)},
-			{"parent_block_hash", func(e *msgpack.Encoder) error {
-				if ev.ParentBlockHash == nil {
-					return e.EncodeNil()
-				}
-				return e.EncodeUint64(ev.ParentBlockHash.Uint64())
-			}},
-			{"token_ids", func(e *msgpack.Encoder) error {
-				toks := ev.BlockTokenIDs()
-				if err := e.EncodeArrayLen(len(toks)); err != nil {
-					return err
-				}
-				for _, t := range toks {
-					if err := e.EncodeUint(uint64(t)); err != nil {
-						return err
-					}
-				}
-				return nil
-			}},
-			{"block_size", func(e *msgpack.Encoder) error { return e.EncodeInt(int64(ev.BlockSize)) }},
-			{"lora_id", func(e *msgpack.Encoder) error { return e.EncodeNil() }},
-			{"medium", optString(ev.Medium)},
-			{"lora_name", optString(ev.LoraName)},
-		}
+		fields = 7
 	case kv.BlockRemoved:
-		fields = []field{
-			{"block_hashes", hashes(ev.BlockHashes)},
-			{"medium", optString(ev.Medium)},
-		}
+		fields = 2
 	case kv.AllBlocksCleared:
 	default:
-		return fmt.Errorf("kv events: cannot encode event kind %v", ev.Kind)
+		w.check(fmt.Errorf("kv events: cannot encode event kind %v", ev.Kind))
+		return
 	}
-	tag := ev.Kind.String()
-	if enc == Arrays {
-		if err := e.EncodeArrayLen(1 + len(fields)); err != nil {
-			return err
+	e := w.e
+	if w.maps {
+		w.check(e.EncodeMapLen(1 + fields))
+		w.check(e.EncodeString("type"))
+	} else {
+		w.check(e.EncodeArrayLen(1 + fields))
+	}
+	w.check(e.EncodeString(ev.Kind.String()))
+	switch ev.Kind {
+	case kv.BlockStored:
+		w.name("block_hashes")
+		w.hashes(ev.BlockHashes)
+		w.name("parent_block_hash")
+		if ev.ParentBlockHash == nil {
+			w.check(e.EncodeNil())
+		} else {
+			w.check(e.EncodeUint64(ev.ParentBlockHash.Uint64()))
 		}
-		if err := e.EncodeString(tag); err != nil {
-			return err
+		w.name("token_ids")
+		toks := ev.BlockTokenIDs()
+		w.check(e.EncodeArrayLen(len(toks)))
+		for _, t := range toks {
+			w.check(e.EncodeUint(uint64(t)))
 		}
-		for _, f := range fields {
-			if err := f.value(e); err != nil {
-				return err
-			}
-		}
-		return nil
+		w.name("block_size")
+		w.check(e.EncodeInt(int64(ev.BlockSize)))
+		w.name("lora_id")
+		w.check(e.EncodeNil())
+		w.name("medium")
+		w.optString(ev.Medium)
+		w.name("lora_name")
+		w.optString(ev.LoraName)
+	case kv.BlockRemoved:
+		w.name("block_hashes")
+		w.hashes(ev.BlockHashes)
+		w.name("medium")
+		w.optString(ev.Medium)
 	}
-	if err := e.EncodeMapLen(1 + len(fields)); err != nil {
-		return err
+}
+
+// name writes a field's name, which only maps carry.
+func (w *eventWriter) name(n string) {
+	if w.maps {
+		w.check(w.e.EncodeString(n))
 	}
-	if err := e.EncodeString("type"); err != nil {
-		return err
-	}
-	if err := e.EncodeString(tag); err != nil {
-		return err
-	}
-	for _, f := range fields {
-		if err := e.EncodeString(f.name); err != nil {
-			return err
-		}
-		if err := f.value(e); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // hashes writes block hashes as msgpack uint64 whatever their value, so
 // that a reader typed for 64-bit hashes never meets a narrower integer.
-func hashes(hs []kv.BlockHash) func(*msgpack.Encoder) error {
-	return func(e *msgpack.Encoder) error {
-		if err := e.EncodeArrayLen(len(hs)); err != nil {
-			return err
-		}
-		for _, h := range hs {
-			if err := e.EncodeUint64(h.Uint64()); err != nil {
-				return err
-			}
-		}
-		return nil
+func (w *eventWriter) hashes(hs []kv.BlockHash) {
+	w.check(w.e.EncodeArrayLen(len(hs)))
+	for _, h := range hs {
+		w.check(w.e.EncodeUint64(h.Uint64()))
 	}
 }
 
-func optString(s string) func(*msgpack.Encoder) error {
-	return func(e *msgpack.Encoder) error {
-		if s == "" {
-			return e.EncodeNil()
-		}
-		return e.EncodeString(s)
+func (w *eventWriter) optString(s string) {
+	if s == "" {
+		w.check(w.e.EncodeNil())
+	} else {
+		w.check(w.e.EncodeString(s))
 	}
 }

@@ -132,23 +132,32 @@ func (s *subscriber) handle(m message) {
 	s.matches.Store(match)
 }
 
-// write sends the queue, one batch at a time, each write bounded by
-// WriteTimeout; on an error it disconnects the peer.
+// A write takes what is queued, up to maxWriteBatches batches and, past
+// the first, maxWriteBytes of payload: one system call and one deadline for
+// a burst, each deadline covering a bounded amount.
+const (
+	maxWriteBatches = 64
+	maxWriteBytes   = 256 << 10
+)
+
+// write sends the queue, each write bounded by WriteTimeout; on an error
+// it disconnects the peer.
 func (s *subscriber) write() {
 	defer close(s.done)
+	var out []published
 	for {
 		s.mu.Lock()
 		ctl := s.ctl
 		s.ctl = nil
-		var m published
-		have := len(s.q) > 0
-		if have {
-			m = s.q[0]
-			s.q[0] = published{}
-			s.q = s.q[1:]
-			if len(s.q) == 0 {
-				s.q = nil
-			}
+		n, size := 0, 0
+		for n < len(s.q) && n < maxWriteBatches && (n == 0 || size+len(s.q[n].payload) <= maxWriteBytes) {
+			size += len(s.q[n].payload)
+			n++
+		}
+		out = append(out[:0], s.q[:n]...)
+		clear(s.q[:n])
+		if s.q = s.q[n:]; len(s.q) == 0 {
+			s.q = nil
 		}
 		stopped, closing := s.stopped, s.closing
 		s.mu.Unlock()
@@ -160,15 +169,20 @@ func (s *subscriber) write() {
 				return
 			}
 		}
-		if have {
-			ok := s.send(wireMessage(s.p.topic, m.seq, m.payload))
+		if len(out) > 0 {
+			var bufs net.Buffers
+			for _, m := range out {
+				bufs = append(bufs, wireMessage(s.p.topic, m.seq, m.payload)...)
+			}
+			clear(out)
+			ok := s.send(bufs)
 			s.mu.Lock()
 			if !s.stopped { // stop zeroed the count
-				s.qBytes -= len(m.payload)
+				s.qBytes -= size
 			}
 			s.mu.Unlock()
 			if !ok {
-				s.p.subDrops.Add(1)
+				s.p.subDrops.Add(uint64(n))
 				return
 			}
 			continue
