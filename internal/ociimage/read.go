@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/content"
 
@@ -220,28 +221,42 @@ func fromLayer(ctx context.Context, src content.Fetcher, l ocispec.Descriptor, n
 			n, err = 0, fmt.Errorf("layer %s: %w", l.Digest, verr)
 		}
 	}()
-	var r io.Reader = rc
+	r, err := layerTar(ctx, rc, l.MediaType, b)
+	if err != nil {
+		return 0, err
+	}
+	return findInLayer(tar.NewReader(r), name, w, l.Digest)
+}
+
+// layerTar returns a layer's tar stream: rc, or rc unzipped within the
+// budget's unpacked bytes.
+func layerTar(ctx context.Context, rc io.Reader, mediaType string, b *budget) (io.Reader, error) {
 	// Non-distributable layers are deprecated for new images, but base
 	// images made before may still have them: inspect reads them.
-	switch l.MediaType {
+	switch mediaType {
 	//lint:ignore SA1019 reading an older image's layer, not writing one
 	case ocispec.MediaTypeImageLayerGzip, ocispec.MediaTypeImageLayerNonDistributableGzip, "application/vnd.docker.image.rootfs.diff.tar.gzip":
 		zr, err := gzip.NewReader(rc)
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
-		r = spend(ctx, zr, &b.unpacked)
+		return spend(ctx, zr, &b.unpacked), nil
 	//lint:ignore SA1019 reading an older image's layer, not writing one
 	case ocispec.MediaTypeImageLayer, ocispec.MediaTypeImageLayerNonDistributable, "application/vnd.docker.image.rootfs.diff.tar":
-	default:
-		return 0, fmt.Errorf("a layer of media type %s, which inspect does not read", suggest.Quote(l.MediaType))
+		return rc, nil
 	}
-	// The whole layer is read: an entry after the file's may replace it
-	// or a directory on its path, as a container's layers are applied.
+	return nil, fmt.Errorf("a layer of media type %s, which inspect does not read", suggest.Quote(mediaType))
+}
+
+// findInLayer copies the file name to w from a layer's tar stream, which
+// it reads whole: an entry after the file's may replace it or a directory
+// on its path, as a container's layers are applied. It returns
+// errDeleted when the layer hides what the layers below have at name, and
+// errNotInLayers when it says nothing of name.
+func findInLayer(tr *tar.Reader, name string, w io.Writer, layer digest.Digest) (int64, error) {
 	var copied int64
 	found, hidden := false, false
 	notDir := "" // a directory on its path that this layer makes something else
-	tr := tar.NewReader(r)
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
@@ -260,20 +275,9 @@ func fromLayer(ctx context.Context, src content.Fetcher, l ocispec.Descriptor, n
 		switch {
 		case p == name:
 			if found {
-				return 0, fmt.Errorf("is in its layer (%s) twice", l.Digest)
+				return 0, fmt.Errorf("is in its layer (%s) twice", layer)
 			}
-			if h.Typeflag != tar.TypeReg {
-				return 0, fmt.Errorf("is not a regular file in its layer (%s)", l.Digest)
-			}
-			for k := range h.PAXRecords {
-				if strings.HasPrefix(k, "GNU.sparse.") {
-					return 0, fmt.Errorf("is a sparse file in its layer (%s), which no image has", l.Digest)
-				}
-			}
-			if h.Size > inspect.MaxSize {
-				return 0, fmt.Errorf("is %d bytes, larger than the %d bytes inspect reads", h.Size, int64(inspect.MaxSize))
-			}
-			if copied, err = io.Copy(w, io.LimitReader(tr, h.Size)); err != nil {
+			if copied, err = copyEntry(w, tr, h, layer); err != nil {
 				return 0, err
 			}
 			found = true
@@ -284,7 +288,7 @@ func fromLayer(ctx context.Context, src content.Fetcher, l ocispec.Descriptor, n
 			// is gone.
 			hidden = true
 		case within(name, p) && h.Typeflag == tar.TypeSymlink:
-			return 0, fmt.Errorf("is reached through %s, a symbolic link in a layer (%s), which inspect does not follow", suggest.Quote("/"+p), l.Digest)
+			return 0, fmt.Errorf("is reached through %s, a symbolic link in a layer (%s), which inspect does not follow", suggest.Quote("/"+p), layer)
 		case within(name, p) && h.Typeflag != tar.TypeDir:
 			hidden, notDir = true, p // a directory on its path is no directory here
 		}
@@ -293,13 +297,30 @@ func fromLayer(ctx context.Context, src content.Fetcher, l ocispec.Descriptor, n
 	case found && notDir != "":
 		// Unpacked, one of the two replaces the other: which depends
 		// on the unpacker.
-		return 0, fmt.Errorf("is in a layer (%s) that makes %s, on its path, no directory", l.Digest, suggest.Quote("/"+notDir))
+		return 0, fmt.Errorf("is in a layer (%s) that makes %s, on its path, no directory", layer, suggest.Quote("/"+notDir))
 	case found:
 		return copied, nil // this layer's own entries are above its whiteouts
 	case hidden:
 		return 0, errDeleted
 	}
 	return 0, errNotInLayers
+}
+
+// copyEntry copies the file of tar entry h to w, if it is one inspect
+// reads: a regular file, not sparse, of at most inspect.MaxSize bytes.
+func copyEntry(w io.Writer, tr *tar.Reader, h *tar.Header, layer digest.Digest) (int64, error) {
+	if h.Typeflag != tar.TypeReg {
+		return 0, fmt.Errorf("is not a regular file in its layer (%s)", layer)
+	}
+	for k := range h.PAXRecords {
+		if strings.HasPrefix(k, "GNU.sparse.") {
+			return 0, fmt.Errorf("is a sparse file in its layer (%s), which no image has", layer)
+		}
+	}
+	if h.Size > inspect.MaxSize {
+		return 0, fmt.Errorf("is %d bytes, larger than the %d bytes inspect reads", h.Size, int64(inspect.MaxSize))
+	}
+	return io.Copy(w, io.LimitReader(tr, h.Size))
 }
 
 // within reports whether the path name is inside dir, which is then a
