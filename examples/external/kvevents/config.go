@@ -36,8 +36,8 @@ type Config struct {
 	ReplayEndpoint string `json:"replay_endpoint"`
 	// BufferSteps is how many of the latest batches replay can send.
 	BufferSteps int `json:"buffer_steps"`
-	// HWM bounds each subscriber's queue, in batches: past it, batches for
-	// that subscriber are dropped and counted.
+	// HWM bounds each subscriber's batches, queued or being written:
+	// past it, batches for that subscriber are dropped and counted.
 	HWM int `json:"hwm"`
 	// MaxQueueSize bounds the calls waiting to be sent, a batch for each
 	// [Publisher.Publish] and an event for each [Publisher.Emit]; past

@@ -22,6 +22,7 @@ type subscriber struct {
 	mu       sync.Mutex
 	q        []published
 	qBytes   int // payload bytes queued or being written
+	sending  int // batches the writer took from q and is writing
 	ctl      []net.Buffers
 	closing  bool // send what is queued, then end
 	stopped  bool // end now
@@ -60,7 +61,9 @@ func (s *subscriber) offer(topic []byte, m published) {
 		s.mu.Unlock()
 		return
 	}
-	full := len(s.q) >= s.p.cfg.HWM || s.qBytes+len(m.payload) > s.p.opts.MaxQueueBytes
+	// Batches being written count against hwm too, so that taking a burst
+	// off the queue does not make room for another hwm of them.
+	full := len(s.q)+s.sending >= s.p.cfg.HWM || s.qBytes+len(m.payload) > s.p.opts.MaxQueueBytes
 	if !full {
 		s.q = append(s.q, m)
 		s.qBytes += len(m.payload)
@@ -155,6 +158,7 @@ func (s *subscriber) write() {
 			n++
 		}
 		out = append(out[:0], s.q[:n]...)
+		s.sending = n
 		clear(s.q[:n])
 		if s.q = s.q[n:]; len(s.q) == 0 {
 			s.q = nil
@@ -177,8 +181,9 @@ func (s *subscriber) write() {
 			clear(out)
 			ok := s.send(bufs)
 			s.mu.Lock()
-			if !s.stopped { // stop zeroed the count
+			if !s.stopped { // stop zeroed the counts
 				s.qBytes -= size
+				s.sending = 0
 			}
 			s.mu.Unlock()
 			if !ok {
@@ -221,7 +226,7 @@ func (s *subscriber) stop() {
 		if n := len(s.q); n > 0 {
 			s.p.subDrops.Add(uint64(n))
 		}
-		s.q, s.qBytes = nil, 0
+		s.q, s.qBytes, s.sending = nil, 0, 0
 	}
 	s.mu.Unlock()
 	s.c.Close()
