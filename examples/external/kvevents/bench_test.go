@@ -1,13 +1,19 @@
 package kvevents
 
 import (
+	"bufio"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
 	"runtime"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -199,13 +205,14 @@ func BenchmarkPublish(b *testing.B) {
 // first of them changing from one iteration to the next, so that the
 // three ways see the same machine: events off; events on and counted by
 // the host, which is what the connector's own reporting costs; and events
-// on and published through a Publisher to one subscriber in this process.
-// The published turn ends when the subscriber has read every batch it
-// made, so the publisher's goroutine, its writer and the subscriber's
-// reader, which run beside the saves, are within it, and the ways do not
-// share each other's work. Publishing's cost is published/counted, in
-// time; cpu-published/counted is the same in processor time, user and
-// system, of the whole process. savers=1 saves from one goroutine, which
+// on and published through a Publisher to one subscriber, which reads
+// and decodes every batch in a process of its own, as a router does
+// (runReader). The published turn ends when the subscriber has read every
+// batch it made, so the publisher's goroutine and its writer, which run
+// beside the saves, are within it, and the ways do not share each other's
+// work. Publishing's cost is published/counted, in time;
+// cpu-published/counted is the same in processor time, user and system,
+// of the host's process alone. savers=1 saves from one goroutine, which
 // leaves the publisher a core the saves do not use; savers=GOMAXPROCS
 // saves from as many, and so measures a host whose cores the saves keep
 // busy. Compare runs with benchstat (README.md, "Speed").
@@ -236,14 +243,13 @@ func saveWithEvents(b *testing.B, savers int) {
 	}
 	ctx := context.Background()
 	type way struct {
-		name     string
-		w        kv.Worker
-		emitted  atomic.Int64 // the connector reports from the saving goroutines
-		p        *Publisher
-		reader   *counter
-		progress chan struct{}
-		took     time.Duration
-		cpu      time.Duration
+		name    string
+		w       kv.Worker
+		emitted atomic.Int64 // the connector reports from the saving goroutines
+		p       *Publisher
+		reader  *readerProcess
+		took    time.Duration
+		cpu     time.Duration
 	}
 	ways := []*way{{name: "off"}, {name: "counted"}, {name: "published"}}
 	for _, w := range ways {
@@ -261,11 +267,8 @@ func saveWithEvents(b *testing.B, savers int) {
 			c.(kv.EventReporter).ReportEvents(func(kv.KVEvent) { w.emitted.Add(1) })
 		case "published":
 			w.p = start(b, nil, Options{})
-			sub := dialPeer(b, w.p.PubAddr(), "SUB")
-			sub.subscribe("")
+			w.reader = startReader(b, w.p.PubAddr())
 			waitPrefixes(b, w.p, 1)
-			w.progress = make(chan struct{}, 1)
-			w.reader = startCounter(&counter{p: sub, size: -1, keep: true, progress: w.progress})
 			c.(kv.EventReporter).ReportEvents(func(e kv.KVEvent) {
 				w.emitted.Add(1)
 				w.p.Emit(e)
@@ -297,8 +300,10 @@ func saveWithEvents(b *testing.B, savers int) {
 			if err := errors.Join(errs...); err != nil {
 				b.Fatal(err)
 			}
-			if w.p != nil && !waitRead([]*counter{w.reader}, w.p.Stats().Sequenced, w.progress, time.Minute) {
-				b.Fatalf("the subscriber read %d of %d batches: %v", w.reader.got.Load(), w.p.Stats().Sequenced, w.reader.err)
+			if w.p != nil {
+				if got := w.reader.ask(b, strconv.FormatUint(w.p.Stats().Sequenced, 10)); got != "ok" {
+					b.Fatalf("the subscriber: %s", got)
+				}
 			}
 			w.took += time.Since(begin)
 			w.cpu += processCPU(b) - cpuBegin
@@ -323,20 +328,123 @@ func saveWithEvents(b *testing.B, savers int) {
 	if st := pub.p.Stats(); st.Dropped != 0 || st.SubscriberDrops != 0 {
 		b.Fatalf("stats %+v after %d requests, %d events", st, i, pub.emitted.Load())
 	}
-	read := 0
-	for _, m := range pub.reader.payloads {
+	if got, want := pub.reader.ask(b, "events"), strconv.FormatInt(pub.emitted.Load(), 10); got != want {
+		b.Fatalf("the subscriber read %s events of %s", got, want)
+	}
+	b.ReportMetric(float64(pub.p.Stats().Sequenced)/float64(i), "batches/req")
+}
+
+// readerEnv, set to a publisher's address, makes the test binary the
+// benchmark's subscriber (runReader) instead of running tests: a router
+// reads a host's events in a process of its own, so the processor time
+// BenchmarkSaveWithEvents counts is the host's alone.
+const readerEnv = "KVEVENTS_BENCH_READER"
+
+// runReader subscribes to everything the publisher at addr sends and
+// reads it as counter does. To each line on standard input it answers a
+// line: to a number N, "ok" once N batches are read; to "events", how
+// many events the batches read hold. It returns the exit status.
+func runReader(addr string) int {
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err == nil {
+		p := &peer{c: c, r: bufio.NewReaderSize(c, 64<<10)}
+		if err = p.handshake("SUB"); err == nil {
+			err = p.writeErr(command("SUBSCRIBE", ""))
+		}
+		if err == nil {
+			err = answer(p, os.Stdin, os.Stdout)
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "kv events reader:", err)
+		return 1
+	}
+	return 0
+}
+
+func answer(p *peer, in io.Reader, out io.Writer) error {
+	progress := make(chan struct{}, 1)
+	r := startCounter(&counter{p: p, size: -1, keep: true, progress: progress})
+	lines := bufio.NewScanner(in)
+	for lines.Scan() {
+		reply := "ok"
+		if lines.Text() == "events" {
+			n, err := countEvents(r.payloads)
+			if err != nil {
+				return err
+			}
+			reply = strconv.Itoa(n)
+		} else if n, err := strconv.ParseUint(lines.Text(), 10, 64); err != nil {
+			return err
+		} else if !waitRead([]*counter{r}, n, progress, time.Minute) {
+			reply = fmt.Sprintf("read %d of %d batches", r.got.Load(), n)
+			select {
+			case <-r.done:
+				reply += ": " + r.err.Error()
+			default:
+			}
+		}
+		if _, err := fmt.Fprintln(out, reply); err != nil {
+			return err
+		}
+	}
+	return lines.Err()
+}
+
+// countEvents decodes each payload as a batch and counts its events.
+func countEvents(payloads [][]byte) (int, error) {
+	n := 0
+	for _, m := range payloads {
 		var batch []msgpack.RawMessage
 		var events []msgpack.RawMessage
 		if err := msgpack.Unmarshal(m, &batch); err != nil || len(batch) != 3 {
-			b.Fatalf("batch %x: %v", m, err)
+			return 0, fmt.Errorf("batch %x: %v", m, err)
 		}
 		if err := msgpack.Unmarshal(batch[1], &events); err != nil {
-			b.Fatal(err)
+			return 0, err
 		}
-		read += len(events)
+		n += len(events)
 	}
-	if int64(read) != pub.emitted.Load() {
-		b.Fatalf("the subscriber read %d events of %d", read, pub.emitted.Load())
+	return n, nil
+}
+
+// readerProcess is runReader in a process of its own.
+type readerProcess struct {
+	in  io.WriteCloser
+	out *bufio.Scanner
+}
+
+func startReader(b *testing.B, addr net.Addr) *readerProcess {
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), readerEnv+"="+addr.String())
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
 	}
-	b.ReportMetric(float64(pub.p.Stats().Sequenced)/float64(i), "batches/req")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		in.Close()
+		if err := cmd.Wait(); err != nil {
+			b.Errorf("the reader process: %v", err)
+		}
+	})
+	return &readerProcess{in: in, out: bufio.NewScanner(out)}
+}
+
+// ask writes q to the reader and returns its answer.
+func (r *readerProcess) ask(b *testing.B, q string) string {
+	if _, err := fmt.Fprintln(r.in, q); err != nil {
+		b.Fatal(err)
+	}
+	if !r.out.Scan() {
+		b.Fatalf("the reader process ended: %v", r.out.Err())
+	}
+	return r.out.Text()
 }

@@ -2,6 +2,7 @@ package kvevents
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -29,23 +30,43 @@ func dialPeer(t testing.TB, addr net.Addr, typ string) *peer {
 	}
 	t.Cleanup(func() { c.Close() })
 	p := newPeer(t, c)
+	if err := p.handshake(typ); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// handshake sends the greeting and READY as socket type typ, and reads
+// the publisher's.
+func (p *peer) handshake(typ string) error {
 	g := make([]byte, 64)
 	g[0], g[9], g[10], g[11] = 0xFF, 0x7F, 3, 1
 	copy(g[12:], "NULL")
-	p.write(g)
+	if err := p.writeErr(g); err != nil {
+		return err
+	}
 	body := []byte("\x05READY\x0bSocket-Type")
 	body = binary.BigEndian.AppendUint32(body, uint32(len(typ)))
 	body = append(body, typ...)
-	p.write(append([]byte{0x04, byte(len(body))}, body...))
-	got := p.read(64)
+	if err := p.writeErr(append([]byte{0x04, byte(len(body))}, body...)); err != nil {
+		return err
+	}
+	p.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	got, err := p.readErr(64)
+	if err != nil {
+		return err
+	}
 	if got[0] != 0xFF || got[9] != 0x7F || got[10] != 3 || string(got[12:16]) != "NULL" {
-		t.Fatalf("greeting % x", got)
+		return fmt.Errorf("greeting % x", got)
 	}
-	fl, cmd := p.frame()
-	if fl != 0x04 || string(cmd[:6]) != "\x05READY" {
-		t.Fatalf("want READY, got flags %#x %q", fl, cmd)
+	fl, cmd, err := p.frameErr()
+	if err != nil {
+		return err
 	}
-	return p
+	if fl != 0x04 || !bytes.HasPrefix(cmd, []byte("\x05READY")) {
+		return fmt.Errorf("want READY, got flags %#x %q", fl, cmd)
+	}
+	return nil
 }
 
 func newPeer(t testing.TB, c net.Conn) *peer {

@@ -18,6 +18,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if addr := os.Getenv(readerEnv); addr != "" {
+		os.Exit(runReader(addr))
+	}
 	defaultEndpoint = "tcp://127.0.0.1:0"
 	os.Exit(m.Run())
 }
