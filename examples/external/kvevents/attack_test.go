@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"log/slog"
 	"net"
+	"regexp"
 	"runtime"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -367,5 +370,120 @@ func TestStalledAmongReaders(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// syncBuffer is a log's destination that goroutines share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// bigBatch is one BlockStored of about 20 KB of payload.
+func bigBatch() []kv.KVEvent {
+	return []kv.KVEvent{{Kind: kv.BlockStored, BlockHashes: make([]kv.BlockHash, 1), BlockSize: 4096,
+		TokenIDs: slices.Repeat([]uint32{1 << 20}, 4096)}}
+}
+
+// shrinkSendBuffers makes the publisher's side of each subscriber's
+// connection buffer little, so that a peer that does not read stalls
+// the writer within a few batches.
+func shrinkSendBuffers(t *testing.T, p *Publisher) {
+	eachSubscriber(p, func(s *subscriber) {
+		if err := s.c.(*net.TCPConn).SetWriteBuffer(16 << 10); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// Attack: a subscriber asks for a PONG, then reads nothing while 40
+// batches of 20 KB are published to it. Holds: the writer cuts it after
+// WriteTimeout, and each batch is either one the peer can still read
+// whole, or counted dropped and logged: none goes uncounted (the PONG's
+// write fails too), none counted twice.
+func TestCutSubscriberCountsEveryBatch(t *testing.T) {
+	var logged syncBuffer
+	p := start(t, nil, Options{WriteTimeout: 300 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+	sub := dialPeer(t, p.PubAddr(), "SUB")
+	sub.c.(*net.TCPConn).SetReadBuffer(4 << 10)
+	sub.subscribe("")
+	waitPrefixes(t, p, 1)
+	shrinkSendBuffers(t, p)
+	sub.write(command("PING", "\x00\x00ctx"))
+	const n = 40
+	for range n {
+		p.Publish(bigBatch())
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for p.Stats().Subscribers != 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	// What the kernel took, the peer reads before the end of the stream.
+	got := 0
+	for {
+		if _, err := sub.msgErr(5 * time.Second); err != nil {
+			break
+		}
+		got++
+	}
+	st := p.Stats()
+	t.Logf("the peer read %d batches; %d counted dropped", got, st.SubscriberDrops)
+	if st.Subscribers != 0 || st.Published != n {
+		t.Fatalf("stats %+v", st)
+	}
+	if uint64(got)+st.SubscriberDrops != n || st.SubscriberDrops == 0 {
+		t.Errorf("%d batches read and %d counted dropped, of %d", got, st.SubscriberDrops, n)
+	}
+	// Close reports what its rate limit held back.
+	p.Close()
+	var counted uint64
+	for _, m := range regexp.MustCompile(`msg="kv events: batches a subscriber did not get[^"]*" count=(\d+)`).FindAllStringSubmatch(logged.String(), -1) {
+		n, _ := strconv.ParseUint(m[1], 10, 64)
+		counted += n
+	}
+	if counted != st.SubscriberDrops {
+		t.Errorf("the log counts %d drops, Stats %d:\n%s", counted, st.SubscriberDrops, logged.String())
+	}
+}
+
+// A subscriber that takes a batch every 50 ms, on a write timeout of
+// 300 ms, is served though a write of many batches at once takes it far
+// longer: the timeout is renewed for each batch taken, as if each were a
+// write of its own.
+func TestSlowSubscriberIsServed(t *testing.T) {
+	p := start(t, nil, Options{WriteTimeout: 300 * time.Millisecond})
+	sub := dialPeer(t, p.PubAddr(), "SUB")
+	sub.c.(*net.TCPConn).SetReadBuffer(32 << 10)
+	sub.subscribe("")
+	waitPrefixes(t, p, 1)
+	shrinkSendBuffers(t, p)
+	const n = 24 // two writes of 12, each about 250 KB
+	for range n {
+		p.Publish(bigBatch())
+	}
+	for i := range uint64(n) {
+		time.Sleep(50 * time.Millisecond)
+		m, err := sub.msgErr(5 * time.Second)
+		if err != nil {
+			t.Fatalf("batch %d: %v (stats %+v)", i, err, p.Stats())
+		}
+		if got := binary.BigEndian.Uint64(m[1]); got != i {
+			t.Fatalf("batch %d has sequence number %d", i, got)
+		}
+	}
+	if st := p.Stats(); st.SubscriberDrops != 0 || st.Subscribers != 1 {
+		t.Errorf("stats %+v", st)
 	}
 }

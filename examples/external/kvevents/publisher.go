@@ -27,9 +27,9 @@ type Options struct {
 	// DataParallelRank is the batch's data_parallel_rank, and is added to
 	// the endpoints' TCP ports, as vLLM does for each data-parallel rank.
 	DataParallelRank int
-	// WriteTimeout bounds each write to a peer; a subscriber that takes
-	// longer is disconnected, so one stalled reader stops no one else.
-	// Default 5s.
+	// WriteTimeout bounds how long a subscriber may take no whole
+	// message, and each write to a replay peer; one that takes longer is
+	// disconnected, so one stalled reader stops no one else. Default 5s.
 	WriteTimeout time.Duration
 	// HandshakeTimeout bounds a new connection's greeting and READY.
 	// Default 5s.
@@ -349,7 +349,15 @@ func (p *Publisher) roomLocked() bool {
 
 func (p *Publisher) countDrop() {
 	p.dropped.Add(1)
-	p.dropLog.report("kv events: batches dropped before sending (queue full or publisher closed)")
+	p.dropLog.report("kv events: batches dropped before sending (queue full or publisher closed)", 1)
+}
+
+// subscriberDropped counts and logs n batches a subscriber did not get.
+func (p *Publisher) subscriberDropped(n int) {
+	if n > 0 {
+		p.subDrops.Add(uint64(n))
+		p.subDropLog.report("kv events: batches a subscriber did not get (its queue was full, or it was disconnected)", uint64(n))
+	}
 }
 
 func (p *Publisher) signal() {
@@ -696,10 +704,10 @@ type rateLog struct {
 
 const dropLogInterval = 10 * time.Second
 
-func (r *rateLog) report(msg string) {
+func (r *rateLog) report(msg string, n uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.pending++
+	r.pending += n
 	r.msg = msg
 	if time.Since(r.last) >= dropLogInterval {
 		r.log.Warn(msg, "count", r.pending, "since", r.last)

@@ -2,7 +2,9 @@ package kvevents
 
 import (
 	"bytes"
+	"errors"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -70,8 +72,7 @@ func (s *subscriber) offer(topic []byte, m published) {
 	}
 	s.mu.Unlock()
 	if full {
-		s.p.subDrops.Add(1)
-		s.p.subDropLog.report("kv events: batches dropped for a subscriber whose queue is full (hwm)")
+		s.p.subscriberDropped(1)
 		return
 	}
 	s.signal()
@@ -136,18 +137,21 @@ func (s *subscriber) handle(m message) {
 }
 
 // A write takes what is queued, up to maxWriteBatches batches and, past
-// the first, maxWriteBytes of payload: one system call and one deadline for
-// a burst, each deadline covering a bounded amount.
+// the first, maxWriteBytes of payload, in one system call.
 const (
 	maxWriteBatches = 64
 	maxWriteBytes   = 256 << 10
 )
 
-// write sends the queue, each write bounded by WriteTimeout; on an error
-// it disconnects the peer.
+// write sends the queue; on an error, or when the peer takes no whole
+// message for WriteTimeout, it disconnects the peer.
 func (s *subscriber) write() {
 	defer close(s.done)
-	var out []published
+	var (
+		out  []published
+		bufs net.Buffers
+		ends []int64 // where each control message and batch ends in bufs
+	)
 	for {
 		s.mu.Lock()
 		ctl := s.ctl
@@ -168,54 +172,79 @@ func (s *subscriber) write() {
 		if stopped {
 			return
 		}
-		for _, b := range ctl {
-			if !s.send(b) {
+		if len(ctl) == 0 && n == 0 {
+			if closing {
+				s.c.Close()
 				return
 			}
-		}
-		if len(out) > 0 {
-			var bufs net.Buffers
-			for _, m := range out {
-				bufs = append(bufs, wireMessage(s.p.topic, m.seq, m.payload)...)
-			}
-			clear(out)
-			ok := s.send(bufs)
-			s.mu.Lock()
-			if !s.stopped { // stop zeroed the counts
-				s.qBytes -= size
-				s.sending = 0
-			}
-			s.mu.Unlock()
-			if !ok {
-				s.p.subDrops.Add(uint64(n))
+			select {
+			case <-s.wake:
+			case <-s.p.ctx.Done():
+				s.stop()
 				return
 			}
 			continue
 		}
-		if closing {
-			s.c.Close()
-			return
+		// Control messages go first, between whole messages, as ZMTP
+		// wants them; one write and one failure path serve both.
+		bufs, ends = bufs[:0], ends[:0]
+		var at int64
+		add := func(b net.Buffers) {
+			for _, x := range b {
+				at += int64(len(x))
+			}
+			bufs = append(bufs, b...)
+			ends = append(ends, at)
 		}
-		select {
-		case <-s.wake:
-		case <-s.p.ctx.Done():
+		for _, b := range ctl {
+			add(b)
+		}
+		for _, m := range out {
+			add(wireMessage(s.p.topic, m.seq, m.payload))
+		}
+		clear(out)
+		all := bufs
+		whole, err := s.send(&bufs, ends)
+		clear(all) // let the payloads go
+		bufs = all[:0]
+		s.mu.Lock()
+		if !s.stopped { // stop zeroed the counts
+			s.qBytes -= size
+			s.sending = 0
+		}
+		s.mu.Unlock()
+		if err != nil {
+			s.p.log.Debug("kv events: subscriber disconnected", "remote", s.c.RemoteAddr(), "err", err)
+			// What the kernel took whole the peer may still read.
+			s.p.subscriberDropped(n - max(0, whole-len(ctl)))
 			s.stop()
 			return
 		}
 	}
 }
 
-func (s *subscriber) send(b net.Buffers) bool {
-	if err := s.c.SetWriteDeadline(time.Now().Add(s.p.opts.WriteTimeout)); err != nil {
-		s.stop()
-		return false
+// send writes bufs, whose messages end at ends, under a deadline of
+// WriteTimeout that is renewed while each one sees at least one whole
+// message taken: a slow peer is served a message at a time, as if each
+// had a write of its own, and a stalled one is cut after WriteTimeout.
+// It returns how many messages were taken whole.
+func (s *subscriber) send(bufs *net.Buffers, ends []int64) (int, error) {
+	var written int64
+	whole := 0
+	for {
+		if err := s.c.SetWriteDeadline(time.Now().Add(s.p.opts.WriteTimeout)); err != nil {
+			return whole, err
+		}
+		n, err := bufs.WriteTo(s.c)
+		written += n
+		before := whole
+		for whole < len(ends) && ends[whole] <= written {
+			whole++
+		}
+		if err == nil || whole == before || !errors.Is(err, os.ErrDeadlineExceeded) {
+			return whole, err
+		}
 	}
-	if _, err := b.WriteTo(s.c); err != nil {
-		s.p.log.Debug("kv events: subscriber disconnected", "remote", s.c.RemoteAddr(), "err", err)
-		s.stop()
-		return false
-	}
-	return true
 }
 
 // stop ends the connection now; what was queued is counted as dropped.
@@ -223,9 +252,7 @@ func (s *subscriber) stop() {
 	s.mu.Lock()
 	if !s.stopped {
 		s.stopped = true
-		if n := len(s.q); n > 0 {
-			s.p.subDrops.Add(uint64(n))
-		}
+		s.p.subscriberDropped(len(s.q))
 		s.q, s.qBytes, s.sending = nil, 0, 0
 	}
 	s.mu.Unlock()
