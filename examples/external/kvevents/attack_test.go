@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -485,5 +486,108 @@ func TestSlowSubscriberIsServed(t *testing.T) {
 	}
 	if st := p.Stats(); st.SubscriberDrops != 0 || st.Subscribers != 1 {
 		t.Errorf("stats %+v", st)
+	}
+}
+
+// replayAll asks d for a replay from seq from and returns the sequence
+// numbers it sends before the end marker.
+func replayAll(t *testing.T, d *peer, from uint64) []uint64 {
+	t.Helper()
+	d.send(nil, binary.BigEndian.AppendUint64(nil, from))
+	var seqs []uint64
+	for {
+		m := d.msg()
+		if len(m) != 4 {
+			t.Fatalf("replay message %q", m)
+		}
+		if len(m[1]) == 0 && bytes.Equal(m[2], bytes.Repeat([]byte{0xFF}, 8)) {
+			return seqs
+		}
+		seqs = append(seqs, binary.BigEndian.Uint64(m[2]))
+	}
+}
+
+// seqRange is the sequence numbers from first through last.
+func seqRange(first, last uint64) []uint64 {
+	var s []uint64
+	for i := first; i <= last; i++ {
+		s = append(s, i)
+	}
+	return s
+}
+
+// The replay buffer holds no more than MaxReplayBytes of payload,
+// whatever buffer_steps allows: with room for five batches of 20 KB,
+// a replay from 0 of 20 sends the last five.
+func TestReplayBufferBytes(t *testing.T) {
+	payload, err := encodeBatch(0, bigBatch(), 0, Maps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := start(t, func(c *Config) { c.ReplayEndpoint = "tcp://127.0.0.1:0" },
+		Options{MaxReplayBytes: 5*len(payload) + len(payload)/2})
+	for range 20 {
+		p.Publish(bigBatch())
+	}
+	waitSettled(t, p)
+	d := dialPeer(t, p.ReplayAddr(), "DEALER")
+	if got, want := replayAll(t, d, 0), seqRange(15, 19); !slices.Equal(got, want) {
+		t.Errorf("replay from 0 sent %v, want %v", got, want)
+	}
+	p.ringMu.Lock()
+	held := p.ringBytes
+	p.ringMu.Unlock()
+	if held != 5*len(payload) {
+		t.Errorf("the buffer holds %d bytes, want %d", held, 5*len(payload))
+	}
+}
+
+// A replay of more batches than a chunk sends each once, in order, from
+// any start: the first, one inside a chunk, one past the newest.
+func TestReplayAcrossChunks(t *testing.T) {
+	const n = 3*replayChunk + 5
+	p := start(t, func(c *Config) {
+		c.ReplayEndpoint = "tcp://127.0.0.1:0"
+		c.BufferSteps = n - 10
+	}, Options{})
+	for range n {
+		p.Publish(sample()[:1])
+	}
+	waitSettled(t, p)
+	d := dialPeer(t, p.ReplayAddr(), "DEALER")
+	for _, tc := range []struct{ from, first uint64 }{{0, 10}, {100, 100}, {n - 1, n - 1}, {n, n}, {1<<64 - 1, n}} {
+		if got, want := replayAll(t, d, tc.from), seqRange(tc.first, n-1); !slices.Equal(got, want) {
+			t.Errorf("replay from %d sent %v, want %v", tc.from, got, want)
+		}
+	}
+}
+
+// Attack: a replay peer completes the handshake and asks nothing, holding
+// the only replay slot; another sends malformed requests by the hundred.
+// Holds: the idle one is closed after ReplayIdle and the slot serves the
+// next peer; the malformed requests are ignored, as vLLM ignores them,
+// and logged at most once per interval with their count.
+func TestIdleAndMalformedReplayPeers(t *testing.T) {
+	var logged syncBuffer
+	p := start(t, func(c *Config) { c.ReplayEndpoint = "tcp://127.0.0.1:0" },
+		Options{MaxReplayConns: 1, ReplayIdle: 300 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+	p.Publish(sample()[:1])
+	waitSettled(t, p)
+	idle := dialPeer(t, p.ReplayAddr(), "DEALER")
+	if !closed(idle.c, 5*time.Second) {
+		t.Fatal("an idle replay peer was kept past ReplayIdle")
+	}
+	d := dialPeer(t, p.ReplayAddr(), "DEALER")
+	const bad = 200
+	d.write(bytes.Repeat(wire(nil, []byte{1, 2}), bad))
+	if got := replayAll(t, d, 0); !slices.Equal(got, []uint64{0}) {
+		t.Fatalf("after %d malformed requests, replay from 0 sent %v", bad, got)
+	}
+	if n := strings.Count(logged.String(), "replay requests ignored"); n != 1 {
+		t.Errorf("%d log lines for %d malformed requests, want 1:\n%s", n, bad, logged.String())
+	}
+	p.Close()
+	if !strings.Contains(logged.String(), fmt.Sprintf("count=%d", bad-1)) {
+		t.Errorf("Close does not report the rest of the %d:\n%s", bad, logged.String())
 	}
 }

@@ -1,6 +1,7 @@
 package kvevents
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,6 +44,14 @@ type Options struct {
 	// MaxQueueBytes bounds each subscriber's queue in payload bytes,
 	// beside hwm's bound in batches. Default 64 MiB.
 	MaxQueueBytes int
+	// MaxReplayBytes bounds the replay buffer's payload bytes, beside
+	// buffer_steps' bound in batches; the newest batch is kept even if
+	// it alone is larger. Default 64 MiB.
+	MaxReplayBytes int
+	// ReplayIdle is how long a replay connection may wait for its next
+	// request before it is closed, so that idle peers cannot hold every
+	// replay slot; a DEALER reconnects when it next asks. Default 60s.
+	ReplayIdle time.Duration
 	// MaxPeerFrame caps a frame a peer sends (subscriptions, replay
 	// requests, commands); a larger one closes the connection before
 	// anything is allocated for it. Default 4096.
@@ -69,6 +79,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxQueueBytes <= 0 {
 		o.MaxQueueBytes = 64 << 20
+	}
+	if o.MaxReplayBytes <= 0 {
+		o.MaxReplayBytes = 64 << 20
+	}
+	if o.ReplayIdle <= 0 {
+		o.ReplayIdle = time.Minute
 	}
 	if o.MaxPeerFrame <= 0 {
 		o.MaxPeerFrame = 4096
@@ -135,9 +151,9 @@ type Publisher struct {
 	// a subscriber's MaxQueueBytes.
 	batchBytes int
 
-	ringMu sync.Mutex
-	ring   []published // the last BufferSteps batches, oldest at ring0
-	ring0  int
+	ringMu    sync.Mutex
+	ring      []published // the latest batches, oldest first
+	ringBytes int         // their payloads' bytes
 
 	subsMu   sync.Mutex
 	subs     map[*subscriber]struct{} // after their handshake
@@ -154,7 +170,8 @@ type Publisher struct {
 	closeOnce sync.Once
 
 	published, dropped, subDrops, refused, served atomic.Uint64
-	dropLog, subDropLog                           rateLog
+	dropLog, subDropLog, cutLog, badReplayLog     rateLog
+	stopAfter                                     func() bool // releases New's ctx
 }
 
 // maxBatchEvents bounds the events Emit gathers into one batch, and
@@ -204,7 +221,9 @@ func New(ctx context.Context, cfg Config, opts Options) (*Publisher, error) {
 		// fills it alone.
 		batchBytes: min(maxBatchBytes, opts.MaxQueueBytes/4),
 	}
-	p.dropLog.log, p.subDropLog.log = p.log, p.log
+	for _, r := range []*rateLog{&p.dropLog, &p.subDropLog, &p.cutLog, &p.badReplayLog} {
+		r.log = p.log
+	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	if pub.bind {
 		l, err := listen(pub)
@@ -240,7 +259,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Publisher, error) {
 		go p.dial(pub)
 	}
 	go p.run()
-	context.AfterFunc(ctx, func() { p.Close() })
+	p.stopAfter = context.AfterFunc(ctx, func() { p.Close() })
 	return p, nil
 }
 
@@ -405,6 +424,7 @@ func (p *Publisher) Stats() Stats {
 // and closes every connection and socket.
 func (p *Publisher) Close() error {
 	p.closeOnce.Do(func() {
+		p.stopAfter()
 		p.mu.Lock()
 		p.closed = true
 		p.mu.Unlock()
@@ -435,6 +455,8 @@ func (p *Publisher) Close() error {
 		p.conns.Wait()
 		p.dropLog.flush()
 		p.subDropLog.flush()
+		p.cutLog.flush()
+		p.badReplayLog.flush()
 	})
 	return nil
 }
@@ -486,32 +508,50 @@ func (p *Publisher) send(b batch) {
 	p.published.Add(1)
 }
 
+// remember keeps m for replay, and lets the oldest batches go past
+// buffer_steps or MaxReplayBytes.
 func (p *Publisher) remember(m published) {
 	if p.cfg.BufferSteps == 0 || p.cfg.ReplayEndpoint == "" {
 		return
 	}
 	p.ringMu.Lock()
 	defer p.ringMu.Unlock()
-	if len(p.ring) < p.cfg.BufferSteps {
-		p.ring = append(p.ring, m)
-		return
+	p.ring = append(p.ring, m)
+	p.ringBytes += len(m.payload)
+	for len(p.ring) > 1 && (len(p.ring) > p.cfg.BufferSteps || p.ringBytes > p.opts.MaxReplayBytes) {
+		p.ringBytes -= len(p.ring[0].payload)
+		p.ring[0] = published{}
+		p.ring = p.ring[1:]
 	}
-	p.ring[p.ring0] = m
-	p.ring0 = (p.ring0 + 1) % len(p.ring)
 }
 
-// since returns the buffered batches from seq start on, oldest first.
-func (p *Publisher) since(start uint64) []published {
+// since returns up to n buffered batches from seq start through last,
+// oldest first.
+func (p *Publisher) since(start, last uint64, n int) []published {
 	p.ringMu.Lock()
 	defer p.ringMu.Unlock()
+	i, _ := slices.BinarySearchFunc(p.ring, start, func(m published, seq uint64) int {
+		return cmp.Compare(binary.BigEndian.Uint64(m.seq), seq)
+	})
 	var out []published
-	for i := range p.ring {
-		m := p.ring[(p.ring0+i)%len(p.ring)]
-		if binary.BigEndian.Uint64(m.seq) >= start {
-			out = append(out, m)
+	for _, m := range p.ring[i:] {
+		if len(out) == n || binary.BigEndian.Uint64(m.seq) > last {
+			break
 		}
+		out = append(out, m)
 	}
 	return out
+}
+
+// newest is the sequence number of the newest buffered batch, and false
+// if there is none.
+func (p *Publisher) newest() (uint64, bool) {
+	p.ringMu.Lock()
+	defer p.ringMu.Unlock()
+	if len(p.ring) == 0 {
+		return 0, false
+	}
+	return binary.BigEndian.Uint64(p.ring[len(p.ring)-1].seq), true
 }
 
 func (p *Publisher) accept(l net.Listener, replay bool) {
@@ -597,7 +637,7 @@ func (p *Publisher) serveSubscriber(c net.Conn, asServer bool) bool {
 		m, err := readMessage(c, p.opts.MaxPeerFrame, p.opts.MaxPeerFrame)
 		if err != nil {
 			if errors.Is(err, errFrameTooLarge) {
-				p.log.Warn("kv events: subscriber cut", "remote", c.RemoteAddr(), "err", err)
+				p.cutLog.report("kv events: peers cut for a frame over MaxPeerFrame", 1)
 			}
 			s.stop()
 			<-s.done
@@ -658,10 +698,13 @@ func (p *Publisher) serveReplay(c net.Conn) {
 	}
 	end := []byte{0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF}
 	for {
+		if err := c.SetReadDeadline(time.Now().Add(p.opts.ReplayIdle)); err != nil {
+			return
+		}
 		m, err := readMessage(c, p.opts.MaxPeerFrame, p.opts.MaxPeerFrame)
 		if err != nil {
 			if errors.Is(err, errFrameTooLarge) {
-				p.log.Warn("kv events: replay peer cut", "remote", c.RemoteAddr(), "err", err)
+				p.cutLog.report("kv events: peers cut for a frame over MaxPeerFrame", 1)
 			}
 			return
 		}
@@ -678,19 +721,40 @@ func (p *Publisher) serveReplay(c net.Conn) {
 			continue
 		}
 		if len(m.frames) != 2 || len(m.frames[0]) != 0 || len(m.frames[1]) != 8 {
-			p.log.Warn("kv events: invalid replay request", "remote", c.RemoteAddr(), "frames", len(m.frames))
+			// As vLLM does: the request is ignored, and said.
+			p.badReplayLog.report("kv events: replay requests ignored, not [\"\", 8-byte start_seq]", 1)
 			continue
 		}
 		p.served.Add(1)
-		for _, b := range p.since(binary.BigEndian.Uint64(m.frames[1])) {
-			if write(wireMessage(nil, p.topic, b.seq, b.payload)) != nil {
-				return
-			}
-		}
-		if write(wireMessage(nil, nil, end, nil)) != nil {
+		if p.replay(write, binary.BigEndian.Uint64(m.frames[1])) != nil || write(wireMessage(nil, nil, end, nil)) != nil {
 			return
 		}
 	}
+}
+
+// replayChunk is how many batches a replay takes from the buffer at a
+// time: a peer that reads slowly holds no more of them than that.
+const replayChunk = 64
+
+// replay writes the buffered batches from seq start through the newest
+// when the request came, a chunk at a time. A batch the buffer lets go
+// while a slow peer reads is not sent; the peer sees the gap in seq.
+func (p *Publisher) replay(write func(net.Buffers) error, start uint64) error {
+	last, ok := p.newest()
+	for ok && start <= last {
+		ms := p.since(start, last, replayChunk)
+		if len(ms) == 0 {
+			return nil
+		}
+		for _, m := range ms {
+			if err := write(wireMessage(nil, p.topic, m.seq, m.payload)); err != nil {
+				return err
+			}
+		}
+		start = binary.BigEndian.Uint64(ms[len(ms)-1].seq) + 1
+		ok = start != 0 // past the last sequence number there is
+	}
+	return nil
 }
 
 // rateLog reports a count of drops at most once per interval.
