@@ -416,7 +416,7 @@ func shrinkSendBuffers(t *testing.T, p *Publisher) {
 // write fails too), none counted twice.
 func TestCutSubscriberCountsEveryBatch(t *testing.T) {
 	var logged syncBuffer
-	p := start(t, nil, Options{WriteTimeout: 300 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+	p := start(t, nil, Options{WriteTimeout: time.Second, Logger: slog.New(slog.NewTextHandler(&logged, nil))})
 	sub := dialPeer(t, p.PubAddr(), "SUB")
 	sub.c.(*net.TCPConn).SetReadBuffer(4 << 10)
 	sub.subscribe("")
@@ -427,6 +427,9 @@ func TestCutSubscriberCountsEveryBatch(t *testing.T) {
 	for range n {
 		p.Publish(bigBatch())
 	}
+	// Every batch reaches the subscriber's queue before the cut can come:
+	// one offered after it is no drop.
+	waitSettled(t, p)
 	deadline := time.Now().Add(10 * time.Second)
 	for p.Stats().Subscribers != 0 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
@@ -459,12 +462,12 @@ func TestCutSubscriberCountsEveryBatch(t *testing.T) {
 	}
 }
 
-// A subscriber that takes a batch every 50 ms, on a write timeout of
-// 300 ms, is served though a write of many batches at once takes it far
+// A subscriber that takes a batch every 100 ms, on a write timeout of
+// 600 ms, is served though a write of many batches at once takes it far
 // longer: the timeout is renewed for each batch taken, as if each were a
 // write of its own.
 func TestSlowSubscriberIsServed(t *testing.T) {
-	p := start(t, nil, Options{WriteTimeout: 300 * time.Millisecond})
+	p := start(t, nil, Options{WriteTimeout: 600 * time.Millisecond})
 	sub := dialPeer(t, p.PubAddr(), "SUB")
 	sub.c.(*net.TCPConn).SetReadBuffer(32 << 10)
 	sub.subscribe("")
@@ -475,7 +478,7 @@ func TestSlowSubscriberIsServed(t *testing.T) {
 		p.Publish(bigBatch())
 	}
 	for i := range uint64(n) {
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond)
 		m, err := sub.msgErr(5 * time.Second)
 		if err != nil {
 			t.Fatalf("batch %d: %v (stats %+v)", i, err, p.Stats())
@@ -570,7 +573,7 @@ func TestReplayAcrossChunks(t *testing.T) {
 func TestIdleAndMalformedReplayPeers(t *testing.T) {
 	var logged syncBuffer
 	p := start(t, func(c *Config) { c.ReplayEndpoint = "tcp://127.0.0.1:0" },
-		Options{MaxReplayConns: 1, ReplayIdle: 300 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+		Options{MaxReplayConns: 1, ReplayIdle: time.Second, Logger: slog.New(slog.NewTextHandler(&logged, nil))})
 	p.Publish(sample()[:1])
 	waitSettled(t, p)
 	idle := dialPeer(t, p.ReplayAddr(), "DEALER")

@@ -30,8 +30,9 @@ type Options struct {
 	// the endpoints' TCP ports, as vLLM does for each data-parallel rank.
 	DataParallelRank int
 	// WriteTimeout bounds how long a subscriber may take no whole
-	// message, and each write to a replay peer; one that takes longer is
-	// disconnected, so one stalled reader stops no one else. Default 5s.
+	// message (a subscriber is cut once a whole WriteTimeout passes in
+	// which it took none, so after one to two of them), and each write to
+	// a replay peer, so one stalled reader stops no one else. Default 5s.
 	WriteTimeout time.Duration
 	// HandshakeTimeout bounds a new connection's greeting and READY.
 	// Default 5s.
@@ -114,7 +115,9 @@ type Stats struct {
 	Dropped uint64
 	// SubscriberDrops counts batches one subscriber did not get: its queue
 	// was at hwm or MaxQueueBytes, or it was disconnected with batches
-	// queued.
+	// queued, or being written and not yet handed whole to its
+	// connection. (What the connection took the peer reads after a cut
+	// for time; a reset may lose it uncounted.)
 	SubscriberDrops uint64
 	// Subscribers is the number of PUB connections now.
 	Subscribers int
@@ -259,7 +262,13 @@ func New(ctx context.Context, cfg Config, opts Options) (*Publisher, error) {
 		go p.dial(pub)
 	}
 	go p.run()
-	p.stopAfter = context.AfterFunc(ctx, func() { p.Close() })
+	// ctx may be done already: Close waits until stopAfter is set.
+	ready := make(chan struct{})
+	p.stopAfter = context.AfterFunc(ctx, func() {
+		<-ready
+		p.Close()
+	})
+	close(ready)
 	return p, nil
 }
 

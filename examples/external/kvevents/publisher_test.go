@@ -450,3 +450,28 @@ func TestNewDisabled(t *testing.T) {
 		t.Fatalf("got %v, want ErrDisabled", err)
 	}
 }
+
+// A context already done when New is called closes the publisher as
+// soon as it is made, as a later cancel would.
+func TestNewWithDoneContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	cfg := DefaultConfig()
+	cfg.EnableKVCacheEvents, cfg.Publisher = true, "zmq"
+	p, err := New(ctx, cfg, Options{Logger: quietLog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		p.Publish(sample()[:1])
+		if p.Stats().Dropped > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the publisher did not close: %+v", p.Stats())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	p.Close()
+}

@@ -215,7 +215,8 @@ func (s *subscriber) write() {
 		s.mu.Unlock()
 		if err != nil {
 			s.p.log.Debug("kv events: subscriber disconnected", "remote", s.c.RemoteAddr(), "err", err)
-			// What the kernel took whole the peer may still read.
+			// What the connection took whole the peer reads after a cut
+			// for time (Stats.SubscriberDrops).
 			s.p.subscriberDropped(n - max(0, whole-len(ctl)))
 			s.stop()
 			return
