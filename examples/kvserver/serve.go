@@ -142,6 +142,17 @@ func serve(ctx context.Context, e *engine, lim limits, listen string, stdout, st
 	mux.HandleFunc("POST /decode", s.step)
 
 	fmt.Fprintf(stdout, "kvserver: serving through %s on http://%s\n", kv.Quote(e.cfg.Connector), ln.Addr())
+	if pub := e.events; pub != nil {
+		// The addresses bound, so that an endpoint of port 0 can be found.
+		for _, a := range []struct {
+			what string
+			addr net.Addr
+		}{{"published", pub.PubAddr()}, {"replayed", pub.ReplayAddr()}} {
+			if a.addr != nil {
+				fmt.Fprintf(stdout, "kvserver: kv events %s on %s\n", a.what, zmqAddr(a.addr))
+			}
+		}
+	}
 	srv := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: lim.ReadHeaderTimeout,
@@ -367,4 +378,12 @@ func plural(n int64, thing string) string {
 		return "1 " + thing
 	}
 	return fmt.Sprintf("%d %ss", n, thing)
+}
+
+// zmqAddr writes a bound address as a ZeroMQ endpoint.
+func zmqAddr(a net.Addr) string {
+	if a.Network() == "unix" {
+		return "ipc://" + a.String()
+	}
+	return a.Network() + "://" + a.String()
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"os/exec"
 	"regexp"
@@ -209,4 +210,33 @@ func TestServeHandoffMetricsEventsAndDrain(t *testing.T) {
 	// The log says that it drained, what, and that it stopped.
 	assert.Contains(t, stderr.String(), "kvserver: stopping: draining 1 request in flight (at most 30s)\n")
 	assert.Regexp(t, `kvserver: stopped after \S+: the 1 request in flight drained\n`, stderr.String())
+}
+
+// With events bound to port 0, serve says where they went: the addresses
+// it prints are the ones bound, and a subscriber reaches them. (By vLLM's
+// rule an endpoint binds only with "*" or "::"; replay always binds.)
+func TestServePrintsEventAddresses(t *testing.T) {
+	bin := kvgentest.Program(t, ".")
+	cmd := exec.Command(bin, "-kv-transfer-config", `{"kv_connector":"memory","kv_role":"kv_both"}`,
+		"-kv-events-config", `{"enable_kv_cache_events":true,"endpoint":"tcp://*:0","replay_endpoint":"tcp://127.0.0.1:0"}`,
+		"-listen", "127.0.0.1:0", "serve")
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	r := bufio.NewReader(stdout)
+	for _, what := range []string{"serving", "published", "replayed"} {
+		line, err := r.ReadString('\n')
+		require.NoError(t, err, "stderr: %s", stderr.String())
+		if what == "serving" {
+			continue
+		}
+		m := regexp.MustCompile(`^kvserver: kv events ` + what + ` on tcp://(127\.0\.0\.1|\[::\]|0\.0\.0\.0):([1-9]\d*)\n$`).FindStringSubmatch(line)
+		require.NotNil(t, m, "%q", line)
+		c, err := net.Dial("tcp", "127.0.0.1:"+m[2])
+		require.NoError(t, err, "%s", line)
+		c.Close()
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sort"
 	"strconv"
@@ -71,16 +72,14 @@ var configKeys = []string{
 }
 
 // Parse reads a --kv-events-config JSON object. Missing fields take
-// vLLM's defaults. A key vLLM does not know is refused, with the nearest
-// known one suggested, since a misspelt key would otherwise leave a
-// default (such as the endpoint) in force unnoticed.
+// vLLM's defaults. A key vLLM does not know is refused, listing the
+// known ones, and so is a key given twice: a misspelt or repeated key
+// would otherwise leave a default (such as the endpoint) in force
+// unnoticed.
 func Parse(data []byte) (Config, error) {
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(data, &raw); err != nil {
+	raw, err := objectFields(data)
+	if err != nil {
 		return Config{}, fmt.Errorf("kv events config: %w", err)
-	}
-	if raw == nil {
-		return Config{}, errors.New("kv events config: want a JSON object, got null")
 	}
 	var unknown []string
 	for k := range raw {
@@ -97,9 +96,13 @@ func Parse(data []byte) (Config, error) {
 	}
 	c := DefaultConfig()
 	c.Publisher = ""
-	// null stands for the default, as None does in vLLM.
+	// null stands for the default where vLLM's field is optional, as None
+	// does there; vLLM refuses it elsewhere.
 	for k, v := range raw {
 		if bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
+			if k != "publisher" && k != "replay_endpoint" {
+				return Config{}, fmt.Errorf("kv events config: %s: null: give a value, or leave the key out for the default", k)
+			}
 			delete(raw, k)
 		}
 	}
@@ -115,8 +118,22 @@ func Parse(data []byte) (Config, error) {
 	}
 	for k, v := range raw {
 		if err := json.Unmarshal(v, fields[k]); err != nil {
-			return Config{}, fmt.Errorf("kv events config: %s: %w", k, err)
+			var want string
+			switch fields[k].(type) {
+			case *bool:
+				want = "true or false"
+			case *int:
+				want = "a whole number, without quotes or a decimal point"
+			default:
+				want = "a string"
+			}
+			return Config{}, fmt.Errorf("kv events config: %s: %s: want %s", k, shown(v), want)
 		}
+	}
+	// vLLM's ZeroMQ cannot bind or connect to "": an empty endpoint is a
+	// mistake, not the default.
+	if _, ok := raw["endpoint"]; ok && c.Endpoint == "" {
+		return Config{}, errors.New("kv events config: endpoint \"\": want tcp://host:port or ipc://path, or leave the key out for the default")
 	}
 	if c.Publisher == "" {
 		c.Publisher = "null"
@@ -138,10 +155,10 @@ func (c Config) Validate() error {
 	// vLLM passes 0 on to ZeroMQ and Python's queue, where it means no
 	// limit; kvgen keeps every queue bounded.
 	if c.HWM <= 0 {
-		return fmt.Errorf("kv events config: hwm %d: want at least 1", c.HWM)
+		return fmt.Errorf("kv events config: hwm %d: want at least 1 (vLLM's 0, no limit, is not offered)", c.HWM)
 	}
 	if c.MaxQueueSize <= 0 {
-		return fmt.Errorf("kv events config: max_queue_size %d: want at least 1", c.MaxQueueSize)
+		return fmt.Errorf("kv events config: max_queue_size %d: want at least 1 (vLLM's 0, no limit, is not offered)", c.MaxQueueSize)
 	}
 	if c.BufferSteps < 0 {
 		return fmt.Errorf("kv events config: buffer_steps %d: want 0 or more", c.BufferSteps)
@@ -155,6 +172,70 @@ func (c Config) Validate() error {
 		}
 	}
 	return nil
+}
+
+// maxSocketPath is the longest path a Unix socket may have on Linux
+// (sun_path's 108 bytes, ending in NUL).
+const maxSocketPath = 107
+
+// objectFields reads a JSON object's fields, refusing anything else and
+// a key given twice, which encoding/json would let the last one win.
+func objectFields(data []byte) (map[string]json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if t, err := dec.Token(); err != nil {
+		return nil, err
+	} else if t != json.Delim('{') {
+		return nil, fmt.Errorf("want a JSON object, got %s", kindOf(t))
+	}
+	fields := map[string]json.RawMessage{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		k := t.(string) // inside an object, the decoder gives keys as strings
+		if _, ok := fields[k]; ok {
+			return nil, fmt.Errorf("key %q given twice", k)
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, err
+		}
+		fields[k] = v
+	}
+	if _, err := dec.Token(); err != nil { // the closing brace
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("want one JSON object, with nothing after it")
+	}
+	return fields, nil
+}
+
+// kindOf names what a JSON value starting with token t is.
+func kindOf(t json.Token) string {
+	switch t.(type) {
+	case nil:
+		return "null"
+	case json.Delim:
+		return "an array"
+	case string:
+		return "a string"
+	case bool:
+		return "true or false"
+	default:
+		return "a number"
+	}
+}
+
+// shown quotes a value from the config for an error, at most 64 bytes of
+// it: %q escapes what a terminal would act on.
+func shown(v []byte) string {
+	v = bytes.TrimSpace(v)
+	if len(v) > 64 {
+		return fmt.Sprintf("%q (%d bytes)", v[:64], len(v))
+	}
+	return fmt.Sprintf("%q", v)
 }
 
 // endpoint is a parsed ZeroMQ address.
@@ -190,6 +271,9 @@ func parseEndpoint(s string, rank int, alwaysBind bool) (endpoint, error) {
 		if path == "" || path == "*" {
 			return endpoint{}, fmt.Errorf("%q: want ipc://path", s)
 		}
+		if len(path) > maxSocketPath {
+			return endpoint{}, fmt.Errorf("%q: the path is %d bytes; a socket's path may have at most %d", s, len(path), maxSocketPath)
+		}
 		return endpoint{network: "unix", address: path, bind: true}, nil
 	case strings.HasPrefix(s, "inproc://"):
 		return endpoint{}, fmt.Errorf("%q: inproc is in-process to Python's ZeroMQ; use tcp:// or ipc://", s)
@@ -200,7 +284,13 @@ func parseEndpoint(s string, rank int, alwaysBind bool) (endpoint, error) {
 	hostport := strings.TrimPrefix(s, "tcp://")
 	host, portStr, err := net.SplitHostPort(hostport)
 	if err != nil {
-		return endpoint{}, fmt.Errorf("%q: %w", s, err)
+		// ZeroMQ reads an IPv6 address without brackets too, up to the
+		// last colon.
+		i := strings.LastIndexByte(hostport, ':')
+		if i < 0 || net.ParseIP(hostport[:i]) == nil || !strings.Contains(hostport[:i], ":") {
+			return endpoint{}, fmt.Errorf("%q: %w (write an IPv6 address in brackets: tcp://[::1]:5557)", s, err)
+		}
+		host, portStr = hostport[:i], hostport[i+1:]
 	}
 	port, err := strconv.Atoi(portStr)
 	if err != nil || port < 0 || port > 65535 {

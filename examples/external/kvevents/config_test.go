@@ -52,10 +52,25 @@ func TestParseRefuses(t *testing.T) {
 		{`{"endpoint": "udp://x:1"}`, `want tcp://host:port`},
 		{`{"endpoint": "tcp://host"}`, `missing port`},
 		{`{"endpoint": "tcp://host:0"}`, `cannot connect to port 0`},
-		{`null`, `want a JSON object`},
-		{`[1]`, `cannot unmarshal`},
+		{`null`, `want a JSON object, got null`},
+		{`[1]`, `want a JSON object, got an array`},
+		{`{} {}`, `nothing after it`},
+		{`{"endpoint": "tcp://*:1", "endpoint": "tcp://127.0.0.1:1"}`, `key "endpoint" given twice`},
+		{`{"hwm": null}`, `hwm: null: give a value, or leave the key out`},
+		{`{"endpoint": null}`, `endpoint: null`},
+		{`{"endpoint": ""}`, `endpoint "": want tcp://host:port or ipc://path`},
+		{`{"enable_kv_cache_events": 1}`, `enable_kv_cache_events: "1": want true or false`},
+		{`{"hwm": "1000"}`, `hwm: "\"1000\"": want a whole number`},
+		{`{"hwm": 100000.0}`, `want a whole number`},
+		{`{"topic": ["\u001b[2J` + strings.Repeat("x", 100) + `"]}`, `topic: "[\"\\u001b[2Jxxx`},
+		{`{"topic": ["` + strings.Repeat("x", 100) + `"]}`, `xxx" (104 bytes): want a string`},
+		{`{"endpoint": "ipc:///` + strings.Repeat("d", 120) + `"}`, `the path is 121 bytes; a socket's path may have at most 107`},
+		{`{"endpoint": "tcp://fe80::1::5557"}`, `write an IPv6 address in brackets`},
 	} {
 		_, err := Parse([]byte(tc.json))
+		if err != nil && strings.ContainsRune(err.Error(), 0x1b) {
+			t.Errorf("%s: the error holds a raw escape: %q", tc.json, err)
+		}
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: got %v, want an error containing %q", tc.json, err, tc.want)
 		}
@@ -75,6 +90,10 @@ func TestParseEndpoint(t *testing.T) {
 		{"tcp://10.0.0.1:5557", 0, endpoint{"tcp", "10.0.0.1:5557", false}},
 		{"tcp://indexer:5557", 3, endpoint{"tcp", "indexer:5560", false}},
 		{"ipc:///run/kv.sock", 0, endpoint{"unix", "/run/kv.sock", true}},
+		// ZeroMQ reads IPv6 without brackets up to the last colon; "::"
+		// binds, by vLLM's rule.
+		{"tcp://::1:5557", 0, endpoint{"tcp", "[::1]:5557", true}},
+		{"tcp://fe80::1:5557", 1, endpoint{"tcp", "[fe80::1]:5558", true}},
 	} {
 		got, err := parseEndpoint(tc.in, tc.rank, false)
 		if err != nil || got != tc.want {

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/kvgen/kvgen/registry/kv"
@@ -275,8 +276,17 @@ func New(ctx context.Context, cfg Config, opts Options) (*Publisher, error) {
 func listen(e endpoint) (net.Listener, error) {
 	if e.network == "unix" {
 		// A socket file left by a process that is gone would stop the
-		// bind; ZeroMQ replaces it too.
+		// bind, and ZeroMQ replaces it; one a live process listens on is
+		// that process's, and anything else is not a socket kvgen made.
 		if fi, err := os.Lstat(e.address); err == nil && fi.Mode()&os.ModeSocket != 0 {
+			c, err := net.DialTimeout("unix", e.address, time.Second)
+			if err == nil {
+				c.Close()
+				return nil, fmt.Errorf("%s: another process listens on it", e)
+			}
+			if !errors.Is(err, syscall.ECONNREFUSED) {
+				return nil, fmt.Errorf("%s: a socket file is there, and connecting to it failed: %w", e, err)
+			}
 			os.Remove(e.address)
 		}
 	}
@@ -593,9 +603,15 @@ func (p *Publisher) accept(l net.Listener, replay bool) {
 func (p *Publisher) dial(e endpoint) {
 	defer p.conns.Done()
 	backoff := 100 * time.Millisecond
+	var said time.Time
 	for p.ctx.Err() == nil {
 		d := net.Dialer{Timeout: p.opts.HandshakeTimeout}
 		c, err := d.DialContext(p.ctx, e.network, e.address)
+		if err != nil && p.ctx.Err() == nil && time.Since(said) >= dropLogInterval {
+			// A misspelt host would otherwise retry forever unseen.
+			p.log.Warn("kv events: cannot connect to the endpoint; retrying", "endpoint", e.String(), "err", err)
+			said = time.Now()
+		}
 		if err == nil {
 			p.conns.Add(1)
 			if p.serveSubscriber(c, false) {

@@ -8,8 +8,10 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"reflect"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -474,4 +476,60 @@ func TestNewWithDoneContext(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	p.Close()
+}
+
+// An ipc endpoint whose socket file a live process listens on is that
+// process's: New refuses it and leaves the file. One whose process is
+// gone is taken over, as ZeroMQ takes it over.
+func TestIPCEndpointInUse(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("ipc endpoints are Unix sockets")
+	}
+	path := filepath.Join(t.TempDir(), "kv.sock")
+	live, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.EnableKVCacheEvents, cfg.Publisher, cfg.Endpoint = true, "zmq", "ipc://"+path
+	if _, err := New(context.Background(), cfg, Options{Logger: quietLog}); err == nil || !strings.Contains(err.Error(), "another process listens on it") {
+		t.Fatalf("New on a live socket: %v", err)
+	}
+	if c, err := net.Dial("unix", path); err != nil {
+		t.Fatalf("the live socket was taken: %v", err)
+	} else {
+		c.Close()
+	}
+	live.(*net.UnixListener).SetUnlinkOnClose(false)
+	live.Close() // a stale socket file stays
+	p, err := New(context.Background(), cfg, Options{Logger: quietLog})
+	if err != nil {
+		t.Fatalf("New on a stale socket: %v", err)
+	}
+	p.Close()
+}
+
+// A publisher that connects says, at most once per interval, that it
+// cannot reach the endpoint, rather than retrying unseen.
+func TestConnectFailureIsLogged(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now
+	var logged syncBuffer
+	p := start(t, func(c *Config) { c.Endpoint = "tcp://" + addr }, Options{Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(logged.String(), "cannot connect to the endpoint") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no log of the failed connection:\n%s", logged.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond) // several retries
+	p.Close()
+	if n := strings.Count(logged.String(), "cannot connect"); n != 1 {
+		t.Errorf("%d lines for the retries of one interval:\n%s", n, logged.String())
+	}
 }
