@@ -26,22 +26,30 @@ import (
 // returning its base URL and the process.
 func startServe(t *testing.T, config string) (string, *exec.Cmd, *syncBuffer) {
 	t.Helper()
+	stdout, cmd, stderr := startKVServer(t, "-kv-transfer-config", config, "-listen", "127.0.0.1:0", "serve")
+	line, err := stdout.ReadString('\n')
+	require.NoError(t, err, "stderr: %s", stderr.String())
+	m := regexp.MustCompile(`on (http://\S+)`).FindStringSubmatch(line)
+	require.NotNil(t, m, line)
+	return m[1], cmd, stderr
+}
+
+// startKVServer builds kvserver and runs it with args, returning its
+// standard output to read, the process and its standard error.
+func startKVServer(t *testing.T, args ...string) (*bufio.Reader, *exec.Cmd, *syncBuffer) {
+	t.Helper()
 	// Built as kvgen build compiles: the build cache then holds what this
 	// build needs from the deployment builds' tests, and the other way
 	// round.
 	bin := kvgentest.Program(t, ".")
-	cmd := exec.Command(bin, "-kv-transfer-config", config, "-listen", "127.0.0.1:0", "serve")
+	cmd := exec.Command(bin, args...)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	require.NoError(t, err, "stderr: %s", stderr.String())
-	m := regexp.MustCompile(`on (http://\S+)`).FindStringSubmatch(line)
-	require.NotNil(t, m, line)
-	return m[1], cmd, stderr
+	return bufio.NewReader(stdout), cmd, stderr
 }
 
 // syncBuffer is the process's stderr, read while it is written.
@@ -216,17 +224,9 @@ func TestServeHandoffMetricsEventsAndDrain(t *testing.T) {
 // it prints are the ones bound, and a subscriber reaches them. (By vLLM's
 // rule an endpoint binds only with "*" or "::"; replay always binds.)
 func TestServePrintsEventAddresses(t *testing.T) {
-	bin := kvgentest.Program(t, ".")
-	cmd := exec.Command(bin, "-kv-transfer-config", `{"kv_connector":"memory","kv_role":"kv_both"}`,
+	r, _, stderr := startKVServer(t, "-kv-transfer-config", `{"kv_connector":"memory","kv_role":"kv_both"}`,
 		"-kv-events-config", `{"enable_kv_cache_events":true,"endpoint":"tcp://*:0","replay_endpoint":"tcp://127.0.0.1:0"}`,
 		"-listen", "127.0.0.1:0", "serve")
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	stderr := &syncBuffer{}
-	cmd.Stderr = stderr
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	r := bufio.NewReader(stdout)
 	for _, what := range []string{"serving", "published", "replayed"} {
 		line, err := r.ReadString('\n')
 		require.NoError(t, err, "stderr: %s", stderr.String())
