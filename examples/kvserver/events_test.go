@@ -112,3 +112,20 @@ func TestEventsKeepARoutersIndexTrue(t *testing.T) {
 	assert.Subset(t, named, first[1:], "the first prompt's own blocks were all removed")
 	assert.Equal(t, index[first[0]], len(loads) > 0, "the shared block is held while any prompt is")
 }
+
+// A router follows /events for longer than -read-timeout, which bounds
+// reading a request, not the answer that streams to it: the stream stays
+// open and brings the next prefill's events.
+func TestEventsOutliveTheReadTimeout(t *testing.T) {
+	const config = `{"kv_connector":"memory","kv_connector_extra_config":{"capacity_bytes":500000,"store":"events-read-timeout"}}`
+	s := serveInProcess(t, Registry, "-kv-transfer-config", config, "-read-header-timeout", "300ms", "-read-timeout", "300ms")
+	follow, err := http.Get(s.base + "/events")
+	require.NoError(t, err)
+	defer follow.Body.Close()
+	time.Sleep(time.Second)
+	var r map[string]any
+	post(t, s.base, "prefill", `{"prompt":"a prompt after the read timeout","tokens":64}`, &r)
+	line, err := bufio.NewReader(follow.Body).ReadString('\n')
+	require.NoError(t, err, "the stream ended before the prefill's events")
+	assert.Contains(t, line, `"BlockStored"`)
+}

@@ -28,9 +28,10 @@ import (
 type stepRequest struct {
 	// ID identifies the request; a fresh one by default.
 	ID string `json:"id"`
-	// Prompt and Tokens make the prompt, as -prompt and -tokens do.
+	// Prompt and Tokens make the prompt, as -prompt and -tokens do; a
+	// missing Tokens is -tokens' default, 100.
 	Prompt string `json:"prompt"`
-	Tokens int    `json:"tokens"`
+	Tokens *int   `json:"tokens"`
 }
 
 // server is kvserver's serve mode: one engine, its connectors created at
@@ -220,13 +221,21 @@ func (s *server) step(w http.ResponseWriter, r *http.Request) {
 		if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
 			status = http.StatusRequestTimeout
 		}
+		// What is left of the body may never come: net/http would wait
+		// for up to 256 KiB of it before answering, and then keep the
+		// connection. Closing it sends the answer now.
+		w.Header().Set("Connection", "close")
 		http.Error(w, "kvserver: request body: "+err.Error(), status)
 		return
 	}
 	var body stepRequest
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&body); err != nil {
+	err = dec.Decode(&body)
+	if err == nil && dec.Decode(&struct{}{}) != io.EOF {
+		err = errors.New("want one JSON object, with nothing after it")
+	}
+	if err != nil {
 		s.steps.WithLabelValues(name, "bad_request").Inc()
 		http.Error(w, "kvserver: request body: "+err.Error(), http.StatusBadRequest)
 		return
@@ -234,24 +243,25 @@ func (s *server) step(w http.ResponseWriter, r *http.Request) {
 	if body.Prompt == "" {
 		body.Prompt = "The quick brown fox jumps over the lazy dog"
 	}
-	if body.Tokens == 0 {
-		body.Tokens = 100
+	tokens := 100
+	if body.Tokens != nil {
+		tokens = *body.Tokens
 	}
-	if err := s.lim.checkTokens(body.Tokens); err != nil {
+	if err := s.lim.checkTokens(tokens); err != nil {
 		s.steps.WithLabelValues(name, "bad_request").Inc()
 		http.Error(w, "kvserver: tokens: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	if !s.tokens.take(int64(body.Tokens)) {
+	if !s.tokens.take(int64(tokens)) {
 		s.steps.WithLabelValues(name, "busy").Inc()
-		busy(w, fmt.Sprintf("a step of %d tokens would pass the %d tokens in flight (-max-tokens-in-flight)", body.Tokens, s.lim.TokensInFlight))
+		busy(w, fmt.Sprintf("a step of %d tokens would pass the %d tokens in flight (-max-tokens-in-flight)", tokens, s.lim.TokensInFlight))
 		return
 	}
-	defer s.tokens.give(int64(body.Tokens))
+	defer s.tokens.give(int64(tokens))
 	if body.ID == "" {
 		body.ID = fmt.Sprintf("req-%d", s.nextID.Add(1))
 	}
-	req := &kv.Request{ID: body.ID, PromptTokens: tokenize(body.Prompt, body.Tokens)}
+	req := &kv.Request{ID: body.ID, PromptTokens: tokenize(body.Prompt, tokens)}
 	var report any
 	if name == "prefill" {
 		report, err = s.e.prefill(ctx, req)
@@ -306,8 +316,11 @@ func (b *bodyReaders) read(rc *http.ResponseController, body io.Reader) ([]byte,
 	b.mu.Unlock()
 	// The body is read: a deadline a stop set in the meantime must not
 	// reach the server's read that watches for the client leaving, which
-	// would cancel the step.
-	_ = rc.SetReadDeadline(time.Time{})
+	// would cancel the step. A body that failed keeps its deadline, so
+	// that nothing more waits on that client.
+	if err == nil {
+		_ = rc.SetReadDeadline(time.Time{})
+	}
 	return data, err
 }
 

@@ -163,12 +163,15 @@ func TestServeHandoffMetricsEventsAndDrain(t *testing.T) {
 	}
 
 	// Hostile requests are refused before any work: a body over 1 MiB, a
-	// prompt of more tokens than a step takes, a key the request has not.
+	// prompt of more tokens than a step takes, or none, a key the request
+	// has not, a second object after the first.
 	for body, want := range map[string]string{
 		`{"prompt":"` + strings.Repeat("x", 1<<20) + `"}`: "request body too large",
 		`{"tokens":2097152}`:                              "tokens: want from 1 to 1048576",
 		`{"prompt":"p","tokenz":1}`:                       `unknown field "tokenz"`,
 		`{"prompt":"p","tokens":1}`:                       "has no full block",
+		`{"tokens":0}`:                                    "tokens: want from 1 to 1048576",
+		`{"tokens":1}{"tokens":1048576}`:                  "want one JSON object, with nothing after it",
 	} {
 		resp, err := http.Post(base+"/prefill", "application/json", strings.NewReader(body))
 		require.NoError(t, err)
@@ -177,7 +180,7 @@ func TestServeHandoffMetricsEventsAndDrain(t *testing.T) {
 		assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "%.80s", body)
 		assert.Contains(t, string(msg), want)
 	}
-	assert.Equal(t, 4.0, metric(t, base, `kvserver_steps_total{outcome="bad_request",step="prefill"}`))
+	assert.Equal(t, 6.0, metric(t, base, `kvserver_steps_total{outcome="bad_request",step="prefill"}`))
 
 	// A decode whose body is still on its way when SIGTERM arrives is
 	// answered; then the process exits 0.
