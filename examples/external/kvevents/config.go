@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"sort"
 	"strconv"
 	"strings"
@@ -31,7 +32,7 @@ type Config struct {
 	// Endpoint is the PUB socket's address. One holding "*" or "::", or
 	// an ipc:// one, is bound; any other is connected to. Empty means
 	// [DefaultEndpoint], bound.
-	Endpoint string `json:"endpoint"`
+	Endpoint string `json:"endpoint,omitempty"`
 	// ReplayEndpoint, if set, is bound as a ROUTER socket that sends a
 	// subscriber the buffered batches from the sequence number it asks for.
 	ReplayEndpoint string `json:"replay_endpoint"`
@@ -123,7 +124,7 @@ func Parse(data []byte) (Config, error) {
 			case *bool:
 				want = "true or false"
 			case *int:
-				want = "a whole number, without quotes or a decimal point"
+				want = "a whole number that fits in 64 bits, without quotes or a decimal point"
 			default:
 				want = "a string"
 			}
@@ -134,6 +135,9 @@ func Parse(data []byte) (Config, error) {
 	// mistake, not the default.
 	if _, ok := raw["endpoint"]; ok && c.Endpoint == "" {
 		return Config{}, errors.New("kv events config: endpoint \"\": want tcp://host:port or ipc://path, or leave the key out for the default")
+	}
+	if _, ok := raw["publisher"]; ok && c.Publisher == "" {
+		return Config{}, errors.New(`kv events config: publisher "": want "zmq" or "null", or leave the key out`)
 	}
 	if c.Publisher == "" {
 		c.Publisher = "null"
@@ -183,7 +187,7 @@ const maxSocketPath = 107
 func objectFields(data []byte) (map[string]json.RawMessage, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if t, err := dec.Token(); err != nil {
-		return nil, err
+		return nil, unexpectedEOF(err)
 	} else if t != json.Delim('{') {
 		return nil, fmt.Errorf("want a JSON object, got %s", kindOf(t))
 	}
@@ -191,7 +195,7 @@ func objectFields(data []byte) (map[string]json.RawMessage, error) {
 	for dec.More() {
 		t, err := dec.Token()
 		if err != nil {
-			return nil, err
+			return nil, unexpectedEOF(err)
 		}
 		k := t.(string) // inside an object, the decoder gives keys as strings
 		if _, ok := fields[k]; ok {
@@ -199,12 +203,12 @@ func objectFields(data []byte) (map[string]json.RawMessage, error) {
 		}
 		var v json.RawMessage
 		if err := dec.Decode(&v); err != nil {
-			return nil, err
+			return nil, unexpectedEOF(err)
 		}
 		fields[k] = v
 	}
 	if _, err := dec.Token(); err != nil { // the closing brace
-		return nil, err
+		return nil, unexpectedEOF(err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, errors.New("want one JSON object, with nothing after it")
@@ -236,6 +240,15 @@ func shown(v []byte) string {
 		return fmt.Sprintf("%q (%d bytes)", v[:64], len(v))
 	}
 	return fmt.Sprintf("%q", v)
+}
+
+// unexpectedEOF says that the config ended too soon, where the decoder
+// says only EOF.
+func unexpectedEOF(err error) error {
+	if err == io.EOF {
+		return errors.New("the JSON ends before the object does (quoted for the shell?)")
+	}
+	return err
 }
 
 // endpoint is a parsed ZeroMQ address.
@@ -287,8 +300,15 @@ func parseEndpoint(s string, rank int, alwaysBind bool) (endpoint, error) {
 		// ZeroMQ reads an IPv6 address without brackets too, up to the
 		// last colon.
 		i := strings.LastIndexByte(hostport, ':')
-		if i < 0 || net.ParseIP(hostport[:i]) == nil || !strings.Contains(hostport[:i], ":") {
-			return endpoint{}, fmt.Errorf("%q: %w (write an IPv6 address in brackets: tcp://[::1]:5557)", s, err)
+		if a, perr := netip.ParseAddr(hostport[:max(i, 0)]); i < 0 || perr != nil || !a.Is6() {
+			why := err.Error()
+			if ae, ok := err.(*net.AddrError); ok {
+				why = ae.Err // without the address, which %q shows escaped
+			}
+			if strings.Count(hostport, ":") > 1 {
+				why += "; write an IPv6 address in brackets: tcp://[::1]:5557"
+			}
+			return endpoint{}, fmt.Errorf("%q: %s", s, why)
 		}
 		host, portStr = hostport[:i], hostport[i+1:]
 	}

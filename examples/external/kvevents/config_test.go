@@ -66,6 +66,12 @@ func TestParseRefuses(t *testing.T) {
 		{`{"topic": ["` + strings.Repeat("x", 100) + `"]}`, `xxx" (104 bytes): want a string`},
 		{`{"endpoint": "ipc:///` + strings.Repeat("d", 120) + `"}`, `the path is 121 bytes; a socket's path may have at most 107`},
 		{`{"endpoint": "tcp://fe80::1::5557"}`, `write an IPv6 address in brackets`},
+		{`{"endpoint": "tcp://host"}`, `"tcp://host": missing port in address`},
+		{`{"endpoint": "tcp://\u001b[2J\nkvserver: forged:1:2"}`, `"tcp://\x1b[2J\nkvserver: forged:1:2": `},
+		{``, `the JSON ends before the object does`},
+		{`{"enable_kv_cache_events": true`, `the JSON ends before the object does`},
+		{`{"publisher": ""}`, `publisher "": want "zmq" or "null"`},
+		{`{"hwm": 99999999999999999999}`, `want a whole number that fits in 64 bits`},
 	} {
 		_, err := Parse([]byte(tc.json))
 		if err != nil && strings.ContainsRune(err.Error(), 0x1b) {
@@ -94,6 +100,7 @@ func TestParseEndpoint(t *testing.T) {
 		// binds, by vLLM's rule.
 		{"tcp://::1:5557", 0, endpoint{"tcp", "[::1]:5557", true}},
 		{"tcp://fe80::1:5557", 1, endpoint{"tcp", "[fe80::1]:5558", true}},
+		{"tcp://fe80::1%eth0:5557", 0, endpoint{"tcp", "[fe80::1%eth0]:5557", true}},
 	} {
 		got, err := parseEndpoint(tc.in, tc.rank, false)
 		if err != nil || got != tc.want {

@@ -282,10 +282,15 @@ func listen(e endpoint) (net.Listener, error) {
 			c, err := net.DialTimeout("unix", e.address, time.Second)
 			if err == nil {
 				c.Close()
-				return nil, fmt.Errorf("%s: another process listens on it", e)
+				return nil, fmt.Errorf("%q: another process listens on it", e)
 			}
 			if !errors.Is(err, syscall.ECONNREFUSED) {
-				return nil, fmt.Errorf("%s: a socket file is there, and connecting to it failed: %w", e, err)
+				// The syscall's error alone: the path is quoted already.
+				var se *os.SyscallError
+				if errors.As(err, &se) {
+					err = se.Err
+				}
+				return nil, fmt.Errorf("%q: a socket file is there, and connecting to it failed: %w", e, err)
 			}
 			os.Remove(e.address)
 		}

@@ -249,15 +249,20 @@ func TestStalledSubscriber(t *testing.T) {
 	const hwm = 8
 	p := start(t, func(c *Config) { c.HWM = hwm }, Options{WriteTimeout: 300 * time.Millisecond})
 	stalled := dialPeer(t, p.PubAddr(), "SUB")
+	// Small socket buffers: the kernel's autotuning could otherwise take
+	// megabytes for a peer that never reads, which is progress to the
+	// writer, and the stream would end before they filled.
+	stalled.c.(*net.TCPConn).SetReadBuffer(4 << 10)
 	stalled.subscribe("")
 	reader := dialPeer(t, p.PubAddr(), "SUB")
 	reader.subscribe("")
 	waitPrefixes(t, p, 2)
+	shrinkSendBuffers(t, p)
 
 	big := sample()[:1]
 	big[0].TokenIDs = make([]uint32, 1<<15)
 	big[0].BlockSize = 1 << 14
-	const n = 300 // about 300 × 80 KiB, far past the socket buffers
+	const n = 300 // about 300 × 33 KB, far past the socket buffers
 	maxQueued := 0
 	begin := time.Now()
 	for seq := range uint64(n) {
