@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -30,12 +31,18 @@ type testConn struct {
 	gate  chan struct{}
 	event kv.KVEvent
 	emit  kv.EventFunc
+	// saving counts SaveLayer calls under way; closedSaving is set when
+	// Close finds one.
+	saving       atomic.Int32
+	closedSaving atomic.Bool
 }
 
 func (c *testConn) MatchedTokens(context.Context, *kv.Request, int) (int, error) { return 0, nil }
 func (c *testConn) AfterAlloc(context.Context, *kv.Request, int) error           { return nil }
 func (c *testConn) RequestFinished(context.Context, *kv.Request) error           { return nil }
 func (c *testConn) SaveLayer(ctx context.Context, _ *kv.Request, layer string, _ int, _ []byte) error {
+	c.saving.Add(1)
+	defer c.saving.Add(-1)
 	if c.gate != nil {
 		select {
 		case <-c.gate:
@@ -55,7 +62,10 @@ func (c *testConn) WaitForSave(context.Context) error { return nil }
 func (c *testConn) Finished(_ context.Context, f []string) ([]string, []string, error) {
 	return f, f, nil
 }
-func (c *testConn) Close() error                       { return nil }
+func (c *testConn) Close() error {
+	c.closedSaving.Store(c.saving.Load() > 0)
+	return nil
+}
 func (c *testConn) ReportEvents(emit func(kv.KVEvent)) { c.emit.Set(emit) }
 
 // testRegistry links c alone, as "test".
@@ -372,4 +382,26 @@ func TestConnectionsAreCapped(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
+}
+
+// A step that outlasts -shutdown-timeout is cut when the wait runs out:
+// its connection is closed, which cancels it, and the connectors are
+// closed only once it has returned, never under it.
+func TestStopCutsStepsPastTheWait(t *testing.T) {
+	c := &testConn{gate: make(chan struct{})} // SaveLayer waits for its context
+	s := serveInProcess(t, testRegistry(c), "-shutdown-timeout", "300ms")
+	go func() {
+		resp, err := http.Post(s.base+"/prefill", "application/json", strings.NewReader(`{"tokens":32}`))
+		if err == nil {
+			resp.Body.Close()
+		}
+	}()
+	require.Eventually(t, func() bool { return c.saving.Load() == 1 }, 10*time.Second, time.Millisecond)
+	took, code := s.stopped(t)
+	t.Logf("stopped in %v, exit %d: %s", took, code, s.errs)
+	assert.Equal(t, 1, code, "the wait ran out")
+	assert.Contains(t, s.errs.String(), "shutdown: context deadline exceeded")
+	assert.False(t, c.closedSaving.Load(), "the connector was closed under a step still saving")
+	assert.Zero(t, c.saving.Load(), "a step still saving after kvserver returned")
+	assert.Less(t, took, 5*time.Second)
 }

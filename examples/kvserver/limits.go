@@ -140,6 +140,13 @@ func (g *gate) take(k int64) bool {
 // give releases k taken.
 func (g *gate) give(k int64) { g.n.Add(-k) }
 
+// wait waits until nothing is admitted, or d passes.
+func (g *gate) wait(d time.Duration) {
+	for end := time.Now().Add(d); g.n.Load() > 0 && time.Now().Before(end); {
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // limitListener accepts at most max connections open at once; Accept
 // waits while that many are, as golang.org/x/net/netutil's LimitListener
 // does, and the count is kept for /metrics.

@@ -181,6 +181,11 @@ func serve(ctx context.Context, e *engine, lim limits, listen string, stdout, st
 	sctx, cancel := context.WithTimeout(context.Background(), lim.ShutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
+		// Steps past the wait are cut: closing their connections cancels
+		// their contexts. run closes the connectors once serve returns, so
+		// serve waits for the steps to end first, a little longer.
+		srv.Close()
+		s.requests.wait(lim.ShutdownReadTimeout)
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	if err := <-done; !errors.Is(err, http.ErrServerClosed) {
