@@ -95,7 +95,7 @@ func TestExampleReadmesNameWhatIsThere(t *testing.T) {
 	require.Positive(t, named, "found no path the examples' READMEs name")
 
 	// Without redis-server the Redis tests fail unless this skips them
-	// (internal/redistest): the connector's README says so.
+	// (examples/external/redis/internal/redistest): the connector's README says so.
 	redis, err := os.ReadFile(filepath.Join(root, "examples", "external", "redis", "README.md"))
 	require.NoError(t, err)
 	assert.Contains(t, string(redis), "unless `KVGEN_SKIP_REDIS=1` skips")

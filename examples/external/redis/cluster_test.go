@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvgen/kvgen/examples/external/redis"
-	"github.com/kvgen/kvgen/internal/redistest"
+	"github.com/kvgen/kvgen/examples/external/redis/internal/redistest"
 	"github.com/kvgen/kvgen/registry/conformance"
 	"github.com/kvgen/kvgen/registry/kv"
 )

@@ -3,7 +3,7 @@ package redis_test
 import (
 	"testing"
 
-	"github.com/kvgen/kvgen/internal/redistest"
+	"github.com/kvgen/kvgen/examples/external/redis/internal/redistest"
 )
 
 // startRedis starts a real redis-server for t; see redistest.Start.

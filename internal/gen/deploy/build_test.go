@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvgen/kvgen/internal/kvgentest"
-	"github.com/kvgen/kvgen/internal/redistest"
 )
 
 // These tests drive the real CLI: they build kvgen, run `kvgen build` at
@@ -138,15 +137,15 @@ func testDatacenter(t *testing.T, bin string) {
 	})
 
 	t.Run("redis", func(t *testing.T) {
-		redis := redistest.Start(t)
+		redis := startRedis(t)
 
 		t.Run("handoff", func(t *testing.T) {
-			extra := map[string]any{"addrs": []string{redis.Addr()}, "key_prefix": "e2e:redis:"}
+			extra := map[string]any{"addrs": []string{redis}, "key_prefix": "e2e:redis:"}
 			testHandoff(t, bin, "redis", extra)
 		})
 
 		t.Run("MultiConnector handoff", func(t *testing.T) {
-			testMultiHandoff(t, bin, redis.Addr())
+			testMultiHandoff(t, bin, redis)
 		})
 	})
 }
