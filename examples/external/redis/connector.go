@@ -44,6 +44,8 @@ func New(ctx context.Context, cfg kv.Config, role kv.Role) (kv.Connector, error)
 		opts:     opts,
 		prefixes: prefixes,
 		held:     prefixes.HeldBlocks(),
+		writing:  map[kv.BlockHash]int{},
+		raced:    map[kv.BlockHash]bool{},
 		layers:   slices.Clone(cfg.LayerNames),
 		layerSet: make(map[string]bool, len(cfg.LayerNames)),
 		where:    where(opts),
@@ -136,7 +138,15 @@ type connector struct {
 	held  *kv.HeldBlocks // the blocks reported stored
 	// eventsMu orders what changes held: a save completing a prefix, and
 	// a check that one is gone.
-	eventsMu  sync.Mutex
+	eventsMu sync.Mutex
+	// A removal can be notified between a save's transaction and its
+	// report that the prefix is held, while held does not yet hold it:
+	// writing counts the transactions in flight by prefix, and raced
+	// keeps those a removal was notified for meanwhile, which the save
+	// checks once it has reported them (see doneWriting).
+	racedMu   sync.Mutex
+	writing   map[kv.BlockHash]int
+	raced     map[kv.BlockHash]bool
 	watchMu   sync.Mutex // guards watch
 	watch     *watcher   // following keyspace notifications; nil when not
 	storeOnly atomic.Pointer[error]

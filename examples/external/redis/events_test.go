@@ -1,9 +1,11 @@
 package redis_test
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -244,4 +246,54 @@ func TestEventsKeyspaceSetting(t *testing.T) {
 			assert.Equal(t, []kv.EventKind{kv.BlockStored}, log.eventKinds(), "store-only")
 		})
 	}
+}
+
+// TestRemovalDuringASaveIsReported deletes a prefix's layer while the
+// connector saves it, over and over: a deletion can land after the save's
+// transaction and be notified before the connector reports the prefix
+// held. The router must end holding only blocks the store can load.
+func TestRemovalDuringASaveIsReported(t *testing.T) {
+	t.Parallel()
+	srv := startRedis(t)
+	raw := rawClient(t, srv.Addr())
+	w, log := reporting(t, srv, map[string]any{"key_prefix": "race:"})
+	s := openScheduler(t, config("e", map[string]any{"addrs": []string{srv.Addr()}, "key_prefix": "race:"}, "a"))
+	ctx := t.Context()
+	const n = 300
+	reqs := make([]*kv.Request, n)
+	keys := make([]string, n)
+	for i := range reqs {
+		reqs[i] = request(fmt.Sprint("r", i), uint32(10+i), blockSize)
+		keys[i] = "race:{" + prefixHash(t, "", reqs[i], blockSize).String() + "}:a"
+	}
+	var current atomic.Int64
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for !stop.Load() {
+			raw.Del(ctx, keys[current.Load()])
+		}
+	})
+	for i, req := range reqs {
+		current.Store(int64(i))
+		save(t, w, req, blockSize, "a")
+		time.Sleep(time.Millisecond)
+	}
+	stop.Store(true)
+	wg.Wait()
+
+	held := func() (stale []int) {
+		blocks, _, _ := log.snapshot()
+		for i, req := range reqs {
+			if !blocks[prefixHash(t, "", req, blockSize)] {
+				continue
+			}
+			if got, err := s.MatchedTokens(ctx, req, 0); err != nil || got == 0 {
+				stale = append(stale, i)
+			}
+		}
+		return stale
+	}
+	require.Eventually(t, func() bool { return len(held()) == 0 }, eventWait, 20*time.Millisecond,
+		"the router holds prefixes the store cannot load: %v", held())
 }

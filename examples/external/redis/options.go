@@ -139,6 +139,13 @@ func decodeOptions(extra map[string]any) (Options, error) {
 	default:
 		bad("keyspace_events %s: want %q, %q or %q", kv.Quote(opts.KeyspaceEvents), keyspaceAuto, keyspaceAssume, keyspaceOff)
 	}
+	// Redis Cluster hashes a key by its first braces: a brace in the
+	// prefix would take the place of the prefix hash's hash tag, and a
+	// prefix's keys would no longer share a slot (or every key would
+	// share one node).
+	if strings.ContainsAny(opts.KeyPrefix, "{}") {
+		bad("key_prefix %s: holds a brace; the connector's keys put the prefix hash in braces, as a Redis Cluster hash tag, which a brace in key_prefix would break", kv.Quote(opts.KeyPrefix))
+	}
 	if opts.Cluster && opts.MasterName != "" {
 		bad("cluster and master_name: a Sentinel-managed master is not a Redis Cluster; set one of them")
 	}

@@ -356,6 +356,8 @@ func TestInvalidSettings(t *testing.T) {
 		{"huge pool", map[string]any{"pool_size": 1 << 40}, []string{"pool_size 1099511627776: want from 0 to 10000"}},
 		{"timeout of centuries", map[string]any{"dial_timeout": 9e9}, []string{"dial_timeout 2500000h0m0s: want from 1ms to 1h"}},
 		{"huge key prefix", map[string]any{"key_prefix": strings.Repeat("k", 1025)}, []string{"key_prefix has 1025 bytes: want at most 1024"}},
+		{"hash tag in the key prefix", map[string]any{"key_prefix": "p{}", "cluster": true}, []string{`key_prefix "p{}": holds a brace`}},
+		{"brace in the key prefix", map[string]any{"key_prefix": "team}"}, []string{`key_prefix "team}": holds a brace`}},
 		{"database in an explicit cluster", map[string]any{"cluster": true, "db": 2}, []string{"db 2: a Redis Cluster has only database 0"}},
 		{"cluster and sentinel", map[string]any{"cluster": true, "master_name": "m"}, []string{"cluster and master_name"}},
 		{"cluster of the wrong type", map[string]any{"cluster": "yes"}, []string{"cluster"}},

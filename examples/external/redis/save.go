@@ -247,6 +247,36 @@ func (c *connector) stored(tokens []uint32, emit func(kv.KVEvent)) {
 	c.held.Stored(tokens, kv.MediumRedis, emit)
 }
 
+// startWriting counts a transaction in flight for each of prefixes.
+func (c *connector) startWriting(prefixes []kv.BlockHash) {
+	c.racedMu.Lock()
+	defer c.racedMu.Unlock()
+	for _, h := range prefixes {
+		c.writing[h]++
+	}
+}
+
+// doneWriting ends a transaction of startWriting's, once its prefixes
+// were reported stored, and returns those a removal was notified for
+// while it was in flight: the key may have gone after the transaction
+// wrote it, when held did not hold the prefix yet (watcher.removed), so
+// only a check can tell.
+func (c *connector) doneWriting(prefixes []kv.BlockHash) []kv.BlockHash {
+	c.racedMu.Lock()
+	defer c.racedMu.Unlock()
+	var recheck []kv.BlockHash
+	for _, h := range prefixes {
+		if c.writing[h]--; c.writing[h] == 0 {
+			delete(c.writing, h)
+		}
+		if c.raced[h] {
+			delete(c.raced, h)
+			recheck = append(recheck, h)
+		}
+	}
+	return recheck
+}
+
 // write stores the batch and takes it off l's queue. On a single server
 // it is one MULTI. A Redis Cluster runs a transaction within one slot
 // only, and a prefix's keys share one, so there it is a MULTI per prefix,
@@ -267,6 +297,14 @@ func (c *connector) write(ctx context.Context, l *lane, b *saveBatch) {
 		// keys before and after its writes: a prefix whose writes
 		// completed it became loadable.
 		var before, after []*goredis.IntCmd
+		if emit != nil {
+			c.startWriting(prefixes)
+			defer func() {
+				if recheck := c.doneWriting(prefixes); len(recheck) > 0 {
+					c.checkLoadable(ctx, recheck)
+				}
+			}()
+		}
 		_, err := c.client.TxPipelined(ctx, func(p goredis.Pipeliner) error {
 			for _, h := range prefixes {
 				if emit != nil {

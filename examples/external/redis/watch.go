@@ -236,7 +236,10 @@ func (w *watcher) follow(n *nodeWatch, firstDone func()) {
 			firstDone()
 		}
 		if err == nil {
-			if attempt > 0 || firstDone == nil {
+			// A prefix held now was stored before the subscription
+			// could see its removal: events were asked for before it
+			// began (ReportEvents), or it was lost and made again.
+			if attempt > 0 || firstDone == nil || c.held.Blocks() > 0 {
 				c.clearHeld()
 			}
 			backoff = 50 * time.Millisecond
@@ -395,8 +398,20 @@ func (c *connector) prefixOf(key string) (kv.BlockHash, bool) {
 // removed queues the prefix of a key that went away for a check, if it
 // is one reported stored.
 func (w *watcher) removed(key string) {
-	h, ok := w.c.prefixOf(key)
-	if !ok || !w.c.held.Holds(h) {
+	c := w.c
+	h, ok := c.prefixOf(key)
+	if !ok {
+		return
+	}
+	// Under racedMu, so that a save of h ends either before (h is held)
+	// or after (it sees raced) this notification is looked at.
+	c.racedMu.Lock()
+	held := c.held.Holds(h)
+	if !held && c.writing[h] > 0 {
+		c.raced[h] = true
+	}
+	c.racedMu.Unlock()
+	if !held {
 		return
 	}
 	w.mu.Lock()
