@@ -270,10 +270,12 @@ func (c *Connector) stored(prefix kv.BlockHash) bool {
 	}
 	defer dir.Close()
 	if len(c.cfg.LayerNames) == 0 {
-		entries, err := readDir(dir)
-		return err == nil && slices.ContainsFunc(entries, func(e fs.DirEntry) bool {
-			return e.Type().IsRegular() && isLayerFile(e.Name())
+		found := false
+		_ = eachEntry(dir, func(e fs.DirEntry) bool {
+			found = e.Type().IsRegular() && isLayerFile(e.Name())
+			return !found
 		})
+		return found
 	}
 	for _, l := range c.cfg.LayerNames {
 		fi, err := dir.Lstat(fileName(l))
@@ -602,7 +604,11 @@ func (c *Connector) writeFile(dir *os.Root, name string, h kv.BlockHash, layer s
 		return err
 	}
 	if c.durability == DurabilityFull {
-		return syncDir(dir)
+		// The file is in place: tmp is no longer this save's to remove,
+		// whatever the sync says.
+		if serr := syncDir(dir); serr != nil {
+			return fmt.Errorf("saved, but the directory was not synced to disk (durability %q): %w", DurabilityFull, serr)
+		}
 	}
 	return nil
 }
@@ -617,14 +623,29 @@ func syncDir(dir *os.Root) error {
 	return d.Sync()
 }
 
-// readDir lists dir.
-func readDir(dir *os.Root) ([]fs.DirEntry, error) {
+// eachEntry calls f with dir's entries until f returns false, reading
+// them 256 at a time: a directory of millions of names, which anyone who
+// shares the store can make, costs no more memory than a small one.
+func eachEntry(dir *os.Root, f func(fs.DirEntry) bool) error {
 	d, err := dir.Open(".")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer d.Close()
-	return d.ReadDir(-1)
+	for {
+		entries, err := d.ReadDir(256)
+		for _, e := range entries {
+			if !f(e) {
+				return nil
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
 }
 
 // layerSuffix ends every layer file name.

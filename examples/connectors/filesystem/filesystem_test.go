@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -281,7 +282,7 @@ func TestSettings(t *testing.T) {
 
 func TestBlockSizeOutOfRange(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "kv")
-	for _, bs := range []int{0, -16, kv.MaxBlockSize + 1, 1 << 40} {
+	for _, bs := range []int{0, -16, kv.MaxBlockSize + 1, math.MaxInt} {
 		conn, err := New(t.Context(), kv.Config{BlockSize: bs, Extra: map[string]any{"shared_storage_path": dir}}, kv.RoleWorker)
 		assert.Nil(t, conn)
 		assert.EqualError(t, err, fmt.Sprintf("block size %d: want a number of tokens from 1 to 65536", bs))

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -443,5 +444,59 @@ func TestUserStringsAreQuotedInErrors(t *testing.T) {
 		assert.NotContains(t, err.Error(), "\n", name)
 		assert.NotContains(t, err.Error(), "\x1b", name)
 		assert.Contains(t, err.Error(), `\x1b[2J\nkvserver: forged error"`, name)
+	}
+}
+
+// A file or link at a layer's name that a load would refuse (a stranger's
+// bytes, another layer's file, a link) neither reports the prefix stored
+// when another layer is saved, nor keeps the save that replaces it from
+// reporting the prefix once it does load.
+func TestEventsFollowWhatLoads(t *testing.T) {
+	ctx := t.Context()
+	for _, plant := range []struct {
+		name string
+		at   func(t *testing.T, dir, path string)
+	}{
+		{"a stranger's bytes", func(t *testing.T, _, path string) {
+			require.NoError(t, os.WriteFile(path, bytes.Repeat([]byte("x"), 4*headerLen), 0o644))
+		}},
+		{"another layer's file", func(t *testing.T, _, path string) {
+			other, _ := open(t, t.TempDir())
+			require.NoError(t, other.SaveLayer(ctx, req, layers[0], bs, []byte("layer 0 of a prefix")))
+			data, err := os.ReadFile(layerFile(t, other.dir, layers[0], bs))
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(path, data, 0o644))
+		}},
+		{"a dangling link", func(t *testing.T, _, path string) {
+			require.NoError(t, os.Symlink(filepath.Join(t.TempDir(), "nothing"), path))
+		}},
+	} {
+		t.Run(plant.name, func(t *testing.T) {
+			dir := t.TempDir()
+			c, _ := open(t, dir)
+			var mu sync.Mutex
+			var events []kv.KVEvent
+			c.ReportEvents(func(e kv.KVEvent) {
+				mu.Lock()
+				defer mu.Unlock()
+				events = append(events, e)
+			})
+			planted := layerFile(t, dir, layers[1], bs)
+			require.NoError(t, os.MkdirAll(filepath.Dir(planted), 0o755))
+			plant.at(t, dir, planted)
+
+			require.NoError(t, c.SaveLayer(ctx, req, layers[0], bs, []byte("layer 0")))
+			_, err := c.LoadLayer(ctx, req, layers[1], bs)
+			require.ErrorIs(t, err, kv.ErrMiss, "the planted layer does not load")
+			assert.Empty(t, events, "a prefix whose other layer does not load was reported stored")
+
+			require.NoError(t, c.SaveLayer(ctx, req, layers[1], bs, []byte("layer 1")))
+			for _, l := range layers {
+				_, err := c.LoadLayer(ctx, req, l, bs)
+				require.NoError(t, err, l)
+			}
+			require.Len(t, events, 1, "the save that made the prefix load reports it")
+			assert.Equal(t, kv.BlockStored, events[0].Kind)
+		})
 	}
 }

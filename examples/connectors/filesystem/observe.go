@@ -3,6 +3,9 @@ package filesystem
 import (
 	"context"
 	"errors"
+	"io"
+	"os"
+	"syscall"
 
 	"github.com/kvgen/kvgen/registry/kv"
 )
@@ -22,7 +25,9 @@ func (c *Connector) KVStats() kv.Stats { return c.stats.Stats() }
 
 // ReportEvents reports a BlockStored event, on medium DISK, naming the
 // blocks a prefix adds to those reported stored, when a save of this
-// connector wrote the prefix's last missing layer file. Nothing is
+// connector wrote the prefix's last layer file that a load would not
+// take (missing, or failing a load's header checks), and every other
+// layer's file passes those checks. Nothing is
 // reported as removed ([Connector.ReportsRemovals]). Having reported
 // 262144 blocks, it reports AllBlocksCleared and starts over, which
 // bounds what it remembers.
@@ -38,11 +43,11 @@ func (c *Connector) SaveLayer(ctx context.Context, req *kv.Request, layer string
 	start := c.stats.Start()
 	emit := c.emit.Get()
 	var h kv.BlockHash
-	var had bool // the layer had a file before: a save over it completes nothing
+	var had bool // the layer had a good file before: a save over it completes nothing
 	if emit != nil {
 		var err error
 		if h, err = c.hashes.Hash(req.PromptTokens, numTokens); err == nil {
-			had = c.hasLayer(h, layer)
+			had = c.loadable(h, layer)
 		}
 	}
 	if err := c.saveLayer(ctx, req, layer, numTokens, kvData); err != nil {
@@ -50,7 +55,10 @@ func (c *Connector) SaveLayer(ctx context.Context, req *kv.Request, layer string
 		return err
 	}
 	c.stats.Saved(start, len(kvData))
-	if emit != nil && !had && c.stored(h) {
+	// stored looks at the files' names and sizes only; a prefix is
+	// reported once its other layers' headers say a load would take them
+	// too, so that a stranger's file at a layer's name reports nothing.
+	if emit != nil && !had && c.stored(h) && c.othersLoadable(h, layer) {
 		if c.held.Blocks() >= maxHeldBlocks {
 			c.held.Cleared(emit)
 		}
@@ -59,14 +67,48 @@ func (c *Connector) SaveLayer(ctx context.Context, req *kv.Request, layer string
 	return nil
 }
 
-// hasLayer reports whether layer has a file for the prefix.
-func (c *Connector) hasLayer(h kv.BlockHash, layer string) bool {
+// loadable reports whether layer's file for the prefix h passes the
+// checks a load makes before it reads the KV: a regular file whose header
+// was written for this prefix and layer, and whose size is the header's.
+func (c *Connector) loadable(h kv.BlockHash, layer string) bool {
 	dir, err := c.openPrefix(h.String(), false)
 	if err != nil {
 		return false
 	}
 	defer dir.Close()
-	_, err = dir.Lstat(fileName(layer))
+	return c.loadableIn(dir, h, layer)
+}
+
+// othersLoadable reports whether every configured layer but saved has a
+// loadable file for the prefix h.
+func (c *Connector) othersLoadable(h kv.BlockHash, saved string) bool {
+	dir, err := c.openPrefix(h.String(), false)
+	if err != nil {
+		return false
+	}
+	defer dir.Close()
+	for _, l := range c.cfg.LayerNames {
+		if l != saved && !c.loadableIn(dir, h, l) {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *Connector) loadableIn(dir *os.Root, h kv.BlockHash, layer string) bool {
+	f, fi, err := openPlain(dir, fileName(layer), os.O_RDONLY|syscall.O_NONBLOCK)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var hdr [headerLen]byte
+	if fi.Size() < headerLen || fi.Size()-headerLen > c.maxLayer {
+		return false
+	}
+	if _, err := io.ReadFull(f, hdr[:]); err != nil {
+		return false
+	}
+	_, err = checkHeader(hdr[:], fi.Size(), h, layer)
 	return err == nil
 }
 

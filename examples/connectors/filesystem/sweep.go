@@ -3,7 +3,7 @@ package filesystem
 import (
 	"context"
 	"encoding/hex"
-	"io"
+	"io/fs"
 	"log/slog"
 	"strings"
 	"time"
@@ -31,29 +31,19 @@ func (c *Connector) sweepStale(grace time.Duration) {
 // before cutoff. It looks only into plain directories named like a prefix
 // hash, and removes only regular files named like its temporary files.
 func (c *Connector) sweep(cutoff time.Time) {
-	d, err := c.root.Open(".")
+	err := eachEntry(c.root, func(e fs.DirEntry) bool {
+		select {
+		case <-c.stop:
+			return false
+		default:
+		}
+		if e.IsDir() && isPrefixName(e.Name()) {
+			c.sweepPrefix(e.Name(), cutoff)
+		}
+		return true
+	})
 	if err != nil {
-		return
-	}
-	defer d.Close()
-	for {
-		entries, err := d.ReadDir(256)
-		for _, e := range entries {
-			select {
-			case <-c.stop:
-				return
-			default:
-			}
-			if e.IsDir() && isPrefixName(e.Name()) {
-				c.sweepPrefix(e.Name(), cutoff)
-			}
-		}
-		if err != nil { // io.EOF at the end
-			if err != io.EOF {
-				c.logger().Warn("sweeping stale temporary files", slog.String("dir", c.dir), slog.String("error", err.Error()))
-			}
-			return
-		}
+		c.logger().Warn("sweeping stale temporary files", slog.String("dir", c.dir), slog.String("error", err.Error()))
 	}
 }
 
@@ -63,24 +53,26 @@ func (c *Connector) sweepPrefix(name string, cutoff time.Time) {
 		return
 	}
 	defer dir.Close()
-	entries, err := readDir(dir)
-	if err != nil {
-		return
-	}
-	for _, e := range entries {
+	_ = eachEntry(dir, func(e fs.DirEntry) bool {
+		select {
+		case <-c.stop:
+			return false
+		default:
+		}
 		if !isTempFile(e.Name()) || !e.Type().IsRegular() {
-			continue
+			return true
 		}
 		fi, err := e.Info()
 		if err != nil || !fi.ModTime().Before(cutoff) {
-			continue
+			return true
 		}
 		// Remove unlinks the name, never what a link swapped in leads to.
 		if err := dir.Remove(e.Name()); err == nil {
 			c.logger().LogAttrs(context.Background(), slog.LevelInfo, "removed a stale temporary file",
 				slog.String("dir", c.dir), slog.String("file", name+"/"+e.Name()), slog.Time("modified", fi.ModTime()))
 		}
-	}
+		return true
+	})
 }
 
 // isPrefixName reports whether name is a prefix directory's: a block hash

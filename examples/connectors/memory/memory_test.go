@@ -249,7 +249,7 @@ func TestSettings(t *testing.T) {
 		{"misspelt", kv.Config{BlockSize: bs, Extra: map[string]any{"capacity": 1}}, `did you mean "capacity_bytes"`},
 		{"no block size", kv.Config{}, "block size 0: want a number of tokens from 1 to 65536"},
 		// Rejected before anything is allocated for it.
-		{"huge block size", kv.Config{BlockSize: 1 << 40}, "block size 1099511627776: want a number of tokens from 1 to 65536"},
+		{"huge block size", kv.Config{BlockSize: 1 << 30}, "block size 1073741824: want a number of tokens from 1 to 65536"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			conn, err := New(context.Background(), c.cfg, kv.RoleWorker)
