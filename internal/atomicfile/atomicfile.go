@@ -8,8 +8,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
+	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/kvgen/kvgen/internal/suggest"
@@ -56,6 +59,49 @@ func Replace(path string, r io.Reader) error {
 		return fmt.Errorf("%s is a directory", suggest.Show(path))
 	}
 	return write(path, r, 0o644)
+}
+
+// ReplaceIn is Replace for the file name, a slash-separated path inside
+// root: the directories on its way are made and walked inside root, so
+// that one planted as a link leading out of root is never written
+// through, whatever is planted while it writes.
+func ReplaceIn(root *os.Root, name string, r io.Reader) (err error) {
+	if fi, err := root.Lstat(name); err == nil && fi.IsDir() {
+		return fmt.Errorf("%s is a directory", suggest.Show(name))
+	}
+	dir := path.Dir(name)
+	if err := root.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var tmp string
+	var f *os.File
+	for range 100 {
+		// The name's pattern is tempPattern's.
+		tmp = path.Join(dir, "."+path.Base(name)+"."+strconv.FormatUint(rand.Uint64(), 36)+".tmp")
+		f, err = root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if !errors.Is(err, fs.ErrExist) {
+			break
+		}
+	}
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			root.Remove(tmp)
+		}
+	}()
+	if _, err = io.Copy(f, r); err != nil {
+		return err
+	}
+	if err = f.Sync(); err != nil {
+		return err
+	}
+	if err = f.Close(); err != nil {
+		return err
+	}
+	return root.Rename(tmp, name)
 }
 
 // write writes r to a temporary file beside path, with permissions perm,

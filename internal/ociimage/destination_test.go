@@ -2,11 +2,14 @@ package ociimage
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 
+	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -100,7 +103,50 @@ func TestLayoutReplacesABlobWhoseBytesAreWrong(t *testing.T) {
 	require.NoError(t, os.WriteFile(layer, make([]byte, m.Layers[0].Size), 0o644))
 
 	require.NoError(t, Write(ctx, img, must(ParseRef("oci:"+dir+":t")), Remote{}))
-	assert.True(t, hasBlob(layer, m.Layers[0]), "the planted layer was kept")
+	root, err := os.OpenRoot(dir)
+	require.NoError(t, err)
+	defer root.Close()
+	assert.True(t, hasBlob(root, blobPath(m.Layers[0]), m.Layers[0]), "the planted layer was kept")
+}
+
+// A directory of the layout planted as a link to one outside it is not
+// written through: the write fails, and nothing lands outside.
+func TestLayoutWritesNothingThroughALinkedDirectory(t *testing.T) {
+	ctx := context.Background()
+	img := image(t)
+	for _, linked := range []string{ocispec.ImageBlobsDir, ocispec.ImageBlobsDir + "/sha256"} {
+		t.Run(linked, func(t *testing.T) {
+			dir, outside := filepath.Join(t.TempDir(), "layout"), t.TempDir()
+			link := filepath.Join(dir, filepath.FromSlash(linked))
+			require.NoError(t, os.MkdirAll(filepath.Dir(link), 0o755))
+			require.NoError(t, os.Symlink(outside, link))
+
+			err := Write(ctx, img, must(ParseRef("oci:"+dir+":t")), Remote{})
+			require.Error(t, err)
+			entries, rerr := os.ReadDir(outside)
+			require.NoError(t, rerr)
+			assert.Empty(t, entries, "written through the link")
+		})
+	}
+}
+
+// An index.json planted with more images than a layout may list is refused
+// before any of them is read.
+func TestLayoutIndexOfTooManyImages(t *testing.T) {
+	ctx := context.Background()
+	img := image(t)
+	dir := filepath.Join(t.TempDir(), "layout")
+	require.NoError(t, Write(ctx, img, must(ParseRef("oci:"+dir+":t")), Remote{}))
+	index := ocispec.Index{Manifests: make([]ocispec.Descriptor, maxIndexEntries+1)}
+	for i := range index.Manifests {
+		index.Manifests[i] = img.Platforms[0].SBOM
+	}
+	data, err := json.Marshal(index)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, ocispec.ImageIndexFile), data, 0o644))
+
+	err = Write(ctx, img, must(ParseRef("oci:"+dir+":t")), Remote{})
+	require.ErrorContains(t, err, fmt.Sprintf("lists %d images, more than %d", maxIndexEntries+1, maxIndexEntries))
 }
 
 func TestLayoutIndexIsReadAsARegularFile(t *testing.T) {
@@ -168,4 +214,26 @@ func TestArchiveRefusesABaseBlobWhoseBytesAreWrong(t *testing.T) {
 	require.ErrorContains(t, err, m.Layers[0].Digest.String())
 	assert.NoFileExists(t, archive)
 	require.Error(t, Write(ctx, img, must(ParseRef("oci:"+filepath.Join(t.TempDir(), "out"))), Remote{}), "a layout refuses it too")
+}
+
+// A base image whose manifest lists, as a layer, a descriptor that claims
+// to be an index of a gigabyte is refused when the image is written,
+// before that blob is read: the walk of the image's blobs reads manifests
+// and indexes whole.
+func TestBaseBlobClaimingAHugeIndexIsRefused(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "base")
+	require.NoError(t, Write(ctx, image(t), must(ParseRef("oci:"+dir+":b")), Remote{}))
+	m, err := fetchManifest(ctx, image(t), image(t).Platforms[0].Manifest)
+	require.NoError(t, err)
+	big := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageIndex, Digest: digest.FromString("big"), Size: 1 << 30}
+	m.Layers = append(m.Layers, big)
+	setIndex(t, dir, putJSON(t, dir, ocispec.MediaTypeImageManifest, m))
+
+	opts := options(platforms(t)[:1])
+	opts.Base = "oci:" + dir + ":t"
+	img, err := Build(ctx, opts)
+	require.NoError(t, err)
+	err = Write(ctx, img, must(ParseRef("oci:"+filepath.Join(t.TempDir(), "out"))), Remote{})
+	require.ErrorContains(t, err, fmt.Sprintf("%s is %d bytes, more than the %d of a manifest or index", big.Digest, big.Size, maxJSON))
 }

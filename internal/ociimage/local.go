@@ -208,6 +208,10 @@ func scanTar(name string) (map[string]tarFile, error) {
 		return nil, err
 	}
 	files := map[string]tarFile{}
+	// Every name but a directory's counts once, whatever its type: a link
+	// listed after a file of its name would be what an unpacking loader
+	// reads there.
+	names := map[string]bool{}
 	tr := tar.NewReader(f)
 	for n := 0; ; n++ {
 		h, err := tr.Next()
@@ -219,6 +223,22 @@ func scanTar(name string) (map[string]tarFile, error) {
 		}
 		if n >= maxArchiveFiles {
 			return nil, fmt.Errorf("%s holds more than %d files", suggest.Show(name), maxArchiveFiles)
+		}
+		p := cleanPath(h.Name)
+		if h.Typeflag != tar.TypeDir {
+			if names[p] {
+				return nil, fmt.Errorf("%s holds %s twice", suggest.Show(name), suggest.Quote(p))
+			}
+			names[p] = true
+		}
+		if h.Typeflag == tar.TypeSymlink || h.Typeflag == tar.TypeLink {
+			// docker save links its legacy layer paths to blobs; a link
+			// where a reader looks for an image's own files would have
+			// docker load read another file than kvgen does.
+			if imageFile(p) {
+				return nil, fmt.Errorf("%s: %s is a link, where an image's own file belongs", suggest.Show(name), suggest.Quote(p))
+			}
+			continue
 		}
 		if h.Typeflag != tar.TypeReg {
 			continue
@@ -236,12 +256,19 @@ func scanTar(name string) (map[string]tarFile, error) {
 		if h.Size > fi.Size()-off {
 			return nil, fmt.Errorf("%s: %s is %d bytes, past the tarball's end", suggest.Show(name), suggest.Quote(h.Name), h.Size)
 		}
-		p := cleanPath(h.Name)
-		if _, dup := files[p]; dup {
-			return nil, fmt.Errorf("%s holds %s twice", suggest.Show(name), suggest.Quote(p))
-		}
 		files[p] = tarFile{offset: off, size: h.Size}
 	}
+}
+
+// imageFile reports whether the archive path p is one of an image's own
+// files, which kvgen or docker load reads: the layout's and docker's
+// indexes, and the blobs.
+func imageFile(p string) bool {
+	switch p {
+	case ocispec.ImageLayoutFile, ocispec.ImageIndexFile, "manifest.json", "repositories":
+		return true
+	}
+	return p == ocispec.ImageBlobsDir || strings.HasPrefix(p, ocispec.ImageBlobsDir+"/")
 }
 
 // checkDockerManifest checks that the images an archive's manifest.json

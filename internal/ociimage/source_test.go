@@ -283,8 +283,77 @@ func TestArchiveWithAFileTwice(t *testing.T) {
 	require.ErrorContains(t, err, `holds "index.json" twice`)
 }
 
+// Links in an archive: docker save links its legacy layer paths to the
+// blobs, which is read as before; a link where an image's own file
+// belongs, or one listed after a file of its name, would have docker load
+// read another file than kvgen does, and is refused.
+func TestArchiveLinks(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		add  []tar.Header
+		want string
+	}{
+		{"legacy layer path", []tar.Header{{Typeflag: tar.TypeSymlink, Name: "0123abcd/layer.tar", Linkname: "../blobs/sha256/0123"}}, ""},
+		{"index.json as a link", []tar.Header{{Typeflag: tar.TypeSymlink, Name: "./index.json", Linkname: "evil.json"}}, `holds "index.json" twice`},
+		{"manifest.json as a hard link", []tar.Header{{Typeflag: tar.TypeLink, Name: "manifest.json", Linkname: "evil.json"}}, `holds "manifest.json" twice`},
+		{"a blob as a link", []tar.Header{{Typeflag: tar.TypeSymlink, Name: "blobs/sha256/0123", Linkname: "evil"}}, `"blobs/sha256/0123" is a link, where an image's own file belongs`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			archive := filepath.Join(t.TempDir(), "img.tar")
+			require.NoError(t, Write(ctx, image(t), must(ParseRef("docker-archive:"+archive)), Remote{}))
+			appendTar(t, archive, tc.add...)
+			_, err := Inspect(ctx, must(ParseRef("docker-archive:"+archive)), Remote{}, false)
+			if tc.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+
+	t.Run("manifest.json only as a link", func(t *testing.T) {
+		archive := filepath.Join(t.TempDir(), "img.tar")
+		require.NoError(t, Write(ctx, image(t), must(ParseRef("docker-archive:"+archive)), Remote{}))
+		renameInTar(t, archive, "manifest.json", "evil.json")
+		appendTar(t, archive, tar.Header{Typeflag: tar.TypeSymlink, Name: "manifest.json", Linkname: "evil.json"})
+		_, err := Inspect(ctx, must(ParseRef("docker-archive:"+archive)), Remote{}, false)
+		require.ErrorContains(t, err, `"manifest.json" is a link, where an image's own file belongs`)
+	})
+}
+
+// appendTar adds entries without content at the end of a tarball.
+func appendTar(t *testing.T, name string, headers ...tar.Header) {
+	t.Helper()
+	rewriteEntries(t, name, func(_ *tar.Header, data []byte) []byte { return data }, headers...)
+}
+
+// renameInTar renames the tarball's entry from to to.
+func renameInTar(t *testing.T, name, from, to string) {
+	t.Helper()
+	rewriteEntries(t, name, func(h *tar.Header, data []byte) []byte {
+		if h.Name == from {
+			h.Name = to
+		}
+		return data
+	})
+}
+
 // rewriteTar rewrites each regular file of a tarball through edit.
 func rewriteTar(t *testing.T, name string, edit func(name string, data []byte) []byte) {
+	t.Helper()
+	rewriteEntries(t, name, func(h *tar.Header, data []byte) []byte {
+		if h.Typeflag == tar.TypeReg {
+			data = edit(h.Name, data)
+			h.Size = int64(len(data))
+		}
+		return data
+	})
+}
+
+// rewriteEntries rewrites each entry of a tarball through edit, which may
+// change its header, and adds extra, without content, at the end.
+func rewriteEntries(t *testing.T, name string, edit func(h *tar.Header, data []byte) []byte, extra ...tar.Header) {
 	t.Helper()
 	in, err := os.ReadFile(name)
 	require.NoError(t, err)
@@ -299,13 +368,13 @@ func rewriteTar(t *testing.T, name string, edit func(name string, data []byte) [
 		require.NoError(t, err)
 		data, err := io.ReadAll(tr)
 		require.NoError(t, err)
-		if h.Typeflag == tar.TypeReg {
-			data = edit(h.Name, data)
-			h.Size = int64(len(data))
-		}
+		data = edit(h, data)
 		require.NoError(t, tw.WriteHeader(h))
 		_, err = tw.Write(data)
 		require.NoError(t, err)
+	}
+	for _, h := range extra {
+		require.NoError(t, tw.WriteHeader(&h))
 	}
 	require.NoError(t, tw.Close())
 	require.NoError(t, os.WriteFile(name, out.Bytes(), 0o644))

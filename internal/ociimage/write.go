@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -93,6 +94,7 @@ func (img *Image) pushTo(ctx context.Context, repo *remote.Repository, ref Ref) 
 	host := ref.Remote.Registry
 	opts := oras.DefaultCopyGraphOptions
 	opts.Concurrency = 3
+	opts.FindSuccessors = successors
 	for _, pi := range img.Platforms {
 		if err := oras.CopyGraph(ctx, img, repo, pi.Manifest, opts); err != nil {
 			return fmt.Errorf("%s: pushing the image: %w", pi.Platform, explain(err, host))
@@ -118,6 +120,19 @@ func (img *Image) pushTo(ctx context.Context, repo *remote.Repository, ref Ref) 
 	return nil
 }
 
+// successors is content.Successors, which reads a manifest or an index
+// whole, for descriptors a base image may have written: one that claims
+// more than a manifest may hold is refused before anything is read.
+func successors(ctx context.Context, f content.Fetcher, d ocispec.Descriptor) ([]ocispec.Descriptor, error) {
+	switch d.MediaType {
+	case ocispec.MediaTypeImageManifest, ocispec.MediaTypeImageIndex, dockerManifest, dockerList, "application/vnd.oci.artifact.manifest.v1+json":
+		if d.Size > maxJSON {
+			return nil, fmt.Errorf("%s is %d bytes, more than the %d of a manifest or index", d.Digest, d.Size, maxJSON)
+		}
+	}
+	return content.Successors(ctx, f, d)
+}
+
 // blobs lists every blob of the image and its SBOMs, each once, sorted
 // by digest.
 func (img *Image) blobs(ctx context.Context) ([]ocispec.Descriptor, error) {
@@ -133,7 +148,7 @@ func (img *Image) blobs(ctx context.Context) ([]ocispec.Descriptor, error) {
 			return err
 		}
 		seen[d.Digest.String()] = ocispec.Descriptor{MediaType: d.MediaType, Digest: d.Digest, Size: d.Size}
-		succ, err := content.Successors(ctx, img, d)
+		succ, err := successors(ctx, img, d)
 		if err != nil {
 			return err
 		}
@@ -193,15 +208,21 @@ func (img *Image) writeLayout(ctx context.Context, ref Ref) (err error) {
 			}
 		}()
 	}
-	if err := os.MkdirAll(filepath.Join(dir, ocispec.ImageBlobsDir, "sha256"), 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	// Every file of the layout is written and read inside root: a
+	// directory in it planted as a link that leads out is never followed.
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
 	// oci-layout is written unless it is a regular file, not a link,
 	// that says the version.
-	layoutFile := filepath.Join(dir, ocispec.ImageLayoutFile)
 	layout, _ := json.Marshal(ocispec.ImageLayout{Version: ocispec.ImageLayoutVersion})
-	if !hasBlob(layoutFile, ocispec.Descriptor{Digest: digest.FromBytes(layout), Size: int64(len(layout))}) {
-		if err := atomicfile.Replace(layoutFile, bytes.NewReader(layout)); err != nil {
+	if !hasBlob(root, ocispec.ImageLayoutFile, ocispec.Descriptor{Digest: digest.FromBytes(layout), Size: int64(len(layout))}) {
+		if err := atomicfile.ReplaceIn(root, ocispec.ImageLayoutFile, bytes.NewReader(layout)); err != nil {
 			return err
 		}
 	}
@@ -210,22 +231,26 @@ func (img *Image) writeLayout(ctx context.Context, ref Ref) (err error) {
 		return err
 	}
 	for _, d := range blobs {
-		name := filepath.Join(dir, filepath.FromSlash(blobPath(d)))
-		if hasBlob(name, d) {
+		if hasBlob(root, blobPath(d), d) {
 			continue
 		}
-		if err := img.copyBlobTo(ctx, d, name); err != nil {
+		if err := img.copyBlobTo(ctx, d, root); err != nil {
 			return err
 		}
 	}
 	index := ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex}
-	indexFile := filepath.Join(dir, ocispec.ImageIndexFile)
-	if data, err := readfile.ReadIfExists(indexFile, maxJSON); err != nil {
+	data, err := readfile.ReadIn(root, ocispec.ImageIndexFile, maxJSON)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
 		return fmt.Errorf("the layout's index: %w", err)
-	} else if data != nil {
+	default:
 		if err := json.Unmarshal(data, &index); err != nil {
-			return fmt.Errorf("%s: %w", suggest.Show(indexFile), err)
+			return fmt.Errorf("%s: %w", suggest.Show(filepath.Join(dir, ocispec.ImageIndexFile)), err)
 		}
+	}
+	if n := len(index.Manifests); n > maxIndexEntries {
+		return fmt.Errorf("%s lists %d images, more than %d", suggest.Show(filepath.Join(dir, ocispec.ImageIndexFile)), n, maxIndexEntries)
 	}
 	subjects := map[string]bool{}
 	for _, pi := range img.Platforms {
@@ -243,21 +268,20 @@ func (img *Image) writeLayout(ctx context.Context, ref Ref) (err error) {
 		}
 		kept = append(kept, d)
 	}
-	index.Manifests = append(prune(dir, kept, img), img.indexEntries(ref.Tag)...)
-	data, err := json.Marshal(index)
-	if err != nil {
+	index.Manifests = append(prune(ctx, root, kept, img), img.indexEntries(ref.Tag)...)
+	if data, err = json.Marshal(index); err != nil {
 		return err
 	}
-	return atomicfile.Replace(indexFile, bytes.NewReader(data))
+	return atomicfile.ReplaceIn(root, ocispec.ImageIndexFile, bytes.NewReader(data))
 }
 
-// hasBlob reports whether the file name is a regular file, not a link,
-// that holds the blob d: its size and digest.
-func hasBlob(name string, d ocispec.Descriptor) bool {
-	if fi, err := os.Lstat(name); err != nil || !fi.Mode().IsRegular() || fi.Size() != d.Size {
+// hasBlob reports whether the file name in root is a regular file, not a
+// link, that holds the blob d: its size and digest.
+func hasBlob(root *os.Root, name string, d ocispec.Descriptor) bool {
+	if fi, err := root.Lstat(name); err != nil || !fi.Mode().IsRegular() || fi.Size() != d.Size {
 		return false
 	}
-	f, err := readfile.Open(name)
+	f, err := readfile.OpenIn(root, name)
 	if err != nil {
 		return false
 	}
@@ -272,18 +296,20 @@ func hasBlob(name string, d ocispec.Descriptor) bool {
 // prune drops from a layout's index.json entries the SBOMs whose subject
 // is no longer there: neither an image it lists, nor one of an index it
 // lists, nor one of img's. Their blobs stay, as they do when a tag moves.
-func prune(dir string, entries []ocispec.Descriptor, img *Image) []ocispec.Descriptor {
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return entries
-	}
-	defer root.Close()
+func prune(ctx context.Context, root *os.Root, entries []ocispec.Descriptor, img *Image) []ocispec.Descriptor {
+	// Each blob is read once, however many entries name it, and not at
+	// all once the command is stopped.
+	read := map[digest.Digest][]byte{}
 	blob := func(d ocispec.Descriptor, v any) bool {
-		if checkDigest(d) != nil {
+		if checkDigest(d) != nil || ctx.Err() != nil {
 			return false
 		}
-		data, err := readfile.ReadIn(root, blobPath(d), maxJSON)
-		return err == nil && json.Unmarshal(data, v) == nil
+		data, ok := read[d.Digest]
+		if !ok {
+			data, _ = readfile.ReadIn(root, blobPath(d), maxJSON)
+			read[d.Digest] = data
+		}
+		return data != nil && json.Unmarshal(data, v) == nil
 	}
 	live := map[string]bool{}
 	for _, pi := range img.Platforms {
@@ -327,7 +353,7 @@ func (img *Image) hasSBOM(d ocispec.Descriptor) bool {
 
 // copyBlobTo writes a blob to a file, through a temporary file renamed
 // into place once its content is checked.
-func (img *Image) copyBlobTo(ctx context.Context, d ocispec.Descriptor, name string) error {
+func (img *Image) copyBlobTo(ctx context.Context, d ocispec.Descriptor, root *os.Root) error {
 	r, err := img.Fetch(ctx, d)
 	if err != nil {
 		return err
@@ -335,7 +361,7 @@ func (img *Image) copyBlobTo(ctx context.Context, d ocispec.Descriptor, name str
 	defer r.Close()
 	// The blob is checked as it is copied: a wrong one never replaces
 	// the file.
-	return atomicfile.Replace(name, verify(r, d))
+	return atomicfile.ReplaceIn(root, blobPath(d), verify(r, d))
 }
 
 // verified reads a blob and, at its end, checks what it read against its
