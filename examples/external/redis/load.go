@@ -69,19 +69,50 @@ func (c *connector) loadLayer(ctx context.Context, req *kv.Request, layer string
 	if err != nil {
 		return nil, err
 	}
-	r, ok := c.takeAhead(ctx, aheadKey{req.ID, h}, layer)
+	r, ok := c.takeAhead(ctx, aheadKey{req.ID, h}, layer, numTokens)
 	if !ok || (r.err != nil && !errors.Is(r.err, goredis.Nil)) {
 		// Not read ahead, or the read ahead failed, perhaps with another
 		// call's context: this call asks on its own.
-		v, err := c.client.Get(ctx, c.layerKey(h, layer)).Bytes()
-		r = reply{v, err}
+		r = bounded(c.client.GetRange(ctx, c.layerKey(h, layer), 0, c.valueLimit(layer, numTokens)))
+	}
+	if errors.Is(r.err, goredis.Nil) {
+		// No key, or an empty value, which no save of this connector
+		// writes: a miss after MatchedTokens found the prefix is rare
+		// enough to ask which.
+		if n, err := c.client.Exists(ctx, c.layerKey(h, layer)).Result(); err == nil && n == 1 {
+			r = reply{value: []byte{}}
+		}
 	}
 	return c.decodeReply(ctx, req, h, layer, numTokens, r)
 }
 
+// valueLimit is the most a stored value of layer for numTokens tokens may
+// hold: its header and the KV the settings allow.
+func (c *connector) valueLimit(layer string, numTokens int) int64 {
+	kvBytes := c.opts.MaxLayerBytes
+	if numTokens < 0 {
+		kvBytes = 0
+	} else if int64(numTokens) < kvBytes/c.opts.MaxBytesPerToken {
+		kvBytes = int64(numTokens) * c.opts.MaxBytesPerToken
+	}
+	return int64(fixedHeaderLen+len(layer)) + kvBytes
+}
+
+// bounded is the reply of a GETRANGE of a value's first limit+1 bytes,
+// which reads no more of a value than a layer may hold, whatever another
+// client stored there: no key and an empty value both read as "", which
+// is a miss (every value this connector writes has a header).
+func bounded(cmd *goredis.StringCmd) reply {
+	v, err := cmd.Bytes()
+	if err == nil && len(v) == 0 {
+		err = goredis.Nil
+	}
+	return reply{v, err}
+}
+
 // takeAhead returns the layer's reply from the read ahead for k, fetching
 // it first if this is the first load of a configured layer for k.
-func (c *connector) takeAhead(ctx context.Context, k aheadKey, layer string) (reply, bool) {
+func (c *connector) takeAhead(ctx context.Context, k aheadKey, layer string, numTokens int) (reply, bool) {
 	if len(c.layers) < 2 || !c.layerSet[layer] {
 		return reply{}, false
 	}
@@ -106,7 +137,7 @@ func (c *connector) takeAhead(ctx context.Context, k aheadKey, layer string) (re
 	}
 	rd.mu.Unlock()
 	if fetch {
-		c.fetch(ctx, k, ra)
+		c.fetch(ctx, k, ra, numTokens)
 	} else {
 		select {
 		case <-ra.done:
@@ -131,20 +162,20 @@ func (c *connector) takeAhead(ctx context.Context, k aheadKey, layer string) (re
 
 // fetch reads every configured layer of k's prefix in one pipeline (the
 // keys share a slot, so one node answers on a cluster too).
-func (c *connector) fetch(ctx context.Context, k aheadKey, ra *readAhead) {
+func (c *connector) fetch(ctx context.Context, k aheadKey, ra *readAhead, numTokens int) {
 	cmds := make([]*goredis.StringCmd, len(c.layers))
 	_, _ = c.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
 		for i, l := range c.layers {
-			cmds[i] = p.Get(ctx, c.layerKey(k.prefix, l))
+			cmds[i] = p.GetRange(ctx, c.layerKey(k.prefix, l), 0, c.valueLimit(l, numTokens))
 		}
 		return nil
 	})
 	vals := make(map[string]reply, len(c.layers))
 	failed := false
 	for i, l := range c.layers {
-		v, err := cmds[i].Bytes()
-		vals[l] = reply{v, err}
-		failed = failed || (err != nil && !errors.Is(err, goredis.Nil) && !isWrongType(err))
+		r := bounded(cmds[i])
+		vals[l] = r
+		failed = failed || (r.err != nil && !errors.Is(r.err, goredis.Nil) && !isWrongType(r.err))
 	}
 	rd := &c.reader
 	rd.mu.Lock()
@@ -204,6 +235,9 @@ func (c *connector) decodeReply(ctx context.Context, req *kv.Request, h kv.Block
 	} else if err != nil {
 		c.failed(err)
 		return nil, fmt.Errorf("%s: load layer %s of %d tokens of request %s: %w", c.where, kv.Quote(layer), numTokens, kv.Quote(req.ID), err)
+	} else if limit := c.valueLimit(layer, numTokens); int64(len(r.value)) > limit {
+		err = fmt.Errorf("%w: more than the %d bytes a value of a layer of %d tokens may hold (max_layer_bytes %d, max_bytes_per_token %d); read no further",
+			errForeign, limit, numTokens, c.opts.MaxLayerBytes, c.opts.MaxBytesPerToken)
 	} else {
 		kvData, err = decodeValue(r.value, h, layer)
 	}

@@ -56,6 +56,15 @@ type Options struct {
 	// refuse it and whose operator set them; "off" follows none, and the
 	// events are store-only.
 	KeyspaceEvents string `json:"keyspace_events"`
+	// MaxLayerBytes bounds one layer's KV: a larger save is an error, and a
+	// stored value that holds more is a miss, read no further than the
+	// bound (other clients of the server may write the keys). 512 MiB by
+	// default, Redis' largest string.
+	MaxLayerBytes int64 `json:"max_layer_bytes" min:"1" max:"536870912"`
+	// MaxBytesPerToken bounds one layer's KV by its tokens: a layer of n
+	// tokens holds at most n times this, and a load reads no more, since a
+	// value's checksum is no bound on its size. 128 KiB by default.
+	MaxBytesPerToken int64 `json:"max_bytes_per_token" min:"1" max:"1073741824"`
 }
 
 // TLSOptions are the TLS settings (the "tls" object).
@@ -82,6 +91,10 @@ func DefaultOptions() Options {
 		ReadTimeout:    kv.Duration(3 * time.Second),
 		WriteTimeout:   kv.Duration(3 * time.Second),
 		KeyspaceEvents: keyspaceAuto,
+		// As the filesystem connector's: twice a token's KV in one layer
+		// of 64 heads of 128 dimensions in 32 bits.
+		MaxLayerBytes:    512 << 20,
+		MaxBytesPerToken: 128 << 10,
 	}
 }
 

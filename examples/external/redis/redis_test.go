@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -462,7 +463,7 @@ func TestLargeLayers(t *testing.T) {
 	t.Parallel()
 	srv := startRedis(t)
 	layers := []string{"0", "1", "2", "3", "4", "5", "6", "7"}
-	cfg := config("e", map[string]any{"addrs": []string{srv.Addr()}, "read_timeout": "1s", "write_timeout": "1s", "dial_timeout": "1s"}, layers...)
+	cfg := config("e", map[string]any{"addrs": []string{srv.Addr()}, "read_timeout": "1s", "write_timeout": "1s", "dial_timeout": "1s", "max_bytes_per_token": 1 << 30}, layers...)
 	w := openWorker(t, cfg)
 	ctx := t.Context()
 	req := request("big", 8, blockSize)
@@ -488,4 +489,34 @@ func TestLargeLayers(t *testing.T) {
 	err := w.WaitForSave(ctx)
 	requireOutage(t, err, srv.Addr())
 	require.NoError(t, w.WaitForSave(ctx), "a failure is reported once")
+}
+
+// A value another client stored under a layer's key, larger than a layer
+// of the request's tokens may be, is a miss read no further than that
+// bound: a load allocates what the settings allow, not what the server
+// holds. A save past the bound is refused.
+func TestOversizedValuesAreReadNoFurther(t *testing.T) {
+	srv := startRedis(t)
+	raw := rawClient(t, srv.Addr())
+	const perToken = 1024
+	w := openWorker(t, config("e", map[string]any{"addrs": []string{srv.Addr()}, "key_prefix": "big:", "max_bytes_per_token": perToken}, "a", "b"))
+	ctx := t.Context()
+	req := request("r", 3, blockSize)
+	h := prefixHash(t, "", req, blockSize)
+	for _, l := range []string{"a", "b"} {
+		require.NoError(t, raw.SetRange(ctx, "big:{"+h.String()+"}:"+l, 64<<20-1, "x").Err())
+	}
+
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err := w.LoadLayer(ctx, req, "a", blockSize) // and "b", read ahead
+	runtime.ReadMemStats(&after)
+	require.ErrorIs(t, err, kv.ErrMiss)
+	require.ErrorContains(t, err, fmt.Sprintf("a layer of %d tokens may hold (max_layer_bytes 536870912, max_bytes_per_token %d); read no further", blockSize, perToken))
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(8<<20), "a load of two layers of 64 MiB allocated as if it read them")
+
+	err = w.SaveLayer(ctx, req, "a", blockSize, make([]byte, blockSize*perToken+1))
+	require.ErrorContains(t, err, fmt.Sprintf("%d bytes of KV, more than max_layer_bytes (536870912) or max_bytes_per_token (%d) allow", blockSize*perToken+1, perToken))
+	require.NoError(t, w.SaveLayer(ctx, req, "a", blockSize, make([]byte, blockSize*perToken)))
 }

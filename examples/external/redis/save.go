@@ -161,6 +161,11 @@ func (c *connector) SaveLayer(ctx context.Context, req *kv.Request, layer string
 		c.stats.Failed(kv.ErrorSave)
 		return fmt.Errorf("%s: save layer %s of %d tokens of request %s: %w", c.where, kv.Quote(layer), numTokens, kv.Quote(req.ID), err)
 	}
+	if limit := c.valueLimit(layer, numTokens); int64(fixedHeaderLen+len(layer)+len(kvData)) > limit {
+		c.stats.Failed(kv.ErrorSave)
+		return fmt.Errorf("%s: save layer %s of %d tokens of request %s: %d bytes of KV, more than max_layer_bytes (%d) or max_bytes_per_token (%d) allow",
+			c.where, kv.Quote(layer), numTokens, kv.Quote(req.ID), len(kvData), c.opts.MaxLayerBytes, c.opts.MaxBytesPerToken)
+	}
 	value := encodeValue(c.saver.getBuffer(), h, layer, kvData)
 	sv := pendingSave{prefix: h, layer: layer, value: value, start: start, size: len(kvData)}
 	if c.emit.Get() != nil {

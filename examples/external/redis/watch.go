@@ -232,16 +232,17 @@ func (w *watcher) follow(n *nodeWatch, firstDone func()) {
 			}
 			return
 		}
+		// A prefix held now was stored before the subscription could see
+		// its removal: events were asked for before it began
+		// (ReportEvents), or it was lost and made again. It is cleared
+		// before ReportEvents returns, so that what is stored after is not.
+		if err == nil && (attempt > 0 || firstDone == nil || c.held.Blocks() > 0) {
+			c.clearHeld()
+		}
 		if firstDone != nil {
 			firstDone()
 		}
 		if err == nil {
-			// A prefix held now was stored before the subscription
-			// could see its removal: events were asked for before it
-			// began (ReportEvents), or it was lost and made again.
-			if attempt > 0 || firstDone == nil || c.held.Blocks() > 0 {
-				c.clearHeld()
-			}
 			backoff = 50 * time.Millisecond
 			err = w.receive(n, ps)
 			_ = ps.Close()
