@@ -90,6 +90,9 @@ func (c *Cache) forManifest(manifestAbs, output string) *manifestCache {
 		if json.Unmarshal(data, &f.data) != nil {
 			f.data = cacheFile{}
 		}
+		// A file kvgen did not write may hold null where a record goes:
+		// that record is missing, as any that does not match is.
+		f.data.Builds = slices.DeleteFunc(f.data.Builds, func(r *warmRecord) bool { return r == nil })
 	}
 	c.manifests[path] = f
 	return f

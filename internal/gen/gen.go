@@ -400,7 +400,9 @@ func (r *Result) Stale() (*Difference, error) {
 		return &Difference{Missing: true, Line: 1, Diff: unifiedDiff(r.Path, sideMissing, nil, r.Content)}, nil
 	case err != nil:
 		return nil, err
-	case bytes.Equal(old, r.Content):
+	case bytes.Equal(old, r.Content), bytes.Equal(bytes.ReplaceAll(old, []byte("\r\n"), []byte("\n")), r.Content):
+		// The same file in a checkout that turns line ends into CRLF
+		// (Git's core.autocrlf on Windows) is current.
 		return nil, nil
 	}
 	side := sideOnDisk

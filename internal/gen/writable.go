@@ -53,7 +53,9 @@ func IsGenerated(path string) (bool, error) {
 	if err != nil && !errors.Is(err, io.EOF) {
 		return false, err
 	}
-	return generatedHeader.MatchString(strings.TrimSuffix(line, "\n")), nil
+	// A checkout that turns line ends into CRLF (Git's core.autocrlf on
+	// Windows) keeps the file kvgen's.
+	return generatedHeader.MatchString(strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r")), nil
 }
 
 // resolveWritable decides whether kvgen may write the registry file at path,

@@ -274,3 +274,26 @@ func mustGetwd(t *testing.T) string {
 	require.NoError(t, err)
 	return wd
 }
+
+// A registry file checked out with CRLF line ends, as Git's core.autocrlf
+// makes them on Windows, is still kvgen's, and current: check passes, and
+// generate may replace it.
+func TestCRLFCheckoutIsKvgensAndCurrent(t *testing.T) {
+	guardModule(t, "reg_gen.go")
+	opts := gen.Options{WorkDir: cwd(t), Env: os.Environ()}
+	res, err := gen.Generate(context.Background(), opts)
+	require.NoError(t, err)
+	_, err = res.Write()
+	require.NoError(t, err)
+	crlf := strings.ReplaceAll(string(res.Content), "\n", "\r\n")
+	require.NoError(t, os.WriteFile("reg_gen.go", []byte(crlf), 0o644))
+
+	ok, err := gen.IsGenerated("reg_gen.go")
+	require.NoError(t, err)
+	assert.True(t, ok, "kvgen recognises its file with CRLF line ends")
+	res, err = gen.Generate(context.Background(), opts)
+	require.NoError(t, err)
+	diff, err := res.Stale()
+	require.NoError(t, err)
+	assert.Nil(t, diff, "the file differs only in its line ends")
+}

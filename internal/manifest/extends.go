@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/kvgen/kvgen/internal/diag"
+	"github.com/kvgen/kvgen/internal/problemcap"
 	"github.com/kvgen/kvgen/internal/readfile"
 	"github.com/kvgen/kvgen/internal/suggest"
 )
@@ -181,6 +182,10 @@ func within(c Entry, pos token.Position) bool {
 	return pos.Filename == c.Pos.Filename && c.Pos.Offset <= pos.Offset && pos.Offset <= c.End.Offset
 }
 
+// maxEntries is the most entries a manifest may link, those of the
+// manifests it extends included: connectors:' maxItems.
+const maxEntries = 10000
+
 // merge puts base's entries ahead of m's own: those m drops left out, those
 // it pins with the version and replacement it gives. baseDir is base's
 // directory relative to m's, which base's replace: paths are relative to.
@@ -195,14 +200,33 @@ func merge(m, base *Manifest, baseDir string, errs *diag.List) {
 	case m.Factory.V != base.Factory.V:
 		errs.Add(m.Factory.Pos, "factory %q: %s names the contract %s; a manifest has the contract of the manifest it extends, so remove factory: here", m.Factory.V, base.File, contractName(base))
 	}
+	// Names are looked up in a map and near names suggested for the
+	// first problems only (no more are shown): a merge of thousands of
+	// entries and drops stays linear.
+	index := make(map[string]int, len(base.Entries))
+	for i, c := range base.Entries {
+		if _, ok := index[c.Name.V]; !ok {
+			index[c.Name.V] = i
+		}
+	}
 	find := func(name string) int {
-		return slices.IndexFunc(base.Entries, func(c Entry) bool { return c.Name.V == name })
+		if i, ok := index[name]; ok {
+			return i
+		}
+		return -1
+	}
+	suggested := 0
+	near := func(name string) string {
+		if suggested++; suggested > problemcap.Max {
+			return ""
+		}
+		return baseNames(base, name)
 	}
 	dropped := map[int]bool{}
 	for _, d := range m.drop {
 		i := find(d.V)
 		if i < 0 {
-			errs.Add(d.Pos, "drop %q: %s lists no connector named %q%s", d.V, base.File, d.V, baseNames(base, d.V))
+			errs.Add(d.Pos, "drop %q: %s lists no connector named %q%s", d.V, base.File, d.V, near(d.V))
 			continue
 		}
 		dropped[i] = true
@@ -212,7 +236,7 @@ func merge(m, base *Manifest, baseDir string, errs *diag.List) {
 		i := find(p.Name.V)
 		switch {
 		case i < 0:
-			errs.Add(p.Name.Pos, "pin %q: %s lists no connector named %q%s", p.Name.V, base.File, p.Name.V, baseNames(base, p.Name.V))
+			errs.Add(p.Name.Pos, "pin %q: %s lists no connector named %q%s", p.Name.V, base.File, p.Name.V, near(p.Name.V))
 			continue
 		case dropped[i]:
 			errs.Add(p.Name.Pos, "pin %q: the connector is dropped too; keep one of the two", p.Name.V)
@@ -245,6 +269,11 @@ func merge(m, base *Manifest, baseDir string, errs *diag.List) {
 		merged = append(merged, c)
 	}
 	own := m.Entries
+	if n := len(merged) + len(own); n > maxEntries {
+		errs.Add(m.Extends.Pos, "extends %q: with this manifest's own, %d connectors, more than the %d a manifest may link; drop some", m.Extends.V, n, maxEntries)
+		m.Entries = nil
+		return
+	}
 	conflicts(merged, own, base.File, errs)
 	m.Entries = append(merged, own...)
 }
@@ -281,13 +310,21 @@ func contractName(m *Manifest) string {
 // of the extended manifest still has, at the own entry, with both positions;
 // that entry is then left out.
 func conflicts(kept, own []Entry, baseFile string, errs *diag.List) {
+	names := make(map[string]int, len(kept)) // each name or alias's first entry
+	for j, b := range kept {
+		for _, k := range append([]Value[string]{b.Name}, b.Aliases...) {
+			if _, ok := names[k.V]; !ok {
+				names[k.V] = j
+			}
+		}
+	}
 	for i := range own {
 		c := &own[i]
 		keys := []Value[string]{c.Name}
 		keys = append(keys, c.Aliases...)
 		for _, k := range keys {
-			j := slices.IndexFunc(kept, func(b Entry) bool { return b.HasName(k.V) })
-			if j < 0 || !k.Set {
+			j, ok := names[k.V]
+			if !ok || !k.Set {
 				continue
 			}
 			b := kept[j]

@@ -1,9 +1,11 @@
 package manifest_test
 
 import (
+	"fmt"
 	"go/token"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -157,4 +159,49 @@ func TestAtPinPlacesProblemsAtThePin(t *testing.T) {
 		e := diag.Errorf(pos, "problem")
 		assert.Same(t, e, m.AtPin(e))
 	}
+}
+
+// A manifest links at most 10000 entries with those of the manifests it
+// extends, as one does alone.
+func TestExtendsLinksAtMostTenThousand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("reads manifests of 11000 entries")
+	}
+	dir := moduleDir(t)
+	write(t, dir, "connectors.yaml", "version: 1\nconnectors:\n"+manyEntries("base", 6000))
+	write(t, dir, "edge.yaml", "version: 1\nextends: connectors.yaml\nconnectors:\n"+manyEntries("own", 5000))
+	_, err := manifest.LoadIn(dir, "edge.yaml")
+	require.EqualError(t, err, `edge.yaml:2:10: extends "connectors.yaml": with this manifest's own, 11000 connectors, more than the 10000 a manifest may link; drop some`)
+}
+
+// Drops of a large base are looked up by name, and near names suggested
+// for the first problems only.
+func TestExtendsDropsOfALargeBase(t *testing.T) {
+	dir := moduleDir(t)
+	write(t, dir, "connectors.yaml", "version: 1\nconnectors:\n"+manyEntries("base", 2000))
+	var drops strings.Builder
+	for i := range 1000 {
+		fmt.Fprintf(&drops, "base%d, ", i)
+	}
+	write(t, dir, "edge.yaml", "version: 1\nextends: connectors.yaml\ndrop: ["+drops.String()+"bsae7]\nconnectors:\n"+manyEntries("own", 10))
+	_, err := manifest.LoadIn(dir, "edge.yaml")
+	require.ErrorContains(t, err, `drop "bsae7": connectors.yaml lists no connector named "bsae7"; did you mean "base7"?`)
+	write(t, dir, "edge.yaml", "version: 1\nextends: connectors.yaml\ndrop: ["+strings.TrimSuffix(drops.String(), ", ")+"]\nconnectors:\n"+manyEntries("own", 10))
+	m, err := manifest.LoadIn(dir, "edge.yaml")
+	require.NoError(t, err)
+	assert.Len(t, m.Entries, 1000+10)
+}
+
+// manyEntries lists n entries named prefix and a number.
+func manyEntries(prefix string, n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "  - {name: %s%d, import: example.com/%s%d}\n", prefix, i, prefix, i)
+	}
+	return b.String()
+}
+
+func write(t *testing.T, dir, name, content string) {
+	t.Helper()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644))
 }

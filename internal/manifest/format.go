@@ -38,8 +38,8 @@ type fileV1 struct {
 	Package    Value[string]   `yaml:"package" example:"connectors" doc:"Go package name of the generated file. Default: the package of the output directory."`
 	Output     Value[string]   `yaml:"output" default:"connectors_gen.go" example:"connectors_gen.go" doc:"The generated Go file, relative to the manifest's directory and inside it."`
 	Extends    Value[string]   `yaml:"extends" example:"../connectors.yaml" doc:"A manifest this one builds on, relative to this one: its connectors, less those dropped, with versions and replacements pinned here, and then this manifest's own."`
-	Drop       []Value[string] `yaml:"drop" unique:"true" name:"true" example:"[memory]" doc:"Names of connectors of the extended manifest to leave out."`
-	Pin        []pinV1         `yaml:"pin" example:"[{name: redis, version: v0.2.0}]" doc:"Connectors of the extended manifest whose module version or local replacement this manifest sets."`
+	Drop       []Value[string] `yaml:"drop" unique:"true" name:"true" maxItems:"10000" example:"[memory]" doc:"Names of connectors of the extended manifest to leave out."`
+	Pin        []pinV1         `yaml:"pin" maxItems:"10000" example:"[{name: redis, version: v0.2.0}]" doc:"Connectors of the extended manifest whose module version or local replacement this manifest sets."`
 	Connectors []Entry         `yaml:"connectors" required:"true" unless:"extends" maxItems:"10000" example:"[]" doc:"The connectors linked into the binary, in registry order; an empty list links none. At most 10000: compiling the registry costs time and memory in proportion to its entries."`
 	Plugins    []Entry         `yaml:"plugins" spells:"connectors" maxItems:"10000" example:"[]" doc:"Another spelling of connectors:, which reads better for a contract other than the KV connectors': the plugins linked into the binary, in registry order. A manifest gives one of the two."`
 }

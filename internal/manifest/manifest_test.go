@@ -186,6 +186,18 @@ var badManifests = []struct {
 		want: []string{"connectors.yaml:1:1: the manifest is encoded in UTF-16; save it as UTF-8"},
 	},
 	{
+		// Both invisible: the YAML reader then drops the first character
+		// of every later line, "#" included.
+		name: "a second byte order mark",
+		src:  "\uFEFF\uFEFFversion: 1\nconnectors: []\n#  - name: evil\n",
+		want: []string{"connectors.yaml:1:4: an invisible byte order mark (U+FEFF), which YAML readers read differently; remove it"},
+	},
+	{
+		name: "a byte order mark inside",
+		src:  head + "  - name: a\n    import: example.com/a \uFEFF\n",
+		want: []string{"connectors.yaml:4:27: an invisible byte order mark (U+FEFF), which YAML readers read differently; remove it"},
+	},
+	{
 		name: "empty file",
 		src:  "# nothing yet\n",
 		want: []string{`connectors.yaml:1:1: the manifest is empty; start it with "version: 1" and a connectors list`},

@@ -107,6 +107,18 @@ func (p *parser) parse() *Manifest {
 		p.errs.Add(p.offset(0), "the manifest is encoded in UTF-16; save it as UTF-8")
 		return nil
 	}
+	// One byte order mark may start the file. Another one, invisible, has
+	// the YAML reader lose the first character of every line after it,
+	// which can uncomment what a reviewer sees commented out.
+	bom := []byte("\uFEFF")
+	start := 0
+	if bytes.HasPrefix(p.data, bom) {
+		start = len(bom)
+	}
+	if i := bytes.Index(p.data[start:], bom); i >= 0 {
+		p.errs.Add(p.offset(start+i), "an invisible byte order mark (U+FEFF), which YAML readers read differently; remove it")
+		return nil
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(p.data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
