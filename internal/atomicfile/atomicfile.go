@@ -76,8 +76,9 @@ func ReplaceIn(root *os.Root, name string, r io.Reader) (err error) {
 	var tmp string
 	var f *os.File
 	for range 100 {
-		// The name's pattern is tempPattern's.
-		tmp = path.Join(dir, "."+path.Base(name)+"."+strconv.FormatUint(rand.Uint64(), 36)+".tmp")
+		// Named as tempPattern names Write's, which RemoveStaleTempsIn
+		// knows.
+		tmp = path.Join(dir, "."+path.Base(name)+"."+strconv.FormatUint(uint64(rand.Uint32()), 10)+".tmp")
 		f, err = root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		if !errors.Is(err, fs.ErrExist) {
 			break
@@ -158,24 +159,66 @@ func RemoveStaleTemps(path string) error {
 	if err != nil {
 		return err
 	}
-	prefix, suffix, _ := strings.Cut(tempPattern(base), "*")
 	for _, e := range ents {
-		n := e.Name()
-		rnd, ok := strings.CutPrefix(n, prefix)
-		if !ok {
-			continue
-		}
-		if rnd, ok = strings.CutSuffix(rnd, suffix); !ok || rnd == "" || strings.Trim(rnd, "0123456789") != "" {
-			continue
-		}
-		if !e.Type().IsRegular() {
-			continue // a link or a directory is not Write's
-		}
-		if err := os.Remove(filepath.Join(dir, n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
+		if isTemp(e, base) {
+			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
 		}
 	}
 	return nil
+}
+
+// RemoveStaleTempsIn removes from the directory dir inside root the
+// temporary files that Write or ReplaceIn, killed before renaming one,
+// left there for any file: regular files named as tempPattern names
+// them. It reads the directory 256 names at a time.
+func RemoveStaleTempsIn(root *os.Root, dir string) error {
+	d, err := root.Open(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	for {
+		ents, err := d.ReadDir(256)
+		for _, e := range ents {
+			if isTemp(e, "") {
+				if err := root.Remove(path.Join(dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					return err
+				}
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// isTemp reports whether e is a regular file named as tempPattern names
+// the temporary files of a file named base, or of any file if base is "".
+func isTemp(e fs.DirEntry, base string) bool {
+	if !e.Type().IsRegular() {
+		return false // a link or a directory is not Write's
+	}
+	rest, ok := strings.CutPrefix(e.Name(), ".")
+	if !ok {
+		return false
+	}
+	if rest, ok = strings.CutSuffix(rest, ".tmp"); !ok {
+		return false
+	}
+	i := strings.LastIndexByte(rest, '.')
+	if i < 0 || (base != "" && rest[:i] != base) || i == 0 {
+		return false
+	}
+	digits := rest[i+1:]
+	return digits != "" && strings.Trim(digits, "0123456789") == ""
 }
 
 // Resolve returns the absolute path abs with every symbolic link in it

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -236,4 +238,25 @@ func TestBaseBlobClaimingAHugeIndexIsRefused(t *testing.T) {
 	require.NoError(t, err)
 	err = Write(ctx, img, must(ParseRef("oci:"+filepath.Join(t.TempDir(), "out"))), Remote{})
 	require.ErrorContains(t, err, fmt.Sprintf("%s is %d bytes, more than the %d of a manifest or index", big.Digest, big.Size, maxJSON))
+}
+
+// The temporary files a write killed before its renames left in a layout
+// go with the next write; files named otherwise stay.
+func TestLayoutWriteRemovesStaleTemporaries(t *testing.T) {
+	ctx := context.Background()
+	img := image(t)
+	dir := filepath.Join(t.TempDir(), "layout")
+	require.NoError(t, Write(ctx, img, must(ParseRef("oci:"+dir+":t")), Remote{}))
+	stale := []string{filepath.Join(dir, ".index.json.123.tmp"), filepath.Join(dir, "blobs", "sha256", "."+strings.Repeat("a", 64)+".4567.tmp")}
+	kept := []string{filepath.Join(dir, ".index.json.x1.tmp"), filepath.Join(dir, "blobs", "sha256", "notes.txt")}
+	for _, f := range append(slices.Clone(stale), kept...) {
+		require.NoError(t, os.WriteFile(f, []byte("left"), 0o644))
+	}
+	require.NoError(t, Write(ctx, img, must(ParseRef("oci:"+dir+":t")), Remote{}))
+	for _, f := range stale {
+		assert.NoFileExists(t, f)
+	}
+	for _, f := range kept {
+		assert.FileExists(t, f)
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -230,6 +231,17 @@ func (img *Image) writeLayout(ctx context.Context, ref Ref) (err error) {
 	if err != nil {
 		return err
 	}
+	// What a write killed before its rename left in the layout goes.
+	dirs := []string{"."}
+	for _, d := range blobs {
+		dirs = append(dirs, path.Dir(blobPath(d)))
+	}
+	slices.Sort(dirs)
+	for _, dir := range slices.Compact(dirs) {
+		if err := atomicfile.RemoveStaleTempsIn(root, dir); err != nil {
+			return err
+		}
+	}
 	for _, d := range blobs {
 		if hasBlob(root, blobPath(d), d) {
 			continue
@@ -297,30 +309,28 @@ func hasBlob(root *os.Root, name string, d ocispec.Descriptor) bool {
 // is no longer there: neither an image it lists, nor one of an index it
 // lists, nor one of img's. Their blobs stay, as they do when a tag moves.
 func prune(ctx context.Context, root *os.Root, entries []ocispec.Descriptor, img *Image) []ocispec.Descriptor {
-	// Each blob is read once, however many entries name it, and not at
-	// all once the command is stopped.
-	read := map[digest.Digest][]byte{}
+	// Each blob is read once, however many entries name it, one at a
+	// time, and not at all once the command is stopped; what is kept of
+	// it is a digest or two.
 	blob := func(d ocispec.Descriptor, v any) bool {
 		if checkDigest(d) != nil || ctx.Err() != nil {
 			return false
 		}
-		data, ok := read[d.Digest]
-		if !ok {
-			data, _ = readfile.ReadIn(root, blobPath(d), maxJSON)
-			read[d.Digest] = data
-		}
-		return data != nil && json.Unmarshal(data, v) == nil
+		data, err := readfile.ReadIn(root, blobPath(d), maxJSON)
+		return err == nil && json.Unmarshal(data, v) == nil
 	}
 	live := map[string]bool{}
 	for _, pi := range img.Platforms {
 		live[pi.Manifest.Digest.String()] = true
 	}
+	expanded := map[digest.Digest]bool{}
 	for _, d := range entries {
 		if d.ArtifactType != "" {
 			continue
 		}
 		live[d.Digest.String()] = true
-		if d.MediaType == ocispec.MediaTypeImageIndex || d.MediaType == dockerList {
+		if (d.MediaType == ocispec.MediaTypeImageIndex || d.MediaType == dockerList) && !expanded[d.Digest] {
+			expanded[d.Digest] = true
 			var index ocispec.Index
 			if blob(d, &index) {
 				for _, m := range index.Manifests {
@@ -329,11 +339,19 @@ func prune(ctx context.Context, root *os.Root, entries []ocispec.Descriptor, img
 			}
 		}
 	}
+	subjects := map[digest.Digest]string{} // an SBOM's subject, "" if none is read
 	var kept []ocispec.Descriptor
 	for _, d := range entries {
 		if d.ArtifactType == SBOMArtifactType {
-			var m ocispec.Manifest
-			if blob(d, &m) && m.Subject != nil && !live[m.Subject.Digest.String()] {
+			subject, ok := subjects[d.Digest]
+			if !ok {
+				var m ocispec.Manifest
+				if blob(d, &m) && m.Subject != nil {
+					subject = m.Subject.Digest.String()
+				}
+				subjects[d.Digest] = subject
+			}
+			if subject != "" && !live[subject] {
 				continue
 			}
 		}

@@ -580,8 +580,9 @@ func (c *Connector) writeFile(dir *os.Root, name string, h kv.BlockHash, layer s
 		return err
 	}
 	tmp := filepath.Base(f.Name())
+	renamed := false // tmp is then no longer this save's to remove
 	defer func() {
-		if err != nil {
+		if err != nil && !renamed {
 			_ = f.Close()
 			_ = dir.Remove(tmp)
 		}
@@ -603,11 +604,10 @@ func (c *Connector) writeFile(dir *os.Root, name string, h kv.BlockHash, layer s
 	if err = dir.Rename(tmp, name); err != nil {
 		return err
 	}
+	renamed = true
 	if c.durability == DurabilityFull {
-		// The file is in place: tmp is no longer this save's to remove,
-		// whatever the sync says.
-		if serr := syncDir(dir); serr != nil {
-			return fmt.Errorf("saved, but the directory was not synced to disk (durability %q): %w", DurabilityFull, serr)
+		if err = syncDir(dir); err != nil {
+			return fmt.Errorf("saved, but the directory was not synced to disk (durability %q): %w", DurabilityFull, err)
 		}
 	}
 	return nil

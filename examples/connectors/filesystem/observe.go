@@ -47,7 +47,7 @@ func (c *Connector) SaveLayer(ctx context.Context, req *kv.Request, layer string
 	if emit != nil {
 		var err error
 		if h, err = c.hashes.Hash(req.PromptTokens, numTokens); err == nil {
-			had = c.loadable(h, layer)
+			had = c.loadable(h, layer, numTokens)
 		}
 	}
 	if err := c.saveLayer(ctx, req, layer, numTokens, kvData); err != nil {
@@ -58,7 +58,7 @@ func (c *Connector) SaveLayer(ctx context.Context, req *kv.Request, layer string
 	// stored looks at the files' names and sizes only; a prefix is
 	// reported once its other layers' headers say a load would take them
 	// too, so that a stranger's file at a layer's name reports nothing.
-	if emit != nil && !had && c.stored(h) && c.othersLoadable(h, layer) {
+	if emit != nil && !had && c.stored(h) && c.othersLoadable(h, layer, numTokens) {
 		if c.held.Blocks() >= maxHeldBlocks {
 			c.held.Cleared(emit)
 		}
@@ -67,42 +67,43 @@ func (c *Connector) SaveLayer(ctx context.Context, req *kv.Request, layer string
 	return nil
 }
 
-// loadable reports whether layer's file for the prefix h passes the
-// checks a load makes before it reads the KV: a regular file whose header
-// was written for this prefix and layer, and whose size is the header's.
-func (c *Connector) loadable(h kv.BlockHash, layer string) bool {
+// loadable reports whether layer's file for the prefix h of numTokens
+// tokens passes the checks a load makes before it reads the KV: a regular
+// file whose header was written for this prefix and layer, whose size is
+// the header's, within what a load of numTokens tokens takes.
+func (c *Connector) loadable(h kv.BlockHash, layer string, numTokens int) bool {
 	dir, err := c.openPrefix(h.String(), false)
 	if err != nil {
 		return false
 	}
 	defer dir.Close()
-	return c.loadableIn(dir, h, layer)
+	return c.loadableIn(dir, h, layer, numTokens)
 }
 
 // othersLoadable reports whether every configured layer but saved has a
-// loadable file for the prefix h.
-func (c *Connector) othersLoadable(h kv.BlockHash, saved string) bool {
+// loadable file for the prefix h of numTokens tokens.
+func (c *Connector) othersLoadable(h kv.BlockHash, saved string, numTokens int) bool {
 	dir, err := c.openPrefix(h.String(), false)
 	if err != nil {
 		return false
 	}
 	defer dir.Close()
 	for _, l := range c.cfg.LayerNames {
-		if l != saved && !c.loadableIn(dir, h, l) {
+		if l != saved && !c.loadableIn(dir, h, l, numTokens) {
 			return false
 		}
 	}
 	return true
 }
 
-func (c *Connector) loadableIn(dir *os.Root, h kv.BlockHash, layer string) bool {
+func (c *Connector) loadableIn(dir *os.Root, h kv.BlockHash, layer string, numTokens int) bool {
 	f, fi, err := openPlain(dir, fileName(layer), os.O_RDONLY|syscall.O_NONBLOCK)
 	if err != nil {
 		return false
 	}
 	defer f.Close()
 	var hdr [headerLen]byte
-	if fi.Size() < headerLen || fi.Size()-headerLen > c.maxLayer {
+	if size := fi.Size() - headerLen; size < 0 || size > c.maxLayer || size > c.limit(numTokens) {
 		return false
 	}
 	if _, err := io.ReadFull(f, hdr[:]); err != nil {

@@ -78,9 +78,17 @@ func (c *connector) loadLayer(ctx context.Context, req *kv.Request, layer string
 	if errors.Is(r.err, goredis.Nil) {
 		// No key, or an empty value, which no save of this connector
 		// writes: a miss after MatchedTokens found the prefix is rare
-		// enough to ask which.
-		if n, err := c.client.Exists(ctx, c.layerKey(h, layer)).Result(); err == nil && n == 1 {
-			r = reply{value: []byte{}}
+		// enough to ask which, in one transaction, since a save may write
+		// the key meanwhile.
+		key := c.layerKey(h, layer)
+		var exists *goredis.IntCmd
+		var again *goredis.StringCmd
+		if _, err := c.client.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+			exists = p.Exists(ctx, key)
+			again = p.GetRange(ctx, key, 0, c.valueLimit(layer, numTokens))
+			return nil
+		}); err == nil && exists.Val() == 1 {
+			r = reply{value: []byte(again.Val())}
 		}
 	}
 	return c.decodeReply(ctx, req, h, layer, numTokens, r)
@@ -92,7 +100,7 @@ func (c *connector) valueLimit(layer string, numTokens int) int64 {
 	kvBytes := c.opts.MaxLayerBytes
 	if numTokens < 0 {
 		kvBytes = 0
-	} else if int64(numTokens) < kvBytes/c.opts.MaxBytesPerToken {
+	} else if int64(numTokens) <= kvBytes/c.opts.MaxBytesPerToken {
 		kvBytes = int64(numTokens) * c.opts.MaxBytesPerToken
 	}
 	return int64(fixedHeaderLen+len(layer)) + kvBytes
@@ -252,7 +260,7 @@ func (c *connector) decodeReply(ctx context.Context, req *kv.Request, h kv.Block
 	return kvData, nil
 }
 
-// isWrongType reports whether err is Redis' answer to GET on a key that
+// isWrongType reports whether err is Redis' answer to GETRANGE on a key that
 // holds a list, hash or another non-string type.
 func isWrongType(err error) bool {
 	var re goredis.Error

@@ -58,9 +58,10 @@ type Options struct {
 	KeyspaceEvents string `json:"keyspace_events"`
 	// MaxLayerBytes bounds one layer's KV: a larger save is an error, and a
 	// stored value that holds more is a miss, read no further than the
-	// bound (other clients of the server may write the keys). 512 MiB by
-	// default, Redis' largest string.
-	MaxLayerBytes int64 `json:"max_layer_bytes" min:"1" max:"536870912"`
+	// bound (other clients of the server may write the keys). By default
+	// and at most, Redis' largest string (512 MiB) less 64 KiB for the
+	// value's header.
+	MaxLayerBytes int64 `json:"max_layer_bytes" min:"1" max:"536805376"`
 	// MaxBytesPerToken bounds one layer's KV by its tokens: a layer of n
 	// tokens holds at most n times this, and a load reads no more, since a
 	// value's checksum is no bound on its size. 128 KiB by default.
@@ -93,7 +94,7 @@ func DefaultOptions() Options {
 		KeyspaceEvents: keyspaceAuto,
 		// As the filesystem connector's: twice a token's KV in one layer
 		// of 64 heads of 128 dimensions in 32 bits.
-		MaxLayerBytes:    512 << 20,
+		MaxLayerBytes:    512<<20 - 64<<10,
 		MaxBytesPerToken: 128 << 10,
 	}
 }

@@ -513,10 +513,10 @@ func TestOversizedValuesAreReadNoFurther(t *testing.T) {
 	_, err := w.LoadLayer(ctx, req, "a", blockSize) // and "b", read ahead
 	runtime.ReadMemStats(&after)
 	require.ErrorIs(t, err, kv.ErrMiss)
-	require.ErrorContains(t, err, fmt.Sprintf("a layer of %d tokens may hold (max_layer_bytes 536870912, max_bytes_per_token %d); read no further", blockSize, perToken))
+	require.ErrorContains(t, err, fmt.Sprintf("a layer of %d tokens may hold (max_layer_bytes 536805376, max_bytes_per_token %d); read no further", blockSize, perToken))
 	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(8<<20), "a load of two layers of 64 MiB allocated as if it read them")
 
 	err = w.SaveLayer(ctx, req, "a", blockSize, make([]byte, blockSize*perToken+1))
-	require.ErrorContains(t, err, fmt.Sprintf("%d bytes of KV, more than max_layer_bytes (536870912) or max_bytes_per_token (%d) allow", blockSize*perToken+1, perToken))
+	require.ErrorContains(t, err, fmt.Sprintf("%d bytes of KV, more than max_layer_bytes (536805376) or max_bytes_per_token (%d) allow", blockSize*perToken+1, perToken))
 	require.NoError(t, w.SaveLayer(ctx, req, "a", blockSize, make([]byte, blockSize*perToken)))
 }

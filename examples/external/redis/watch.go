@@ -170,7 +170,8 @@ func (w *watcher) followTopology(cc *goredis.ClusterClient) {
 }
 
 // add follows node unless it is followed already. With first set, the
-// first subscription is waited for and reports nothing; otherwise every
+// first subscription is waited for, and reports AllBlocksCleared only if
+// a prefix was reported stored before it began; otherwise every
 // subscription reports AllBlocksCleared.
 func (w *watcher) add(node *goredis.Client, first *sync.WaitGroup) {
 	addr := node.Options().Addr
@@ -210,7 +211,8 @@ func (n *nodeWatch) stopped() bool {
 
 // follow subscribes to n's notifications and handles them, subscribing
 // again after any failure, until n is dropped. Each subscription after
-// the first reports AllBlocksCleared: notifications were lost meanwhile.
+// the first reports AllBlocksCleared: notifications were lost meanwhile;
+// so does the first, if a prefix was reported stored before it began.
 func (w *watcher) follow(n *nodeWatch, firstDone func()) {
 	c := w.c
 	backoff := 50 * time.Millisecond

@@ -50,3 +50,13 @@ func TestRemovedQueueIsBounded(t *testing.T) {
 	assert.Len(t, w.pending, maxPending)
 	assert.True(t, w.overflow, "the removals beyond the bound are noted")
 }
+
+// A layer of n tokens may hold n times max_bytes_per_token, up to
+// max_layer_bytes, with the value's header besides.
+func TestValueLimit(t *testing.T) {
+	c := &connector{opts: Options{MaxLayerBytes: 1000, MaxBytesPerToken: 300}}
+	header := int64(fixedHeaderLen + len("layer"))
+	for tokens, kvBytes := range map[int]int64{0: 0, 1: 300, 3: 900, 4: 1000, 1 << 30: 1000} {
+		assert.Equal(t, header+kvBytes, c.valueLimit("layer", tokens), "%d tokens", tokens)
+	}
+}
