@@ -34,7 +34,7 @@ const formatVersion = 1
 //	maxLength the most bytes a string may hold
 type fileV1 struct {
 	Version    Value[int]      `yaml:"version" required:"true" example:"1" doc:"Manifest format version; this kvgen reads version 1."`
-	Factory    Value[string]   `yaml:"factory" example:"example.com/gateway/plugin.Factory" doc:"The contract every constructor must fit: IMPORT/PATH.TypeName of a named function type, which constructors must be assignable to, or of a named interface, which constructors taking no arguments return. Default: the KV connector contract, github.com/kvgen/kvgen/registry/kv.Factory."`
+	Factory    Value[string]   `yaml:"factory" maxLength:"1024" example:"example.com/gateway/plugin.Factory" doc:"The contract every constructor must fit: IMPORT/PATH.TypeName of a named function type, which constructors must be assignable to, or of a named interface, which constructors taking no arguments return. Default: the KV connector contract, github.com/kvgen/kvgen/registry/kv.Factory."`
 	Package    Value[string]   `yaml:"package" example:"connectors" doc:"Go package name of the generated file. Default: the package of the output directory."`
 	Output     Value[string]   `yaml:"output" default:"connectors_gen.go" example:"connectors_gen.go" doc:"The generated Go file, relative to the manifest's directory and inside it."`
 	Extends    Value[string]   `yaml:"extends" example:"../connectors.yaml" doc:"A manifest this one builds on, relative to this one: its connectors, less those dropped, with versions and replacements pinned here, and then this manifest's own."`
@@ -49,8 +49,8 @@ type fileV1 struct {
 type pinV1 struct {
 	Pos     token.Position `yaml:"-"`
 	Name    Value[string]  `yaml:"name" required:"true" name:"true" example:"redis" doc:"Name of a connector of the extended manifest."`
-	Version Value[string]  `yaml:"version" example:"v1.4.0" doc:"Least version of the connector's module to require instead."`
-	Replace Value[string]  `yaml:"replace" example:"../kvredis" doc:"Local directory of the connector's module instead, relative to this manifest."`
+	Version Value[string]  `yaml:"version" maxLength:"256" example:"v1.4.0" doc:"Least version of the connector's module to require instead."`
+	Replace Value[string]  `yaml:"replace" maxLength:"4096" example:"../kvredis" doc:"Local directory of the connector's module instead, relative to this manifest."`
 }
 
 // label names the pin in errors.
@@ -83,6 +83,7 @@ type field struct {
 	unique   bool
 	pattern  string
 	maxLen   int
+	name     bool // follows the name rule, which validate checks with its length
 }
 
 // fieldCache holds fields' results: the parser asks for every key it
@@ -122,7 +123,7 @@ func tagFields(t reflect.Type) []field {
 			pattern:  sf.Tag.Get("pattern"),
 		}
 		if sf.Tag.Get("name") == "true" {
-			f.pattern, f.maxLen = names.Pattern, names.MaxLen
+			f.pattern, f.maxLen, f.name = names.Pattern, names.MaxLen, true
 		}
 		for tag, dst := range map[string]*int{"minItems": &f.minItems, "maxItems": &f.maxItems, "maxLength": &f.maxLen} {
 			if s := sf.Tag.Get(tag); s != "" {

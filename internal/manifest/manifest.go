@@ -134,10 +134,10 @@ type Entry struct {
 	// Name is the registry key the connector is created by.
 	Name Value[string] `yaml:"name" required:"true" name:"true" example:"redis" doc:"Registry key the connector is created by; unique across all names and aliases."`
 	// Import is the Go import path of the package holding the constructor.
-	Import Value[string] `yaml:"import" required:"true" example:"github.com/acme/kvredis" doc:"Go import path of the package that holds the constructor."`
+	Import Value[string] `yaml:"import" maxLength:"1024" required:"true" example:"github.com/acme/kvredis" doc:"Go import path of the package that holds the constructor."`
 	// Constructor is the constructor's name; V is "" when omitted, and gen
 	// then looks for a //kvgen:constructor marker in the package.
-	Constructor Value[string] `yaml:"constructor" example:"New" doc:"Exported constructor function, which fits the manifest's factory (default kv.Factory). Default: the function the package marks with //kvgen:constructor."`
+	Constructor Value[string] `yaml:"constructor" maxLength:"256" example:"New" doc:"Exported constructor function, which fits the manifest's factory (default kv.Factory). Default: the function the package marks with //kvgen:constructor."`
 	// Roles are the names of the roles the connector serves, which gen
 	// checks against those its contract declares; empty means every one.
 	Roles []Value[string] `yaml:"roles" minItems:"1" unique:"true" pattern:"^[A-Za-z][A-Za-z0-9_-]*$" maxLength:"128" example:"[scheduler, worker]" doc:"Roles the connector serves, by the names its contract declares with a //kvgen:roles line (the KV connector contract: scheduler and worker). Default: every role the contract declares."`
@@ -150,10 +150,10 @@ type Entry struct {
 	// Version is the least version of the connector's module to require,
 	// as a require line names one: generate raises go.mod to it, build a
 	// temporary copy; a go.mod that requires a higher one satisfies it.
-	Version Value[string] `yaml:"version" example:"v1.4.0" doc:"Least version of the connector's module to require, as a go.mod require line names one: kvgen generate raises go.mod to it (kvgen build a temporary copy); a go.mod that requires a higher version, as a dependency bot leaves it, satisfies it."`
+	Version Value[string] `yaml:"version" maxLength:"256" example:"v1.4.0" doc:"Least version of the connector's module to require, as a go.mod require line names one: kvgen generate raises go.mod to it (kvgen build a temporary copy); a go.mod that requires a higher version, as a dependency bot leaves it, satisfies it."`
 	// Replace is the module's local directory, relative to the manifest,
 	// for a replace line in go.mod (build: in a temporary copy).
-	Replace Value[string] `yaml:"replace" example:"../kvredis" doc:"Local directory of the connector's module, relative to the manifest: kvgen generate adds a replace line for it to go.mod (kvgen build to a temporary copy)."`
+	Replace Value[string] `yaml:"replace" maxLength:"4096" example:"../kvredis" doc:"Local directory of the connector's module, relative to the manifest: kvgen generate adds a replace line for it to go.mod (kvgen build to a temporary copy)."`
 	// Invalid is set when Parse reported a problem in the entry; gen
 	// leaves such an entry out and still checks the others.
 	Invalid bool

@@ -186,6 +186,13 @@ var badManifests = []struct {
 		want: []string{"connectors.yaml:1:1: the manifest is encoded in UTF-16; save it as UTF-8"},
 	},
 	{
+		// An import path of a megabyte would reach the go command, and
+		// every message that names it.
+		name: "import path too long",
+		src:  head + "  - name: a\n    import: example.com/" + strings.Repeat("a", 2000) + "\n",
+		want: []string{`connectors.yaml:4:13: connector "a": import has 2012 bytes: want at most 1024`},
+	},
+	{
 		// Both invisible: the YAML reader then drops the first character
 		// of every later line, "#" included.
 		name: "a second byte order mark",

@@ -386,6 +386,13 @@ func (p *parser) decodeValue(n *yaml.Node, dst reflect.Value, f field, errs *dia
 			p.empty(errs, pos, f)
 			return
 		}
+		// A string is refused past its maxLength before anything is made
+		// of it: an import path of a megabyte would reach the go command,
+		// and every error that names it.
+		if f.maxLen > 0 && !f.name && dst.Type() == reflect.TypeFor[Value[string]]() && n.Kind == yaml.ScalarNode && len(n.Value) > f.maxLen {
+			errs.Add(pos, "%s has %d bytes: want at most %d", f.key, len(n.Value), f.maxLen)
+			return
+		}
 		want, msg := s.decode(n, pos)
 		switch {
 		case want != "":
