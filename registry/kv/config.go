@@ -12,6 +12,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/kvgen/kvgen/internal/suggest"
 )
@@ -116,6 +117,9 @@ type Config struct {
 	role   Role
 	// depth counts how deeply composite connectors are nested.
 	depth int
+	// created counts the connectors Create made for one transfer config,
+	// composites' children included, which copies of the config share.
+	created *atomic.Int32
 }
 
 // Registry returns the registry that is creating the connector, or nil when
@@ -333,10 +337,19 @@ func layerNames(key string, v json.RawMessage, dst *[]string) error {
 		return fmt.Errorf("%s %s: want an array of layer names", key, shortJSON(v))
 	}
 	var problems Problems
+	first := make(map[string]int, len(names))
 	for i, l := range names {
 		if l == "" {
 			problems.Add(fmt.Errorf("%s[%d] is empty", key, i))
+			continue
 		}
+		// A layer named twice would be one the engine saves once and a
+		// connector counts twice toward a whole prefix.
+		if j, dup := first[l]; dup {
+			problems.Add(fmt.Errorf("%s[%d] %s is %s[%d] again; name each layer once", key, i, Quote(l), key, j))
+			continue
+		}
+		first[l] = i
 	}
 	err := problems.Err()
 	if err == nil {

@@ -202,6 +202,11 @@ func TestParseTransferConfigErrors(t *testing.T) {
 			want: `kv transfer config: layer_names[1] is empty`,
 		},
 		{
+			name: "layer named twice",
+			data: `{"kv_connector": "memory", "layer_names": ["layer.0", "layer.1", "layer.0"]}`,
+			want: `kv transfer config: layer_names[2] "layer.0" is layer_names[0] again; name each layer once`,
+		},
+		{
 			name: "every value problem at once",
 			data: `{"kv_role": "both", "block_size": -16, "kv_load_failure_policy": "abort"}`,
 			want: "kv transfer config: kv_connector is required\n" +
@@ -445,6 +450,19 @@ func TestDecodeExtraRanges(t *testing.T) {
 	}, &opts))
 	assert.Equal(t, 86400, opts.Seconds)
 	require.NoError(t, kv.DecodeExtra(map[string]any{"seconds": nil, "optional": nil}, &opts), "null is no value to check")
+	// null leaves a list, map or pointer as it was, as it does a number:
+	// encoding/json alone would make it nil, past its min.
+	require.NoError(t, kv.DecodeExtra(map[string]any{"hosts": nil}, &opts))
+	assert.Equal(t, []string{"a", "b"}, opts.Hosts)
+
+	// A setting is counted at its own length, not as HTML escaping would
+	// make it (a < is six bytes escaped).
+	big := strings.Repeat("<", kv.MaxTransferConfigBytes/2)
+	var free struct {
+		Note string `json:"note"`
+	}
+	require.NoError(t, kv.DecodeExtra(map[string]any{"note": big}, &free))
+	assert.Equal(t, big, free.Note)
 
 	for extra, want := range map[string]string{
 		`{"seconds": 9300000000}`:          "seconds 9300000000: want from 1 to 86400",

@@ -362,6 +362,33 @@ func TestMultiConnectorNestingIsBounded(t *testing.T) {
 	assert.Equal(t, 1, f.local.closes(), "only the first, complete tree created a store")
 }
 
+// One transfer config makes at most 64 connectors in all: composites of
+// many children, nested, would otherwise make every save thousands.
+func TestMultiConnectorTreeIsBounded(t *testing.T) {
+	f := newMultiFixture()
+	leaves := func(n int) []any {
+		var l []any
+		for range n {
+			l = append(l, map[string]any{"kv_connector": "local"})
+		}
+		return l
+	}
+	// Two MultiConnectors of 31 stores under one: 1 + 2 + 62 = 65.
+	inner := map[string]any{"kv_connector": kv.MultiConnectorName, "kv_connector_extra_config": map[string]any{"connectors": leaves(31)}}
+	cfg := kv.Config{Connector: kv.MultiConnectorName, BlockSize: 4, Extra: map[string]any{"connectors": []any{inner, inner}}}
+	_, err := f.reg.Create(t.Context(), cfg, kv.RoleWorker)
+	require.ErrorContains(t, err, "the transfer config makes more than 64 connectors, composites' children included")
+	assert.Equal(t, len(f.local.calls()), f.local.closes(), "every store made before the bound was closed")
+
+	// 1 + 2 + 60 = 63, and again: each Create counts its own tree.
+	inner["kv_connector_extra_config"] = map[string]any{"connectors": leaves(30)}
+	for range 2 {
+		c, err := f.reg.Create(t.Context(), cfg, kv.RoleWorker)
+		require.NoError(t, err)
+		require.NoError(t, c.Close())
+	}
+}
+
 func TestCompositeThatCreatesItselfFails(t *testing.T) {
 	// A composite that passes its own config back to the registry would
 	// recurse forever; Create counts the levels for it.

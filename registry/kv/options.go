@@ -59,7 +59,17 @@ func DecodeExtra(extra map[string]any, dst any) error {
 	var problems Problems
 	size := 0
 	for _, k := range keys {
-		data, err := json.Marshal(map[string]any{k: extra[k]})
+		if extra[k] == nil {
+			// null leaves the value dst held: encoding/json would set a
+			// list, map or pointer to nil, past its min.
+			continue
+		}
+		// Counted as written: HTML escaping would make each < six bytes.
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		err := enc.Encode(map[string]any{k: extra[k]})
+		data := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 		if err != nil {
 			problems.Add(fmt.Errorf("%s: %s: %w", what, k, err))
 			continue
@@ -80,9 +90,6 @@ func DecodeExtra(extra map[string]any, dst any) error {
 			}
 			problems.Add(fmt.Errorf("%s: %w", what, err))
 			continue
-		}
-		if extra[k] == nil {
-			continue // null leaves the value dst held
 		}
 		f := fields[k]
 		v, err := rv.Elem().FieldByIndexErr(f.Index)

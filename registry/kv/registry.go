@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"reflect"
 	"strings"
+	"sync/atomic"
 
 	"github.com/kvgen/kvgen/registry"
 )
@@ -95,6 +96,11 @@ func (r *Registry) Entries() []Entry { return r.table.Entries() }
 // configuration that names itself fails instead of recursing forever.
 const maxDepth = 8
 
+// maxConnectors bounds the connectors one transfer config makes, a
+// MultiConnector's children and theirs included: vLLM's MultiConnector
+// composes two or three.
+const maxConnectors = 64
+
 // CreateScheduler creates the scheduler side of the connector that
 // cfg.Connector names. It is Create for [RoleScheduler], with the result
 // typed as the role's interface.
@@ -141,6 +147,14 @@ func (r *Registry) Create(ctx context.Context, cfg Config, role Role) (Connector
 	}
 	if cfg.depth >= maxDepth {
 		return nil, fmt.Errorf("kv connector %q (%s): composite connectors nested more than %d deep", e.Name, role, maxDepth)
+	}
+	// Depth bounds one branch, this the whole tree: composites of 20
+	// children each, four deep, would make every save 160,000 saves.
+	if cfg.created == nil {
+		cfg.created = new(atomic.Int32)
+	}
+	if cfg.created.Add(1) > maxConnectors {
+		return nil, fmt.Errorf("kv connector %q (%s): the transfer config makes more than %d connectors, composites' children included", e.Name, role, maxConnectors)
 	}
 	// Children that a composite creates through cfg.Registry() with this
 	// cfg are one level deeper, whether or not the composite remembers to
