@@ -89,3 +89,37 @@ func TestEveryReportingConnectorOfAStoreGetsItsChanges(t *testing.T) {
 	assert.Equal(t, []kv.EventKind{kv.BlockStored, kv.BlockRemoved, kv.BlockStored}, []kv.EventKind{events[0].Kind, events[1].Kind, events[2].Kind})
 	require.NoError(t, watcher.ReportsRemovals())
 }
+
+// A prefix is reported stored to the connectors that can load it, by the
+// names of the layers they load: connectors of one store and model that
+// load other layers each learn it when theirs are held, and a layer no
+// connector loads completes nothing.
+func TestEventsFollowTheLayersEachConnectorLoads(t *testing.T) {
+	ctx := t.Context()
+	one := open(t, t.Name(), 1<<20, "l0")
+	two := open(t, t.Name(), 1<<20, "l0", "l1")
+	var oneEvents, twoEvents []kv.KVEvent
+	one.ReportEvents(func(e kv.KVEvent) { oneEvents = append(oneEvents, e) })
+	two.ReportEvents(func(e kv.KVEvent) { twoEvents = append(twoEvents, e) })
+	req := prompt(3)
+
+	require.NoError(t, two.SaveLayer(ctx, req, "other", bs, make([]byte, 10)))
+	assert.Empty(t, oneEvents, "a layer no connector loads completes nothing")
+	assert.Empty(t, twoEvents)
+
+	require.NoError(t, two.SaveLayer(ctx, req, "l0", bs, make([]byte, 10)))
+	require.Len(t, oneEvents, 1, "l0 is all one loads")
+	assert.Equal(t, kv.BlockStored, oneEvents[0].Kind)
+	assert.Empty(t, twoEvents, "two loads l1 too")
+	n, err := two.MatchedTokens(ctx, req, 0)
+	require.NoError(t, err)
+	assert.Zero(t, n)
+
+	require.NoError(t, one.SaveLayer(ctx, req, "l1", bs, make([]byte, 10)))
+	require.Len(t, twoEvents, 1)
+	assert.Equal(t, kv.BlockStored, twoEvents[0].Kind)
+	assert.Len(t, oneEvents, 1, "one held it already")
+	n, err = two.MatchedTokens(ctx, req, 0)
+	require.NoError(t, err)
+	assert.Equal(t, bs, n)
+}

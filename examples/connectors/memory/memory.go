@@ -70,7 +70,7 @@ func New(ctx context.Context, cfg kv.Config, role kv.Role) (kv.Connector, error)
 		return nil, err
 	}
 	c := &connector{cfg: cfg, prefixes: prefixes, hashes: prefixes.Cache(), store: s}
-	c.group = s.join(prefixes, max(len(cfg.LayerNames), 1), &c.emit)
+	c.group = s.join(prefixes, cfg.LayerNames, &c.emit)
 	return c, nil
 }
 

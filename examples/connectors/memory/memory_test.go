@@ -167,7 +167,7 @@ func TestEntryCostCoversHeap(t *testing.T) {
 						binary.LittleEndian.PutUint32(h[:], uint32(i))
 					}
 					layer := fmt.Sprintf("model.layers.%d.self_attn", i)
-					err := s.put(itemKey{h, layer}, make([]byte, i%100), &eventGroup{complete: 1}, nil)
+					err := s.put(itemKey{h, layer}, make([]byte, i%100), &eventGroup{}, nil)
 					require.NoError(t, err)
 				}
 				held := heapInUse() - before

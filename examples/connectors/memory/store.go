@@ -83,14 +83,23 @@ type store struct {
 	head   item                 // sentinel: head.next is the most recently used
 	items  map[itemKey]*item    // the items in the list
 	layers map[kv.BlockHash]int // layers held per prefix
-	events map[kv.Prefixes]*eventGroup
+	events map[groupKey]*eventGroup
 }
 
-// eventGroup is the connectors of one model and block size: the blocks
-// the store holds of their prompts, and where to report changes to them.
+// groupKey names an eventGroup: a model and block size, and the layers
+// its connectors load, joined.
+type groupKey struct {
+	prefixes kv.Prefixes
+	layers   string
+}
+
+// eventGroup is the connectors of one model and block size that load the
+// same layers: the blocks the store holds of their prompts, and where to
+// report changes to them.
 type eventGroup struct {
+	key       groupKey
 	held      *kv.HeldBlocks
-	complete  int             // the layers that make a prefix loadable
+	layers    []string        // what makes a prefix loadable; none: any layer
 	reporters []*kv.EventFunc // one a connector of the group
 }
 
@@ -113,15 +122,17 @@ func (g *eventGroup) reporting() bool {
 	return false
 }
 
-// join adds a connector of prefixes, for which complete layers make a
-// prefix loadable, reporting through r, and returns its group.
-func (s *store) join(prefixes kv.Prefixes, complete int, r *kv.EventFunc) *eventGroup {
+// join adds a connector of prefixes, for which layers make a prefix
+// loadable (any layer, if none), reporting through r, and returns its
+// group.
+func (s *store) join(prefixes kv.Prefixes, layers []string, r *kv.EventFunc) *eventGroup {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	g := s.events[prefixes]
+	key := groupKey{prefixes, strings.Join(layers, "\x00")}
+	g := s.events[key]
 	if g == nil {
-		g = &eventGroup{held: prefixes.HeldBlocks(), complete: complete}
-		s.events[prefixes] = g
+		g = &eventGroup{key: key, held: prefixes.HeldBlocks(), layers: slices.Clone(layers)}
+		s.events[key] = g
 	}
 	g.reporters = append(g.reporters, r)
 	return g
@@ -140,7 +151,7 @@ func newStore(name string, capacity int64) *store {
 		capacity: capacity,
 		items:    map[itemKey]*item{},
 		layers:   map[kv.BlockHash]int{},
-		events:   map[kv.Prefixes]*eventGroup{},
+		events:   map[groupKey]*eventGroup{},
 	}
 	s.head.prev, s.head.next = &s.head, &s.head
 	return s
@@ -150,11 +161,12 @@ func newStore(name string, capacity int64) *store {
 // g, replacing what k held and evicting the least recently used items
 // until it fits.
 //
-// A prefix is loadable once it holds its group's complete layers. Each
-// prefix an eviction leaves short of them is reported removed, to every
-// group that held it, before k's prefix is reported stored if this put
-// made it loadable and a connector of g asks for events; with none
-// asking, nothing is built for it.
+// A prefix is loadable for a group once it holds every layer the group
+// loads. Each prefix an eviction leaves short of them is reported
+// removed, to every group that held it, before k's prefix is reported
+// stored to each group of g's model that this put made it loadable for
+// and a connector of which asks for events; with none asking, nothing is
+// built for it.
 func (s *store) put(k itemKey, kvData []byte, g *eventGroup, tokens []uint32) error {
 	c := cost(k.layer, kvData)
 	if c > s.capacity {
@@ -163,7 +175,15 @@ func (s *store) put(k itemKey, kvData []byte, g *eventGroup, tokens []uint32) er
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	had := s.layers[k.prefix] // with k's layer, if saved before: saving it again completes nothing
+	// The groups of g's model, and whether each loaded k's prefix before:
+	// saving a layer again completes nothing.
+	var groups []*eventGroup
+	var had []bool
+	for _, og := range s.events {
+		if og.key.prefixes == g.key.prefixes {
+			groups, had = append(groups, og), append(had, s.loadable(k.prefix, og))
+		}
+	}
 	if it, ok := s.items[k]; ok {
 		k.layer = it.key.layer // already the store's own copy
 		s.remove(it)
@@ -183,12 +203,11 @@ func (s *store) put(k itemKey, kvData []byte, g *eventGroup, tokens []uint32) er
 	s.items[k] = it
 	s.layers[k.prefix]++
 	s.used += c
-	now := s.layers[k.prefix]
-	if had >= g.complete && now < g.complete {
-		s.evicted(k.prefix) // its own layers made room
-	}
-	if had < g.complete && now >= g.complete && g.reporting() {
-		g.held.Stored(tokens, kv.MediumCPU, g.emit)
+	s.evicted(k.prefix) // its own layers may have made room
+	for i, og := range groups {
+		if !had[i] && s.loadable(k.prefix, og) && og.reporting() {
+			og.held.Stored(tokens, kv.MediumCPU, og.emit)
+		}
 	}
 	return nil
 }
@@ -198,10 +217,16 @@ func (s *store) put(k itemKey, kvData []byte, g *eventGroup, tokens []uint32) er
 // that asked for events when it was stored hold it.
 func (s *store) evicted(prefix kv.BlockHash) {
 	for _, g := range s.events {
-		if s.layers[prefix] < g.complete && g.held.Holds(prefix) {
+		if g.held.Holds(prefix) && !s.loadable(prefix, g) {
 			g.held.Removed(prefix, kv.MediumCPU, g.emit)
 		}
 	}
+}
+
+// loadable reports whether g's connectors can load prefix; the caller
+// holds s.mu.
+func (s *store) loadable(prefix kv.BlockHash, g *eventGroup) bool {
+	return s.holds(prefix, g.layers)
 }
 
 // remove drops it; the caller holds s.mu.
@@ -243,6 +268,11 @@ func (s *store) appendTo(dst []byte, k itemKey) ([]byte, bool) {
 func (s *store) has(prefix kv.BlockHash, layers []string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.holds(prefix, layers)
+}
+
+// holds is has for a caller that holds s.mu.
+func (s *store) holds(prefix kv.BlockHash, layers []string) bool {
 	if len(layers) == 0 {
 		return s.layers[prefix] > 0
 	}
