@@ -405,3 +405,48 @@ func TestStopCutsStepsPastTheWait(t *testing.T) {
 	assert.Zero(t, c.saving.Load(), "a step still saving after kvserver returned")
 	assert.Less(t, took, 5*time.Second)
 }
+
+// A client that pipelines requests and never reads the answers holds no
+// stop: what is being written at a stop gets -shutdown-read-timeout to be
+// taken, as bodies do to arrive. And an answer quotes at most 512 bytes of
+// a request: a decoder's error quotes the key it refused whole.
+func TestShutdownDoesNotWaitForClientsThatDoNotRead(t *testing.T) {
+	s := serveInProcess(t, testRegistry(&testConn{}), "-shutdown-read-timeout", "300ms")
+	host := strings.TrimPrefix(s.base, "http://")
+
+	resp, err := http.Post(s.base+"/prefill", "application/json", strings.NewReader(`{"`+strings.Repeat("k", 600<<10)+`": 1}`))
+	require.NoError(t, err)
+	answer, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	assert.Less(t, len(answer), 1024, "the answer quotes the refused key whole")
+	assert.Contains(t, string(answer), "(cut short)")
+
+	c, err := net.Dial("tcp", host)
+	require.NoError(t, err)
+	defer c.Close()
+	require.NoError(t, c.(*net.TCPConn).SetReadBuffer(4096))
+	var written atomic.Int64
+	go func() {
+		req := []byte("GET /metrics HTTP/1.1\r\nHost: kvserver\r\n\r\n")
+		for range 100000 {
+			n, err := c.Write(req)
+			written.Add(int64(n))
+			if err != nil {
+				return
+			}
+		}
+	}()
+	// The server stops reading requests once it cannot write answers.
+	require.Eventually(t, func() bool {
+		n := written.Load()
+		time.Sleep(200 * time.Millisecond)
+		return n > 0 && written.Load() == n
+	}, 20*time.Second, time.Millisecond, "the client never filled the connection")
+
+	took, code := s.stopped(t)
+	t.Logf("stopped in %v", took)
+	assert.Equal(t, 0, code, "stderr: %s", s.errs)
+	assert.Less(t, took, 10*time.Second)
+}

@@ -72,7 +72,7 @@ func (l *limits) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&l.EventsWriteTimeout, "events-write-timeout", l.EventsWriteTimeout, "serve: time to send one event to an /events follower; one slower is dropped")
 	fs.Int64Var(&l.EventsLagBytes, "events-lag-bytes", l.EventsLagBytes, "serve: how far an /events follower may fall behind, in bytes of events queued for it; one further behind is dropped")
 	fs.DurationVar(&l.ShutdownTimeout, "shutdown-timeout", l.ShutdownTimeout, "serve: how long a stop waits for the requests in flight")
-	fs.DurationVar(&l.ShutdownReadTimeout, "shutdown-read-timeout", l.ShutdownReadTimeout, "serve: how long a stop waits for request bodies still on their way")
+	fs.DurationVar(&l.ShutdownReadTimeout, "shutdown-read-timeout", l.ShutdownReadTimeout, "serve: how long a stop waits for request bodies still on their way, and for answers a client is slow to take")
 }
 
 // check says which limit is out of range.
@@ -156,6 +156,9 @@ type limitListener struct {
 	done      chan struct{}
 	closeOnce sync.Once
 	n         atomic.Int64 // open
+
+	mu    sync.Mutex
+	conns map[*limitConn]struct{} // open, for cutWrites
 }
 
 func newLimitListener(l net.Listener, max int) *limitListener {
@@ -175,7 +178,34 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		return nil, err
 	}
 	l.n.Add(1)
-	return &limitConn{Conn: c, release: func() { l.n.Add(-1); <-l.sem }}, nil
+	lc := &limitConn{Conn: c}
+	lc.release = func() {
+		l.mu.Lock()
+		delete(l.conns, lc)
+		l.mu.Unlock()
+		l.n.Add(-1)
+		<-l.sem
+	}
+	l.mu.Lock()
+	if l.conns == nil {
+		l.conns = map[*limitConn]struct{}{}
+	}
+	l.conns[lc] = struct{}{}
+	l.mu.Unlock()
+	return lc, nil
+}
+
+// cutWrites gives every open connection not in a step grace to take what
+// is being written to it: a stop must not wait on a client that does not
+// read (steps get theirs when they answer; see server.answer).
+func (l *limitListener) cutWrites(grace time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for c := range l.conns {
+		if c.steps.Load() == 0 {
+			_ = c.SetWriteDeadline(time.Now().Add(grace))
+		}
+	}
 }
 
 // Close stops Accept, also one that waits for a slot.
@@ -192,7 +222,11 @@ type limitConn struct {
 	net.Conn
 	once    sync.Once
 	release func()
+	steps   atomic.Int32 // steps being served on it
 }
+
+// connKey is the context key of a request's *limitConn.
+type connKey struct{}
 
 func (c *limitConn) Close() error {
 	err := c.Conn.Close()

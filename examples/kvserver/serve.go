@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -44,6 +45,7 @@ type server struct {
 	requests gate // requests in flight
 	tokens   gate // prompt tokens of the steps in flight
 	bodies   bodyReaders
+	stopping atomic.Bool // answers get ShutdownReadTimeout to be taken
 	steps    *prometheus.CounterVec
 	prompt   *prometheus.CounterVec
 	nextID   atomic.Uint64
@@ -162,6 +164,9 @@ func serve(ctx context.Context, e *engine, lim limits, listen string, stdout, st
 		IdleTimeout:       lim.IdleTimeout,
 		MaxHeaderBytes:    lim.HeaderBytes,
 		ErrorLog:          slog.NewLogLogger(e.log.Handler(), slog.LevelWarn),
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return context.WithValue(ctx, connKey{}, c)
+		},
 	}
 	// Followers of /events stream until they leave: a shutdown ends their
 	// streams, or it would wait for them forever.
@@ -178,6 +183,10 @@ func serve(ctx context.Context, e *engine, lim limits, listen string, stdout, st
 	// Bodies still on their way get a little longer; one that stalls
 	// would otherwise hold the stop for as long as -read-timeout.
 	s.bodies.stop(lim.ShutdownReadTimeout)
+	// So do answers still being written: one to a client that does not
+	// read would hold the stop for as long as -write-timeout.
+	s.stopping.Store(true)
+	conns.cutWrites(lim.ShutdownReadTimeout)
 	sctx, cancel := context.WithTimeout(context.Background(), lim.ShutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
@@ -216,6 +225,11 @@ func (s *server) step(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.requests.give(1)
+	if lc, ok := r.Context().Value(connKey{}).(*limitConn); ok {
+		lc.steps.Add(1)
+		defer lc.steps.Add(-1)
+		w = &answerWriter{ResponseWriter: w, s: s, conn: lc}
+	}
 	// No work outlives the time to answer, which runs from the header.
 	ctx, cancel := context.WithTimeout(r.Context(), s.lim.WriteTimeout)
 	defer cancel()
@@ -230,7 +244,7 @@ func (s *server) step(w http.ResponseWriter, r *http.Request) {
 		// for up to 256 KiB of it before answering, and then keep the
 		// connection. Closing it sends the answer now.
 		w.Header().Set("Connection", "close")
-		http.Error(w, "kvserver: request body: "+err.Error(), status)
+		http.Error(w, "kvserver: request body: "+answerError(err), status)
 		return
 	}
 	var body stepRequest
@@ -242,7 +256,7 @@ func (s *server) step(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		s.steps.WithLabelValues(name, "bad_request").Inc()
-		http.Error(w, "kvserver: request body: "+err.Error(), http.StatusBadRequest)
+		http.Error(w, "kvserver: request body: "+answerError(err), http.StatusBadRequest)
 		return
 	}
 	if body.Prompt == "" {
@@ -254,7 +268,7 @@ func (s *server) step(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := s.lim.checkTokens(tokens); err != nil {
 		s.steps.WithLabelValues(name, "bad_request").Inc()
-		http.Error(w, "kvserver: tokens: "+err.Error(), http.StatusBadRequest)
+		http.Error(w, "kvserver: tokens: "+answerError(err), http.StatusBadRequest)
 		return
 	}
 	if !s.tokens.take(int64(tokens)) {
@@ -287,13 +301,56 @@ func (s *server) step(w http.ResponseWriter, r *http.Request) {
 			outcome, status = "bad_request", http.StatusBadRequest
 		}
 		s.steps.WithLabelValues(name, outcome).Inc()
-		http.Error(w, "kvserver: "+err.Error(), status)
+		http.Error(w, "kvserver: "+answerError(err), status)
 		return
 	}
 	s.steps.WithLabelValues(name, "ok").Inc()
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(report)
 }
+
+// answerError is err's text for an answer, cut to 512 bytes: a JSON
+// decoder's error quotes the request, whose keys may be a megabyte.
+func answerError(err error) string {
+	const most = 512
+	msg := err.Error()
+	if len(msg) > most {
+		msg = strings.ToValidUTF8(msg[:most], "") + "... (cut short)"
+	}
+	return msg
+}
+
+// answerWriter is a step's http.ResponseWriter: an answer begun once a
+// stop has, gets ShutdownReadTimeout to be taken, as cutWrites gives the
+// other connections.
+type answerWriter struct {
+	http.ResponseWriter
+	s       *server
+	conn    *limitConn
+	started bool
+}
+
+func (a *answerWriter) start() {
+	if !a.started {
+		a.started = true
+		if a.s.stopping.Load() {
+			_ = a.conn.SetWriteDeadline(time.Now().Add(a.s.lim.ShutdownReadTimeout))
+		}
+	}
+}
+
+func (a *answerWriter) WriteHeader(code int) {
+	a.start()
+	a.ResponseWriter.WriteHeader(code)
+}
+
+func (a *answerWriter) Write(p []byte) (int, error) {
+	a.start()
+	return a.ResponseWriter.Write(p)
+}
+
+// Unwrap is for http.ResponseController.
+func (a *answerWriter) Unwrap() http.ResponseWriter { return a.ResponseWriter }
 
 // bodyReaders are the requests reading their body, so that a stop can cut
 // the ones that stall.
