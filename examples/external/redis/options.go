@@ -120,9 +120,6 @@ func decodeOptions(extra map[string]any) (Options, error) {
 	bad := func(format string, args ...any) {
 		problems.Add(fmt.Errorf("kv_connector_extra_config: "+format, args...))
 	}
-	if len(opts.Addrs) == 0 { // null: the min tag sees no list
-		bad("addrs: want at least one host:port address")
-	}
 	schemes := map[string]bool{}
 	for i, a := range opts.Addrs {
 		if strings.TrimSpace(a) == "" {

@@ -343,7 +343,6 @@ func TestInvalidSettings(t *testing.T) {
 		{"bad duration", map[string]any{"ttl": "5 minutes"}, []string{`duration "5 minutes"`, `"500ms"`}},
 		{"duration of the wrong type", map[string]any{"dial_timeout": true}, []string{"duration true"}},
 		{"no address", map[string]any{"addrs": []string{}}, []string{"addrs has 0 entries: want from 1 to 1000"}},
-		{"null addresses", map[string]any{"addrs": nil}, []string{"addrs: want at least one host:port address"}},
 		{"empty address", map[string]any{"addrs": []string{"127.0.0.1:6379", " "}}, []string{"addrs[1] is empty"}},
 		{"negative ttl", map[string]any{"ttl": "-1s"}, []string{"ttl -1s: want at least 1ms, or 0 for no expiry"}},
 		{"ttl under a millisecond", map[string]any{"ttl": "10us"}, []string{"ttl 10µs"}},

@@ -60,3 +60,13 @@ func TestValueLimit(t *testing.T) {
 		assert.Equal(t, header+kvBytes, c.valueLimit("layer", tokens), "%d tokens", tokens)
 	}
 }
+
+// null is no value: the default addresses stay, as every setting's
+// default does (an empty list is refused by its bound).
+func TestNullAddressesKeepTheDefault(t *testing.T) {
+	opts, err := decodeOptions(map[string]any{"addrs": nil})
+	require.NoError(t, err)
+	assert.Equal(t, DefaultOptions().Addrs, opts.Addrs)
+	_, err = decodeOptions(map[string]any{"addrs": []any{}})
+	require.ErrorContains(t, err, "addrs has 0 entries")
+}
