@@ -155,10 +155,9 @@ type limitListener struct {
 	sem       chan struct{}
 	done      chan struct{}
 	closeOnce sync.Once
-	n         atomic.Int64 // open
 
 	mu    sync.Mutex
-	conns map[*limitConn]struct{} // open, for cutWrites
+	conns map[*limitConn]struct{} // open
 }
 
 func newLimitListener(l net.Listener, max int) *limitListener {
@@ -177,13 +176,11 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		<-l.sem
 		return nil, err
 	}
-	l.n.Add(1)
 	lc := &limitConn{Conn: c}
 	lc.release = func() {
 		l.mu.Lock()
 		delete(l.conns, lc)
 		l.mu.Unlock()
-		l.n.Add(-1)
 		<-l.sem
 	}
 	l.mu.Lock()
@@ -197,7 +194,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 
 // cutWrites gives every open connection not in a step grace to take what
 // is being written to it: a stop must not wait on a client that does not
-// read (steps get theirs when they answer; see server.answer).
+// read (steps get theirs when they answer; see answerWriter).
 func (l *limitListener) cutWrites(grace time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -215,7 +212,11 @@ func (l *limitListener) Close() error {
 }
 
 // open is how many connections are open.
-func (l *limitListener) open() int64 { return l.n.Load() }
+func (l *limitListener) open() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return int64(len(l.conns))
+}
 
 // limitConn frees its slot when closed, once.
 type limitConn struct {
