@@ -56,3 +56,13 @@ func runReport(t *testing.T, ci bool) (string, tally) {
 	require.NoError(t, report(&out, strings.NewReader(stream), ci, &tl))
 	return out.String(), tl
 }
+
+// The root module's run leaves out cmd/kvgen, which runs alone after it,
+// and keeps every other package, this one included.
+func TestPackagesButLeavesOutOnlyThatOne(t *testing.T) {
+	pkgs, err := packagesBut("../..", alone["."])
+	require.NoError(t, err)
+	assert.NotContains(t, pkgs, "github.com/kvgen/kvgen/cmd/kvgen")
+	assert.Contains(t, pkgs, "github.com/kvgen/kvgen/internal/testall")
+	assert.Contains(t, pkgs, "github.com/kvgen/kvgen/registry")
+}
