@@ -236,10 +236,12 @@ func runModule(dir, module string, args []string, ci bool, t *tally) error {
 	return runTests(dir, slices.Concat(args, []string{last}), ci, t)
 }
 
-// packagesBut lists the packages of the module in dir, by import path, but
-// except.
+// packagesBut lists the packages of the module in dir that ./... gives go
+// test -race, by import path, but except: those with files for this
+// system and -race, tests' included (a package whose files are all for
+// another build is an error when named, where ./... passes over it).
 func packagesBut(dir, except string) ([]string, error) {
-	cmd := exec.Command("go", "list", "./...")
+	cmd := exec.Command("go", "list", "-race", "-e", "-f", "{{if or .GoFiles .CgoFiles .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}", "./...")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GOPROXY=off")
 	cmd.Stderr = os.Stderr

@@ -65,4 +65,5 @@ func TestPackagesButLeavesOutOnlyThatOne(t *testing.T) {
 	assert.NotContains(t, pkgs, "github.com/kvgen/kvgen/cmd/kvgen")
 	assert.Contains(t, pkgs, "github.com/kvgen/kvgen/internal/testall")
 	assert.Contains(t, pkgs, "github.com/kvgen/kvgen/registry")
+	assert.NotContains(t, pkgs, "github.com/kvgen/kvgen/internal/gen/bench", "its files are for runs without -race only")
 }
