@@ -4,6 +4,7 @@ package atomicfile
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/rogpeppe/go-internal/lockedfile"
 
 	"github.com/kvgen/kvgen/internal/suggest"
 )
@@ -65,7 +68,27 @@ func Replace(path string, r io.Reader) error {
 // root: the directories on its way are made and walked inside root, so
 // that one planted as a link leading out of root is never written
 // through, whatever is planted while it writes.
-func ReplaceIn(root *os.Root, name string, r io.Reader) (err error) {
+func ReplaceIn(root *os.Root, name string, r io.Reader) error {
+	return writeIn(root, name, r, root.Rename)
+}
+
+// CreateIn writes r to the file name inside root, as ReplaceIn does, if
+// nothing is there: what is there stays, and of two calls at once one
+// makes the file, whole, and the other leaves it.
+func CreateIn(root *os.Root, name string, r io.Reader) error {
+	return writeIn(root, name, r, func(tmp, name string) error {
+		err := root.Link(tmp, name)
+		root.Remove(tmp)
+		if errors.Is(err, fs.ErrExist) {
+			return nil
+		}
+		return err
+	})
+}
+
+// writeIn writes r to a temporary file beside name inside root, then
+// place puts it at name.
+func writeIn(root *os.Root, name string, r io.Reader, place func(tmp, name string) error) (err error) {
 	if fi, err := root.Lstat(name); err == nil && fi.IsDir() {
 		return fmt.Errorf("%s is a directory", suggest.Show(name))
 	}
@@ -102,7 +125,7 @@ func ReplaceIn(root *os.Root, name string, r io.Reader) (err error) {
 	if err = f.Close(); err != nil {
 		return err
 	}
-	return root.Rename(tmp, name)
+	return place(tmp, name)
 }
 
 // write writes r to a temporary file beside path, with permissions perm,
@@ -171,9 +194,25 @@ func RemoveStaleTemps(path string) error {
 
 // RemoveStaleTempsIn removes from the directory dir inside root the
 // temporary files that Write or ReplaceIn, killed before renaming one,
-// left there for any file: regular files named as tempPattern names
-// them. It reads the directory 256 names at a time.
-func RemoveStaleTempsIn(root *os.Root, dir string) error {
+// left there for the file base, or for any file if base is "": regular
+// files named as tempPattern names them. It reads the directory 256 names
+// at a time.
+func RemoveStaleTempsIn(root *os.Root, dir, base string) error {
+	return EachIn(root, dir, func(e fs.DirEntry) error {
+		if !isTemp(e, base) {
+			return nil
+		}
+		if err := root.Remove(path.Join(dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return nil
+	})
+}
+
+// EachIn calls fn for each entry of the directory dir inside root, reading
+// it 256 names at a time, until fn returns an error, which it returns. A
+// directory that is not there has no entries.
+func EachIn(root *os.Root, dir string, fn func(fs.DirEntry) error) error {
 	d, err := root.Open(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -185,10 +224,8 @@ func RemoveStaleTempsIn(root *os.Root, dir string) error {
 	for {
 		ents, err := d.ReadDir(256)
 		for _, e := range ents {
-			if isTemp(e, "") {
-				if err := root.Remove(path.Join(dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
-					return err
-				}
+			if err := fn(e); err != nil {
+				return err
 			}
 		}
 		if err == io.EOF {
@@ -199,6 +236,10 @@ func RemoveStaleTempsIn(root *os.Root, dir string) error {
 		}
 	}
 }
+
+// IsTemp reports whether e is a temporary file of a write here, of any
+// file: a regular file named as tempPattern names them.
+func IsTemp(e fs.DirEntry) bool { return isTemp(e, "") }
 
 // isTemp reports whether e is a regular file named as tempPattern names
 // the temporary files of a file named base, or of any file if base is "".
@@ -262,4 +303,31 @@ func Within(root, path string) (resolved string, ok bool, err error) {
 	rel, err := filepath.Rel(realRoot, resolved)
 	ok = err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 	return resolved, ok, nil
+}
+
+// OpenLocked opens the file at path for reading and writing, locked for
+// writing as the go command locks go.mod, waiting for whoever holds the
+// lock, or for ctx to end.
+func OpenLocked(ctx context.Context, path string) (*lockedfile.File, error) {
+	type locked struct {
+		f   *lockedfile.File
+		err error
+	}
+	got := make(chan locked, 1)
+	go func() {
+		f, err := lockedfile.OpenFile(path, os.O_RDWR, 0)
+		got <- locked{f, err}
+	}()
+	select {
+	case l := <-got:
+		return l.f, l.err
+	case <-ctx.Done():
+		// The lock may still come; it is let go at once.
+		go func() {
+			if l := <-got; l.f != nil {
+				l.f.Close()
+			}
+		}()
+		return nil, context.Cause(ctx)
+	}
 }

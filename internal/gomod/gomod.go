@@ -655,43 +655,26 @@ func (u *Update) Write(ctx context.Context) error {
 // over while Write waited is not the one to lock: it locks the new one.
 func lockGoMod(ctx context.Context, path string) (*lockedfile.File, error) {
 	for {
-		type locked struct {
-			f   *lockedfile.File
-			err error
-		}
-		got := make(chan locked, 1)
-		go func() {
-			f, err := lockedfile.OpenFile(path, os.O_RDWR, 0)
-			got <- locked{f, err}
-		}()
-		var l locked
-		select {
-		case l = <-got:
-		case <-ctx.Done():
-			// The lock may still come; it is let go at once.
-			go func() {
-				if l := <-got; l.f != nil {
-					l.f.Close()
-				}
-			}()
-			return nil, context.Cause(ctx)
-		}
-		if l.err != nil {
-			return nil, fmt.Errorf("locking go.mod to update it: %w", l.err)
-		}
-		held, err := l.f.Stat()
+		f, err := atomicfile.OpenLocked(ctx, path)
 		if err != nil {
-			l.f.Close()
+			if ctx.Err() != nil {
+				return nil, err
+			}
+			return nil, fmt.Errorf("locking go.mod to update it: %w", err)
+		}
+		held, err := f.Stat()
+		if err != nil {
+			f.Close()
 			return nil, err
 		}
 		if !held.Mode().IsRegular() {
-			l.f.Close()
+			f.Close()
 			return nil, &readfile.NotRegularError{Path: path, Mode: held.Mode()}
 		}
 		if now, err := os.Stat(path); err == nil && os.SameFile(held, now) {
-			return l.f, nil
+			return f, nil
 		}
-		l.f.Close()
+		f.Close()
 	}
 }
 

@@ -133,6 +133,11 @@ func (b *baseImage) platform(ctx context.Context, p Platform) (ocispec.Image, oc
 	if err := fetchJSON(ctx, b.store, m.Config, &cfg); err != nil {
 		return cfg, m, fmt.Errorf("base image %s: %w", suggest.Show(b.ref), err)
 	}
+	// The image's config lists each layer's diffID, the base's first:
+	// a base whose two counts differ makes an image no runtime unpacks.
+	if n, l := len(cfg.RootFS.DiffIDs), len(m.Layers); n != l {
+		return cfg, m, fmt.Errorf("base image %s, %s: its config lists %d layers, its manifest %d", suggest.Show(b.ref), p, n, l)
+	}
 	return cfg, m, nil
 }
 
@@ -169,6 +174,13 @@ func fetchManifest(ctx context.Context, src content.Fetcher, d ocispec.Descripto
 	for _, l := range append([]ocispec.Descriptor{m.Config}, m.Layers...) {
 		if err := checkDigest(l); err != nil {
 			return m, fmt.Errorf("%s: %w", d.Digest, err)
+		}
+		// A config or a layer that says it is a manifest or an index
+		// would be read as one by whatever walks the image's graph
+		// (copying it, say), past every bound on what an image holds.
+		switch l.MediaType {
+		case ocispec.MediaTypeImageManifest, ocispec.MediaTypeImageIndex, dockerManifest, dockerList, "application/vnd.oci.artifact.manifest.v1+json":
+			return m, fmt.Errorf("%s: its config or a layer (%s) is a %s", d.Digest, l.Digest, suggest.Quote(l.MediaType))
 		}
 	}
 	return m, nil

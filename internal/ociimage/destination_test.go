@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/opencontainers/go-digest"
+	specs "github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -155,10 +156,88 @@ func TestLayoutIndexIsReadAsARegularFile(t *testing.T) {
 	ctx := context.Background()
 	img := image(t)
 	dir := filepath.Join(t.TempDir(), "layout")
+	require.NoError(t, Write(ctx, img, must(ParseRef("oci:"+dir+":t")), Remote{}))
+	require.NoError(t, os.Remove(filepath.Join(dir, ocispec.ImageIndexFile)))
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, ocispec.ImageIndexFile), 0o755))
 	err := Write(ctx, img, must(ParseRef("oci:"+dir+":t")), Remote{})
 	require.ErrorContains(t, err, "the layout's index")
 	require.ErrorContains(t, err, "directory")
+}
+
+// A directory that holds files but no oci-layout is no layout: kvgen
+// writes nothing in it, and its index.json stays the user's. An empty one
+// becomes a layout.
+func TestLayoutIsWrittenOnlyInALayoutOrAnEmptyDirectory(t *testing.T) {
+	ctx := context.Background()
+	img := image(t)
+	dir := t.TempDir()
+	index := filepath.Join(dir, ocispec.ImageIndexFile)
+	require.NoError(t, os.WriteFile(index, []byte(`{"mine": true}`), 0o644))
+	err := Write(ctx, img, must(ParseRef("oci:"+dir+":t")), Remote{})
+	require.ErrorContains(t, err, `holds "index.json" and no oci-layout: it is no OCI layout`)
+	assertUnchanged(t, index, `{"mine": true}`)
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Len(t, entries, 1, "kvgen wrote into a directory that is not a layout")
+
+	empty := t.TempDir()
+	require.NoError(t, Write(ctx, img, must(ParseRef("oci:"+empty+":t")), Remote{}))
+	_, err = Inspect(ctx, must(ParseRef("oci:"+empty+":t")), Remote{}, false)
+	require.NoError(t, err)
+}
+
+// Builds that write one layout at once take turns: every tag is there at
+// the end, and none fails for another's temporary files.
+func TestLayoutWritesTakeTurns(t *testing.T) {
+	ctx := context.Background()
+	img := image(t)
+	dir := filepath.Join(t.TempDir(), "layout")
+	tags := []string{"a", "b", "c", "d", "e", "f"}
+	errs := make(chan error, len(tags))
+	for _, tag := range tags {
+		go func() { errs <- Write(ctx, img, must(ParseRef("oci:"+dir+":"+tag)), Remote{}) }()
+	}
+	for range tags {
+		require.NoError(t, <-errs)
+	}
+	for _, tag := range tags {
+		_, err := Inspect(ctx, must(ParseRef("oci:"+dir+":"+tag)), Remote{}, false)
+		assert.NoError(t, err, "tag %s", tag)
+	}
+}
+
+// A build without a tag leaves the layout's other untagged images; a build
+// with one replaces whatever the tag named, an artifact too, so that no
+// two entries carry one tag.
+func TestLayoutTagReplacesOnlyItsOwn(t *testing.T) {
+	ctx := context.Background()
+	img := image(t)
+	dir := filepath.Join(t.TempDir(), "layout")
+	require.NoError(t, Write(ctx, img, must(ParseRef("oci:"+dir+":t")), Remote{}))
+	var idx ocispec.Index
+	require.NoError(t, json.Unmarshal(must(os.ReadFile(filepath.Join(dir, ocispec.ImageIndexFile))), &idx))
+	other := putJSON(t, dir, ocispec.MediaTypeImageManifest, ocispec.Manifest{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageManifest, Config: ocispec.DescriptorEmptyJSON, Layers: []ocispec.Descriptor{}})
+	require.NoError(t, os.WriteFile(blobFile(dir, ocispec.DescriptorEmptyJSON), ocispec.DescriptorEmptyJSON.Data, 0o644))
+	artifact := other
+	artifact.ArtifactType = "application/vnd.example.thing"
+	artifact.Annotations = map[string]string{ocispec.AnnotationRefName: "t"}
+	idx.Manifests = append(idx.Manifests, other, artifact)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, ocispec.ImageIndexFile), must(json.Marshal(idx)), 0o644))
+
+	require.NoError(t, Write(ctx, img, must(ParseRef("oci:"+dir)), Remote{}))
+	require.NoError(t, Write(ctx, img, must(ParseRef("oci:"+dir+":t")), Remote{}))
+	idx = ocispec.Index{}
+	require.NoError(t, json.Unmarshal(must(os.ReadFile(filepath.Join(dir, ocispec.ImageIndexFile))), &idx))
+	tagged, untagged := 0, false
+	for _, d := range idx.Manifests {
+		if d.Annotations[ocispec.AnnotationRefName] == "t" {
+			tagged++
+			assert.Empty(t, d.ArtifactType, "the tag still names the artifact")
+		}
+		untagged = untagged || d.Digest == other.Digest && d.ArtifactType == ""
+	}
+	assert.Equal(t, 1, tagged)
+	assert.True(t, untagged, "the untagged image another tool wrote was dropped")
 }
 
 func TestLayoutKeepsADanglingLinkItCouldNotWriteThrough(t *testing.T) {
@@ -219,9 +298,9 @@ func TestArchiveRefusesABaseBlobWhoseBytesAreWrong(t *testing.T) {
 }
 
 // A base image whose manifest lists, as a layer, a descriptor that claims
-// to be an index of a gigabyte is refused when the image is written,
-// before that blob is read: the walk of the image's blobs reads manifests
-// and indexes whole.
+// to be an index of a gigabyte is refused when the base is read, before
+// that blob is: the walk of an image's blobs reads manifests and indexes
+// whole, and follows what they list.
 func TestBaseBlobClaimingAHugeIndexIsRefused(t *testing.T) {
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "base")
@@ -234,10 +313,8 @@ func TestBaseBlobClaimingAHugeIndexIsRefused(t *testing.T) {
 
 	opts := options(platforms(t)[:1])
 	opts.Base = "oci:" + dir + ":t"
-	img, err := Build(ctx, opts)
-	require.NoError(t, err)
-	err = Write(ctx, img, must(ParseRef("oci:"+filepath.Join(t.TempDir(), "out"))), Remote{})
-	require.ErrorContains(t, err, fmt.Sprintf("%s is %d bytes, more than the %d of a manifest or index", big.Digest, big.Size, maxJSON))
+	_, err = Build(ctx, opts)
+	require.ErrorContains(t, err, fmt.Sprintf("its config or a layer (%s) is a %q", big.Digest, ocispec.MediaTypeImageIndex))
 }
 
 // The temporary files a write killed before its renames left in a layout
@@ -259,4 +336,55 @@ func TestLayoutWriteRemovesStaleTemporaries(t *testing.T) {
 	for _, f := range kept {
 		assert.FileExists(t, f)
 	}
+}
+
+// What a base's manifest says of the base alone does not pass to the image
+// built on it: an artifact type. A base whose config and manifest count
+// their layers differently is refused: no runtime would unpack the image.
+func TestBaseIsReadAsAnImage(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "base")
+	require.NoError(t, Write(ctx, image(t), must(ParseRef("oci:"+dir+":b")), Remote{}))
+	m, err := fetchManifest(ctx, image(t), image(t).Platforms[0].Manifest)
+	require.NoError(t, err)
+	m.ArtifactType = SBOMArtifactType
+	setIndex(t, dir, putJSON(t, dir, ocispec.MediaTypeImageManifest, m))
+	opts := options(platforms(t)[:1])
+	opts.Base = "oci:" + dir + ":t"
+	img, err := Build(ctx, opts)
+	require.NoError(t, err)
+	built, err := fetchManifest(ctx, img, img.Platforms[0].Manifest)
+	require.NoError(t, err)
+	assert.Empty(t, built.ArtifactType)
+	assert.Len(t, built.Layers, len(m.Layers)+1)
+
+	var cfg ocispec.Image
+	require.NoError(t, json.Unmarshal(must(os.ReadFile(blobFile(dir, m.Config))), &cfg))
+	cfg.RootFS.DiffIDs = nil
+	m.Config = putJSON(t, dir, ocispec.MediaTypeImageConfig, cfg)
+	setIndex(t, dir, putJSON(t, dir, ocispec.MediaTypeImageManifest, m))
+	_, err = Build(ctx, opts)
+	require.ErrorContains(t, err, fmt.Sprintf("its config lists 0 layers, its manifest %d", len(m.Layers)))
+}
+
+// The SBOM beside a docker archive has a name the user did not give: a
+// file there that is no SBOM is not replaced, and nothing is written. One
+// an earlier build wrote is.
+func TestArchiveKeepsAFileWhereItsSBOMGoes(t *testing.T) {
+	ctx := context.Background()
+	img := image(t)
+	archive := filepath.Join(t.TempDir(), "img.tar")
+	sbom := archive + ".sbom.cdx.json"
+	require.NoError(t, os.WriteFile(sbom, []byte("my notes\n"), 0o644))
+	err := Write(ctx, img, must(ParseRef("docker-archive:"+archive)), Remote{})
+	require.ErrorContains(t, err, "is there and is no CycloneDX SBOM")
+	assertUnchanged(t, sbom, "my notes\n")
+	assert.NoFileExists(t, archive)
+
+	require.NoError(t, os.Remove(sbom))
+	require.NoError(t, Write(ctx, img, must(ParseRef("docker-archive:"+archive)), Remote{}))
+	require.NoError(t, Write(ctx, img, must(ParseRef("docker-archive:"+archive)), Remote{}), "the SBOM of the build before")
+	entries, err := os.ReadDir(filepath.Dir(archive))
+	require.NoError(t, err)
+	assert.Len(t, entries, 2, "the archive and its SBOM, and no temporary file")
 }

@@ -281,7 +281,8 @@ func labels(baseLabels map[string]string, base *baseImage, p Platform, bin *insp
 
 // pushManifest stores cfg and the manifest of the image: m, the base's
 // manifest or the zero one, with the layer added after the base's, and
-// without what described the base alone (its annotations, its subject).
+// without what described the base alone (its annotations, its subject,
+// its artifact type).
 func (img *Image) pushManifest(ctx context.Context, m ocispec.Manifest, cfg ocispec.Image, layer ocispec.Descriptor) (ocispec.Descriptor, error) {
 	cfgDesc, err := img.push(ctx, ocispec.MediaTypeImageConfig, cfg)
 	if err != nil {
@@ -293,6 +294,7 @@ func (img *Image) pushManifest(ctx context.Context, m ocispec.Manifest, cfg ocis
 	m.Layers = append(slices.Clip(m.Layers), layer)
 	m.Annotations = nil
 	m.Subject = nil
+	m.ArtifactType = "" // an image, whatever the base said it was
 	return img.push(ctx, ocispec.MediaTypeImageManifest, m)
 }
 

@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/opencontainers/go-digest"
@@ -52,6 +53,12 @@ const (
 // bombs ends with an error, not after hours.
 type budget struct {
 	opens, read, unpacked, sboms allowance
+	// sidecar is the SBOM beside a docker archive, read once.
+	sidecar struct {
+		once sync.Once
+		data []byte
+		err  error
+	}
 }
 
 // allowance is what is left of a bound of limit units of what.
@@ -66,9 +73,10 @@ func (a *allowance) set(limit int64, what string) {
 	a.limit, a.what = limit, what
 }
 
-// spend takes n from what is left.
+// spend takes n from what is left; a negative n, which a descriptor may
+// declare, is refused, not added.
 func (a *allowance) spend(n int64) error {
-	if a.left.Add(-n) < 0 {
+	if n < 0 || a.left.Add(-n) < 0 {
 		return fmt.Errorf("the image has more than %d %s to read", a.limit, a.what)
 	}
 	return nil
@@ -290,15 +298,16 @@ func (s *localStore) checkDockerManifest(ctx context.Context) error {
 	if len(entries) > maxIndexEntries {
 		return fmt.Errorf("manifest.json lists %d images, more than %d", len(entries), maxIndexEntries)
 	}
-	// What index.json leads to: each image as manifest.json would name it.
-	var images []string
-	var roots []string
+	// The images inspect reads from index.json (as roots and Inspect pick
+	// them), each as manifest.json would name it; roots, those that are
+	// images of their own, not of an index.
+	var images, roots []string
 	// A manifest listed many times is read once.
 	seen := map[string]bool{}
 	var add func(d ocispec.Descriptor, depth int) error
 	add = func(d ocispec.Descriptor, depth int) error {
 		key := fmt.Sprint(d.Digest, depth)
-		if seen[key] {
+		if seen[key] || d.ArtifactType != "" || d.Platform != nil && d.Platform.OS == "unknown" {
 			return nil
 		}
 		seen[key] = true
@@ -321,18 +330,18 @@ func (s *localStore) checkDockerManifest(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
+			if depth == 0 && m.Subject != nil {
+				return nil // an artifact of an image, such as its SBOM
+			}
 			key := dockerKey(m)
 			images = append(images, key)
-			if depth == 0 && m.Subject == nil && d.ArtifactType == "" {
+			if depth == 0 {
 				roots = append(roots, key)
 			}
 		}
 		return nil
 	}
 	for _, d := range s.index.Manifests {
-		if d.ArtifactType != "" {
-			continue
-		}
 		if err := add(d, 0); err != nil {
 			return err
 		}
@@ -341,7 +350,7 @@ func (s *localStore) checkDockerManifest(ctx context.Context) error {
 	for _, e := range entries {
 		key := strings.Join(append([]string{e.Config}, e.Layers...), " ")
 		if !slices.Contains(images, key) {
-			return fmt.Errorf("manifest.json, which docker load reads, lists an image (config %s) that index.json does not: the archive holds two images under one name", suggest.Quote(e.Config))
+			return fmt.Errorf("manifest.json, which docker load reads, lists an image (config %s) that kvgen does not read from index.json: the archive holds two images under one name", suggest.Quote(e.Config))
 		}
 		loaded = append(loaded, key)
 	}
@@ -369,11 +378,15 @@ func blobPath(d ocispec.Descriptor) string {
 	return ocispec.ImageBlobsDir + "/" + d.Digest.Algorithm().String() + "/" + d.Digest.Encoded()
 }
 
-// checkDigest checks that d's digest is one: its text becomes a file's
-// name, and a hostile one could name any file.
+// checkDigest checks that d's digest is one, whose text becomes a file's
+// name (a hostile one could name any file), and that its size is not
+// negative, which a budget would count as room.
 func checkDigest(d ocispec.Descriptor) error {
 	if err := d.Digest.Validate(); err != nil {
 		return fmt.Errorf("a descriptor's digest %s: %w", suggest.Quote(string(d.Digest)), err)
+	}
+	if d.Size < 0 {
+		return fmt.Errorf("a descriptor of %s has a size of %d bytes", d.Digest, d.Size)
 	}
 	return nil
 }

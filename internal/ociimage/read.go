@@ -7,8 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"maps"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -115,7 +118,15 @@ func inspectImage(ctx context.Context, src source, ref Ref, d ocispec.Descriptor
 	if err := fetchJSON(ctx, src, m.Config, &cfg); err != nil {
 		return nil, err
 	}
+	listed := *p
 	*p = Platform{OS: cfg.OS, Architecture: cfg.Architecture, Variant: cfg.Variant}
+	// A runtime picks an image by what its index says; what it runs is
+	// the config's. An image whose two disagree is refused, not shown
+	// under either.
+	if d.Platform != nil && (listed.OS != p.OS || listed.Architecture != p.Architecture ||
+		listed.Variant != "" && p.Variant != "" && listed.Variant != p.Variant) {
+		return nil, fmt.Errorf("its index lists it for %s, and its config says %s", suggest.Quote(listed.String()), suggest.Quote(p.String()))
+	}
 	if len(cfg.Config.Entrypoint) == 0 {
 		return nil, errors.New("the image has no entrypoint to inspect")
 	}
@@ -146,12 +157,31 @@ var errNotInLayers = errors.New("no layer of the image has it")
 
 // extract copies the file name (a path without a leading slash) from the
 // topmost layer that has it, unless a layer above deletes it.
+//
+// The layers below that one are read too: one that makes a directory on
+// the file's path a symbolic link, which the layer above does not make a
+// directory again, puts the file somewhere else when a container's layers
+// are unpacked, and another file may be there.
 func extract(ctx context.Context, src content.Fetcher, layers []ocispec.Descriptor, name string, w io.Writer, b *budget) (int64, error) {
-	for _, l := range slices.Backward(layers) {
-		n, err := fromLayer(ctx, src, l, name, w, b)
-		if !errors.Is(err, errNotInLayers) {
+	for i, l := range slices.Backward(layers) {
+		dirs := map[string]bool{} // directories on its path the layers above make
+		n, err := readLayer(ctx, src, l, b, func(tr *tar.Reader) (int64, error) {
+			return findInLayer(tr, name, w, l.Digest, dirs)
+		})
+		if errors.Is(err, errNotInLayers) {
+			continue
+		}
+		if err != nil {
 			return n, err
 		}
+		for _, below := range slices.Backward(layers[:i]) {
+			if _, err := readLayer(ctx, src, below, b, func(tr *tar.Reader) (int64, error) {
+				return 0, checkPathInLayer(tr, name, below.Digest, dirs)
+			}); err != nil {
+				return 0, err
+			}
+		}
+		return n, nil
 	}
 	return 0, errNotInLayers
 }
@@ -204,10 +234,10 @@ func (s budgeted) Fetch(ctx context.Context, d ocispec.Descriptor) (io.ReadClose
 	return budgetedFetch(ctx, s.source, d, s.b)
 }
 
-// fromLayer copies the file name out of the layer l. What it finds (the
-// file, its whiteout, or neither) holds only once the layer's bytes are
-// checked: whatever it finds, it reads the rest of the layer.
-func fromLayer(ctx context.Context, src content.Fetcher, l ocispec.Descriptor, name string, w io.Writer, b *budget) (n int64, err error) {
+// readLayer reads the layer l's tar stream with scan. What scan finds
+// holds only once the layer's bytes are checked: whatever it finds, the
+// rest of the layer is read.
+func readLayer(ctx context.Context, src content.Fetcher, l ocispec.Descriptor, b *budget, scan func(*tar.Reader) (int64, error)) (n int64, err error) {
 	rc, err := fetchBlob(ctx, src, l, b)
 	if err != nil {
 		return 0, fmt.Errorf("layer %s: %w", l.Digest, err)
@@ -225,7 +255,7 @@ func fromLayer(ctx context.Context, src content.Fetcher, l ocispec.Descriptor, n
 	if err != nil {
 		return 0, err
 	}
-	return findInLayer(tar.NewReader(r), name, w, l.Digest)
+	return scan(tar.NewReader(r))
 }
 
 // layerTar returns a layer's tar stream: rc, or rc unzipped within the
@@ -252,8 +282,9 @@ func layerTar(ctx context.Context, rc io.Reader, mediaType string, b *budget) (i
 // it reads whole: an entry after the file's may replace it or a directory
 // on its path, as a container's layers are applied. It returns
 // errDeleted when the layer hides what the layers below have at name, and
-// errNotInLayers when it says nothing of name.
-func findInLayer(tr *tar.Reader, name string, w io.Writer, layer digest.Digest) (int64, error) {
+// errNotInLayers when it says nothing of name. It adds to dirs the
+// directories on name's path that the layer makes before the file.
+func findInLayer(tr *tar.Reader, name string, w io.Writer, layer digest.Digest, dirs map[string]bool) (int64, error) {
 	var copied int64
 	found, hidden := false, false
 	notDir := "" // a directory on its path that this layer makes something else
@@ -291,6 +322,8 @@ func findInLayer(tr *tar.Reader, name string, w io.Writer, layer digest.Digest) 
 			return 0, fmt.Errorf("is reached through %s, a symbolic link in a layer (%s), which inspect does not follow", suggest.Quote("/"+p), layer)
 		case within(name, p) && h.Typeflag != tar.TypeDir:
 			hidden, notDir = true, p // a directory on its path is no directory here
+		case within(name, p) && !found:
+			dirs[p] = true
 		}
 	}
 	switch {
@@ -304,6 +337,37 @@ func findInLayer(tr *tar.Reader, name string, w io.Writer, layer digest.Digest) 
 		return 0, errDeleted
 	}
 	return 0, errNotInLayers
+}
+
+// checkPathInLayer checks a layer below the one that has the file name:
+// each directory on its path that the layers above do not make (dirs) must
+// not be something else here, as its last entry in the layer leaves it.
+// The directories this layer makes are added to dirs, for the layers below.
+func checkPathInLayer(tr *tar.Reader, name string, layer digest.Digest, dirs map[string]bool) error {
+	last := map[string]byte{} // each directory on its path: its last entry's type
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if p := cleanPath(h.Name); within(name, p) && !dirs[p] {
+			last[p] = h.Typeflag
+		}
+	}
+	for _, p := range slices.Sorted(maps.Keys(last)) {
+		switch last[p] {
+		case tar.TypeDir:
+			dirs[p] = true
+		case tar.TypeSymlink:
+			return fmt.Errorf("is reached through %s, a symbolic link in a layer below it (%s), which inspect does not follow", suggest.Quote("/"+p), layer)
+		default:
+			return fmt.Errorf("is in a layer above one (%s) that makes %s, on its path, no directory", layer, suggest.Quote("/"+p))
+		}
+	}
+	return nil
 }
 
 // copyEntry copies the file of tar entry h to w, if it is one inspect
@@ -330,15 +394,42 @@ func within(name, dir string) bool {
 	return dir != name && (dir == "" || strings.HasPrefix(name, dir+"/"))
 }
 
+// sidecarSBOM reads the SBOM beside a docker archive, once for all its
+// platforms, from the archive's directory: a link there may lead
+// elsewhere in it, never out of it (to a file of credentials, say).
+func sidecarSBOM(ref Ref, b *budget) ([]byte, error) {
+	b.sidecar.once.Do(func() {
+		name := ref.Path + ".sbom.cdx.json"
+		b.sidecar.data, b.sidecar.err = readSidecar(name)
+		if b.sidecar.err == nil {
+			b.sidecar.err = b.sboms.spend(int64(len(b.sidecar.data)))
+		}
+	})
+	return b.sidecar.data, b.sidecar.err
+}
+
+// readSidecar reads the regular file at name inside its directory.
+func readSidecar(name string) ([]byte, error) {
+	root, err := os.OpenRoot(filepath.Dir(name))
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	data, err := readfile.ReadIn(root, filepath.Base(name), maxSBOM)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("no SBOM beside it (%s)", suggest.Show(name))
+	case err != nil:
+		return nil, fmt.Errorf("the SBOM beside it: %w", err)
+	}
+	return data, nil
+}
+
 // attachedSBOM reads the SBOM attached to an image: its referrer of the
 // SBOM's artifact type, or, for a docker archive, the file beside it.
 func attachedSBOM(ctx context.Context, src source, ref Ref, d ocispec.Descriptor, b *budget) ([]byte, error) {
 	if ref.Kind == Archive {
-		data, err := readfile.ReadIfExists(ref.Path+".sbom.cdx.json", maxSBOM)
-		if err == nil && data == nil {
-			err = fmt.Errorf("no SBOM beside it (%s)", suggest.Show(ref.Path+".sbom.cdx.json"))
-		}
-		return data, err
+		return sidecarSBOM(ref, b)
 	}
 	refs, err := sbomReferrers(ctx, src, d)
 	if err != nil {

@@ -4,12 +4,18 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"maps"
 	"net/http"
 	"net/netip"
 	"net/url"
 	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -18,6 +24,7 @@ import (
 	"oras.land/oras-go/v2/registry/remote/auth"
 	"oras.land/oras-go/v2/registry/remote/credentials"
 
+	"github.com/kvgen/kvgen/internal/readfile"
 	"github.com/kvgen/kvgen/internal/suggest"
 )
 
@@ -79,6 +86,9 @@ func (rm Remote) repository(ref Ref) (*remote.Repository, error) {
 	repo.PlainHTTP = rm.Insecure
 	repo.MaxMetadataBytes = maxJSON
 	repo.ReferrerListMaxPages = maxReferrerPages
+	if err := checkDockerConfig(); err != nil {
+		return nil, fmt.Errorf("reading Docker's credentials: %w", err)
+	}
 	store, err := credentials.NewStoreFromDocker(credentials.StoreOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("reading Docker's credentials: %w", err)
@@ -186,4 +196,45 @@ func onlyRoot(ctx context.Context, s *localStore, ref Ref) (ocispec.Descriptor, 
 		return ocispec.Descriptor{}, errors.New("holds no image")
 	}
 	return ocispec.Descriptor{}, fmt.Errorf("holds %d images; name one as %s:TAG", len(roots), suggest.Show(ref.String()))
+}
+
+// maxDockerConfig bounds Docker's config file.
+const maxDockerConfig = 1 << 20
+
+// checkDockerConfig reads Docker's config, where Docker reads it
+// ($DOCKER_CONFIG/config.json, else ~/.docker/config.json), as a bounded
+// regular file, and checks the credential helpers it names: each is the
+// program docker-credential-NAME found on PATH, and a NAME with a path
+// separator in it would run a file of the working directory instead.
+func checkDockerConfig() error {
+	dir := os.Getenv("DOCKER_CONFIG")
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return nil // no config to read
+		}
+		dir = filepath.Join(home, ".docker")
+	}
+	path := filepath.Join(dir, "config.json")
+	data, err := readfile.Read(path, maxDockerConfig)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var cfg struct {
+		CredsStore  string            `json:"credsStore"`
+		CredHelpers map[string]string `json:"credHelpers"`
+	}
+	if err := json.Unmarshal(data, &cfg); err != nil {
+		return fmt.Errorf("%s: %w", suggest.Show(path), err)
+	}
+	helpers := append([]string{cfg.CredsStore}, slices.Sorted(maps.Values(cfg.CredHelpers))...)
+	for _, h := range helpers {
+		if strings.ContainsAny(h, `/\`) {
+			return fmt.Errorf("%s names the credential helper %s: a helper is a program docker-credential-NAME on PATH, and its NAME has no path separator", suggest.Show(path), suggest.Quote(h))
+		}
+	}
+	return nil
 }

@@ -7,9 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -264,6 +266,83 @@ func TestArchiveWhoseTwoManifestsDisagree(t *testing.T) {
 	require.ErrorContains(t, err, "manifest.json, which docker load reads, lists an image")
 }
 
+// An archive whose manifest.json has docker load tag an image that kvgen
+// does not read (one with a subject beside the image, or an index's
+// unknown/unknown entry) is refused: kvgen would vouch for one image while
+// another is loaded.
+func TestArchiveLoadsOnlyWhatInspectReads(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []string{"a subject", "an index's unknown platform"} {
+		t.Run(tc, func(t *testing.T) {
+			archive := filepath.Join(t.TempDir(), "img.tar")
+			require.NoError(t, Write(ctx, image(t), must(ParseRef("docker-archive:"+archive)), Remote{}))
+			files := map[string][]byte{}
+			rewriteTar(t, archive, func(name string, data []byte) []byte {
+				files[name] = data
+				return data
+			})
+			var idx ocispec.Index
+			require.NoError(t, json.Unmarshal(files["index.json"], &idx))
+			genuine := idx.Manifests[0]
+			var m ocispec.Manifest
+			require.NoError(t, json.Unmarshal(files[blobPath(genuine)], &m))
+			// Another image: the same layers under another config.
+			other := m
+			other.Config = ocispec.Descriptor{MediaType: ocispec.MediaTypeImageConfig, Digest: m.Layers[0].Digest, Size: m.Layers[0].Size}
+			if tc == "a subject" {
+				other.Subject = &genuine
+			}
+			data := must(json.Marshal(other))
+			od := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: digest.FromBytes(data), Size: int64(len(data))}
+			add := map[string][]byte{blobPath(od): data}
+			if tc == "a subject" {
+				idx.Manifests = append(idx.Manifests, od)
+			} else {
+				genuine.Platform = &ocispec.Platform{OS: "linux", Architecture: "amd64"}
+				od.Platform = &ocispec.Platform{OS: "unknown", Architecture: "unknown"}
+				list := must(json.Marshal(ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex, Manifests: []ocispec.Descriptor{genuine, od}}))
+				ld := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageIndex, Digest: digest.FromBytes(list), Size: int64(len(list))}
+				add[blobPath(ld)] = list
+				idx.Manifests = []ocispec.Descriptor{ld}
+			}
+			var entries []dockerManifestEntry
+			require.NoError(t, json.Unmarshal(files["manifest.json"], &entries))
+			evil := dockerManifestEntry{Config: blobPath(other.Config), RepoTags: []string{"kvserver:edge"}}
+			for _, l := range other.Layers {
+				evil.Layers = append(evil.Layers, blobPath(l))
+			}
+			if tc == "a subject" {
+				entries[0].RepoTags = nil
+				entries = append(entries, evil)
+			} else {
+				entries = []dockerManifestEntry{evil}
+			}
+			rewriteTar(t, archive, func(name string, data []byte) []byte {
+				switch name {
+				case "index.json":
+					return must(json.Marshal(idx))
+				case "manifest.json":
+					return must(json.Marshal(entries))
+				}
+				return data
+			})
+			addToTar(t, archive, add)
+			_, err := Inspect(ctx, must(ParseRef("docker-archive:"+archive)), Remote{}, false)
+			require.ErrorContains(t, err, "manifest.json, which docker load reads, lists an image")
+		})
+	}
+}
+
+// addToTar adds regular files to the end of a tarball.
+func addToTar(t *testing.T, name string, files map[string][]byte) {
+	t.Helper()
+	var extra []tarEntry
+	for _, p := range slices.Sorted(maps.Keys(files)) {
+		extra = append(extra, tarEntry{tar.Header{Typeflag: tar.TypeReg, Name: p, Size: int64(len(files[p])), Mode: 0o644}, files[p]})
+	}
+	rewriteEntries(t, name, func(_ *tar.Header, data []byte) []byte { return data }, extra...)
+}
+
 // An archive that holds a file twice, or a sparse one, is refused: which
 // of the two a reader takes would be anyone's guess.
 func TestArchiveWithAFileTwice(t *testing.T) {
@@ -325,7 +404,11 @@ func TestArchiveLinks(t *testing.T) {
 // appendTar adds entries without content at the end of a tarball.
 func appendTar(t *testing.T, name string, headers ...tar.Header) {
 	t.Helper()
-	rewriteEntries(t, name, func(_ *tar.Header, data []byte) []byte { return data }, headers...)
+	extra := make([]tarEntry, len(headers))
+	for i, h := range headers {
+		extra[i].Header = h
+	}
+	rewriteEntries(t, name, func(_ *tar.Header, data []byte) []byte { return data }, extra...)
 }
 
 // renameInTar renames the tarball's entry from to to.
@@ -351,9 +434,15 @@ func rewriteTar(t *testing.T, name string, edit func(name string, data []byte) [
 	})
 }
 
+// tarEntry is an entry of a tarball: its header and its content.
+type tarEntry struct {
+	tar.Header
+	data []byte
+}
+
 // rewriteEntries rewrites each entry of a tarball through edit, which may
-// change its header, and adds extra, without content, at the end.
-func rewriteEntries(t *testing.T, name string, edit func(h *tar.Header, data []byte) []byte, extra ...tar.Header) {
+// change its header, and adds extra at the end.
+func rewriteEntries(t *testing.T, name string, edit func(h *tar.Header, data []byte) []byte, extra ...tarEntry) {
 	t.Helper()
 	in, err := os.ReadFile(name)
 	require.NoError(t, err)
@@ -373,8 +462,10 @@ func rewriteEntries(t *testing.T, name string, edit func(h *tar.Header, data []b
 		_, err = tw.Write(data)
 		require.NoError(t, err)
 	}
-	for _, h := range extra {
-		require.NoError(t, tw.WriteHeader(&h))
+	for _, e := range extra {
+		require.NoError(t, tw.WriteHeader(&e.Header))
+		_, err = tw.Write(e.data)
+		require.NoError(t, err)
 	}
 	require.NoError(t, tw.Close())
 	require.NoError(t, os.WriteFile(name, out.Bytes(), 0o644))
@@ -389,22 +480,7 @@ func TestUpperLayersHideTheEntrypoint(t *testing.T) {
 	ctx := context.Background()
 	dir := writtenLayout(t)
 	const name = "usr/local/bin/kvserver"
-	reg := func(p string, size int64) *tar.Header {
-		return &tar.Header{Name: p, Size: size, Mode: 0o755, Typeflag: tar.TypeReg}
-	}
-	layer := func(hs ...*tar.Header) ocispec.Descriptor {
-		var buf bytes.Buffer
-		tw := tar.NewWriter(&buf)
-		for _, h := range hs {
-			require.NoError(t, tw.WriteHeader(h))
-			if h.Typeflag == tar.TypeReg {
-				_, err := tw.Write(make([]byte, h.Size))
-				require.NoError(t, err)
-			}
-		}
-		require.NoError(t, tw.Close())
-		return putBlob(t, dir, ocispec.MediaTypeImageLayer, buf.Bytes())
-	}
+	layer := func(hs ...*tar.Header) ocispec.Descriptor { return tarLayer(t, dir, hs...) }
 	lower := layer(reg(name, 3))
 	cases := []struct {
 		name  string
@@ -429,6 +505,72 @@ func TestUpperLayersHideTheEntrypoint(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			n, err := extract(ctx, s, []ocispec.Descriptor{lower, c.upper}, name, io.Discard, newBudget())
+			if c.err != "" {
+				require.ErrorContains(t, err, c.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, c.size, n)
+		})
+	}
+}
+
+// tarLayer puts in the layout at dir an uncompressed layer of the entries
+// hs, each regular file of zeros.
+func tarLayer(t *testing.T, dir string, hs ...*tar.Header) ocispec.Descriptor {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, h := range hs {
+		require.NoError(t, tw.WriteHeader(h))
+		if h.Typeflag == tar.TypeReg {
+			_, err := tw.Write(make([]byte, h.Size))
+			require.NoError(t, err)
+		}
+	}
+	require.NoError(t, tw.Close())
+	return putBlob(t, dir, ocispec.MediaTypeImageLayer, buf.Bytes())
+}
+
+// reg is the header of a regular file of size bytes at p.
+func reg(p string, size int64) *tar.Header {
+	return &tar.Header{Name: p, Size: size, Mode: 0o755, Typeflag: tar.TypeReg}
+}
+
+// A layer below the one with the entrypoint that makes a directory on its
+// path a symbolic link puts the file elsewhere when the layers are
+// unpacked (and another file may be there, as here), unless the layer with
+// the file makes that directory again before it.
+func TestLowerLayersCannotMoveTheEntrypoint(t *testing.T) {
+	ctx := context.Background()
+	dir := writtenLayout(t)
+	const name = "usr/local/bin/kvserver"
+	layer := func(hs ...*tar.Header) ocispec.Descriptor { return tarLayer(t, dir, hs...) }
+	dirEntry := func(p string) *tar.Header { return &tar.Header{Name: p, Typeflag: tar.TypeDir, Mode: 0o755} }
+	link := func(p string) *tar.Header {
+		return &tar.Header{Name: p, Typeflag: tar.TypeSymlink, Linkname: "/opt", Mode: 0o777}
+	}
+	// The file the link would lead to, after the binary in its layer.
+	upper := layer(reg(name, 3), reg("opt/kvserver", 9))
+	cases := []struct {
+		name   string
+		layers []ocispec.Descriptor
+		size   int64  // what is read, or
+		err    string // why not
+	}{
+		{"a link right below", []ocispec.Descriptor{layer(link("usr/local/bin")), upper}, 0, `is reached through "/usr/local/bin", a symbolic link in a layer below it`},
+		{"a link two layers below", []ocispec.Descriptor{layer(link("usr/local")), layer(reg("etc/passwd", 1)), upper}, 0, `is reached through "/usr/local", a symbolic link in a layer below it`},
+		{"a file below", []ocispec.Descriptor{layer(reg("usr/local", 1)), upper}, 0, `makes "/usr/local", on its path, no directory`},
+		{"a link made a directory again below", []ocispec.Descriptor{layer(link("usr/local/bin")), layer(dirEntry("usr/local/bin/")), upper}, 3, ""},
+		{"a link its layer makes a directory again first", []ocispec.Descriptor{layer(link("usr/local/bin")), layer(dirEntry("usr/local/bin/"), reg(name, 3))}, 3, ""},
+		{"a directory below made a link after", []ocispec.Descriptor{layer(dirEntry("usr/local/bin/"), link("usr/local/bin")), upper}, 0, "a symbolic link in a layer below it"},
+		{"directories below", []ocispec.Descriptor{layer(dirEntry("usr/"), dirEntry("usr/local/"), link("usr/lib")), upper}, 3, ""},
+	}
+	s, err := openLocal(ctx, must(ParseRef("oci:"+dir+":t")), newBudget())
+	require.NoError(t, err)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			n, err := extract(ctx, s, c.layers, name, io.Discard, newBudget())
 			if c.err != "" {
 				require.ErrorContains(t, err, c.err)
 				return
@@ -495,4 +637,70 @@ func TestOneImageListedManyTimesAndTwoSBOMs(t *testing.T) {
 	assert.Nil(t, found[0].SBOM)
 	require.ErrorContains(t, found[0].Err, "2 SBOMs are attached to it")
 	assert.ErrorContains(t, found[0].Err, second.Digest.String())
+}
+
+// An index entry's platform is what a runtime picks the image by; an
+// image whose config says another platform is refused, not shown under
+// the config's.
+func TestPlatformOfTheIndexAndTheConfigAgree(t *testing.T) {
+	ctx := context.Background()
+	dir := writtenLayout(t)
+	ref := must(ParseRef("oci:" + dir + ":t"))
+	found, err := Inspect(ctx, ref, Remote{}, false)
+	require.NoError(t, err)
+	require.Len(t, found, 1)
+	require.NoError(t, found[0].Err)
+	m := found[0].Manifest
+	other := "arm64"
+	if found[0].Platform.Architecture == other {
+		other = "amd64"
+	}
+	m.Platform = &ocispec.Platform{OS: found[0].Platform.OS, Architecture: other}
+	list := putJSON(t, dir, ocispec.MediaTypeImageIndex, ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex, Manifests: []ocispec.Descriptor{m}})
+	setIndex(t, dir, list)
+	found, err = Inspect(ctx, ref, Remote{}, false)
+	require.NoError(t, err)
+	require.Len(t, found, 1)
+	assert.Nil(t, found[0].Binary)
+	assert.ErrorContains(t, found[0].Err, `its index lists it for "linux/`+other+`", and its config says`)
+}
+
+// A size below zero is no room in a budget: an SBOM's descriptor that
+// declares one cannot lift the bound on the SBOMs one inspect keeps.
+func TestNegativeSizesAreRefused(t *testing.T) {
+	b := newBudget()
+	require.Error(t, b.sboms.spend(-1<<62))
+	require.Error(t, b.sboms.spend(maxSBOMs+1), "the refused spend added nothing")
+	d := ocispec.Descriptor{MediaType: SBOMArtifactType, Digest: digest.FromString("x"), Size: -1}
+	assert.ErrorContains(t, checkDigest(d), "a size of -1 bytes")
+}
+
+// The SBOM beside a docker archive is read from the archive's directory:
+// a link there that leads out of it is not followed (to a credentials
+// file, say), and the SBOM is read once for all the archive's platforms.
+func TestArchiveSBOMStaysInItsDirectory(t *testing.T) {
+	dir := t.TempDir()
+	archive := filepath.Join(dir, "img.tar")
+	require.NoError(t, Write(context.Background(), image(t), must(ParseRef("docker-archive:"+archive)), Remote{}))
+	ref := must(ParseRef("docker-archive:" + archive))
+	b := newBudget()
+	data, err := sidecarSBOM(ref, b)
+	require.NoError(t, err)
+	assert.Contains(t, string(data), `"bomFormat": "CycloneDX"`)
+	assert.Equal(t, int64(maxSBOMs)-int64(len(data)), b.sboms.left.Load())
+	again, err := sidecarSBOM(ref, b)
+	require.NoError(t, err)
+	assert.Equal(t, data, again)
+	assert.Equal(t, int64(maxSBOMs)-int64(len(data)), b.sboms.left.Load(), "read and counted once")
+
+	secret := filepath.Join(t.TempDir(), "config.json")
+	require.NoError(t, os.WriteFile(secret, []byte(`{"auths":{"r.example":{"auth":"c2VjcmV0"}}}`), 0o600))
+	require.NoError(t, os.Remove(archive+".sbom.cdx.json"))
+	require.NoError(t, os.Symlink(secret, archive+".sbom.cdx.json"))
+	data, err = sidecarSBOM(ref, newBudget())
+	require.Error(t, err)
+	assert.Nil(t, data)
+	require.NoError(t, os.Remove(archive+".sbom.cdx.json"))
+	_, err = sidecarSBOM(ref, newBudget())
+	assert.ErrorContains(t, err, "no SBOM beside it")
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	specs "github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/rogpeppe/go-internal/lockedfile"
 	"oras.land/oras-go/v2"
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/registry/remote"
@@ -198,17 +199,32 @@ func (img *Image) indexEntries(tag string) []ocispec.Descriptor {
 // with the same subject. What the layout holds may have been planted: no
 // file in it is written through (a link is replaced, not followed), a blob
 // already there is kept only if its bytes are the blob's, and index.json is
-// read as a bounded regular file.
-func (img *Image) writeLayout(ctx context.Context, ref Ref) (err error) {
-	dir := ref.Path
-	if _, serr := os.Lstat(dir); errors.Is(serr, os.ErrNotExist) {
-		// A layout this write makes goes again if the write fails.
-		defer func() {
-			if err != nil {
-				os.RemoveAll(dir)
-			}
-		}()
+// read as a bounded regular file. A directory that holds files but no
+// oci-layout is no layout, and is left as it is.
+//
+// Two writes to one layout take turns, holding a lock on its oci-layout
+// file, which is never renamed: each reads index.json after the other
+// wrote it, and neither removes the other's temporary files.
+func (img *Image) writeLayout(ctx context.Context, ref Ref) error {
+	for range 3 {
+		err := img.writeLayoutOnce(ctx, ref)
+		if !errors.Is(err, errLayoutGone) {
+			return err
+		}
 	}
+	return fmt.Errorf("%s: %w", suggest.Show(ref.Path), errLayoutGone)
+}
+
+// errLayoutGone says a layout, or its oci-layout file, went while a write
+// waited for its lock: another write that made the layout failed, and
+// removed it, or the file was replaced.
+var errLayoutGone = errors.New("the layout was removed or replaced while this build waited to write it")
+
+// writeLayoutOnce is writeLayout, once.
+func (img *Image) writeLayoutOnce(ctx context.Context, ref Ref) (err error) {
+	dir := ref.Path
+	_, serr := os.Lstat(dir)
+	made := errors.Is(serr, os.ErrNotExist)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -219,26 +235,39 @@ func (img *Image) writeLayout(ctx context.Context, ref Ref) (err error) {
 		return err
 	}
 	defer root.Close()
-	// oci-layout is written unless it is a regular file, not a link,
-	// that says the version.
-	layout, _ := json.Marshal(ocispec.ImageLayout{Version: ocispec.ImageLayoutVersion})
-	if !hasBlob(root, ocispec.ImageLayoutFile, ocispec.Descriptor{Digest: digest.FromBytes(layout), Size: int64(len(layout))}) {
-		if err := atomicfile.ReplaceIn(root, ocispec.ImageLayoutFile, bytes.NewReader(layout)); err != nil {
-			return err
+	lock, err := lockLayout(ctx, root, dir)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	if made {
+		// A layout this write made goes again if the write fails,
+		// unless another write finished in it first.
+		if _, ierr := root.Lstat(ocispec.ImageIndexFile); errors.Is(ierr, fs.ErrNotExist) {
+			defer func() {
+				if err != nil {
+					os.RemoveAll(dir)
+				}
+			}()
 		}
 	}
 	blobs, err := img.blobs(ctx)
 	if err != nil {
 		return err
 	}
-	// What a write killed before its rename left in the layout goes.
-	dirs := []string{"."}
+	// What a write killed before its rename left in the layout goes: its
+	// blobs' and its index.json's (another write may be making oci-layout
+	// right now, without the lock, which it is about to take).
+	if err := atomicfile.RemoveStaleTempsIn(root, ".", ocispec.ImageIndexFile); err != nil {
+		return err
+	}
+	var dirs []string
 	for _, d := range blobs {
 		dirs = append(dirs, path.Dir(blobPath(d)))
 	}
 	slices.Sort(dirs)
 	for _, dir := range slices.Compact(dirs) {
-		if err := atomicfile.RemoveStaleTempsIn(root, dir); err != nil {
+		if err := atomicfile.RemoveStaleTempsIn(root, dir, ""); err != nil {
 			return err
 		}
 	}
@@ -271,10 +300,10 @@ func (img *Image) writeLayout(ctx context.Context, ref Ref) (err error) {
 	var kept []ocispec.Descriptor
 	for _, d := range index.Manifests {
 		switch {
-		case d.Annotations[ocispec.AnnotationRefName] == ref.Tag && d.ArtifactType == "":
-			continue // the image this one replaces
-		case d.Digest == img.Root.Digest:
-			continue
+		case ref.Tag != "" && d.Annotations[ocispec.AnnotationRefName] == ref.Tag:
+			continue // what the tag named, which this image replaces
+		case d.Digest == img.Root.Digest && d.Annotations[ocispec.AnnotationRefName] == "":
+			continue // this image, untagged: listed again below
 		case d.ArtifactType == SBOMArtifactType && img.hasSBOM(d):
 			continue
 		}
@@ -285,6 +314,88 @@ func (img *Image) writeLayout(ctx context.Context, ref Ref) (err error) {
 		return err
 	}
 	return atomicfile.ReplaceIn(root, ocispec.ImageIndexFile, bytes.NewReader(data))
+}
+
+// lockLayout returns the layout's oci-layout file locked for writing, as
+// the go command locks go.mod, once it is a regular file that says the
+// layout's version. A directory that holds anything but no oci-layout is
+// refused: it is not a layout, and its index.json, if it has one, is
+// someone else's. The file is made whole where there is none, never
+// replacing another's, so every write locks the same file; one that says
+// something else, or a link in its place, is replaced (not followed) and
+// errLayoutGone asks for another try.
+func lockLayout(ctx context.Context, root *os.Root, dir string) (*lockedfile.File, error) {
+	layout, _ := json.Marshal(ocispec.ImageLayout{Version: ocispec.ImageLayoutVersion})
+	name := ocispec.ImageLayoutFile
+	fi, err := root.Lstat(name)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if err := emptyOrGone(root, dir); err != nil {
+			return nil, err
+		}
+		if err := atomicfile.CreateIn(root, name, bytes.NewReader(layout)); err != nil {
+			return nil, err
+		}
+	case err != nil:
+		return nil, err
+	case !fi.Mode().IsRegular():
+		if err := atomicfile.ReplaceIn(root, name, bytes.NewReader(layout)); err != nil {
+			return nil, err
+		}
+	}
+	l, err := atomicfile.OpenLocked(ctx, filepath.Join(dir, name))
+	if err != nil {
+		return nil, err
+	}
+	// The file locked must be the regular file in the layout, not one
+	// that was put in its place since, or that a link there leads to.
+	held, herr := l.Stat()
+	now, nerr := root.Lstat(name)
+	switch {
+	case herr != nil:
+		err = herr
+	case errors.Is(nerr, fs.ErrNotExist):
+		err = errLayoutGone
+	case nerr != nil:
+		err = nerr
+	case !now.Mode().IsRegular() || !os.SameFile(held, now):
+		err = errLayoutGone
+	default:
+		data, rerr := io.ReadAll(io.LimitReader(l, int64(len(layout))+1))
+		switch {
+		case rerr != nil:
+			err = rerr
+		case !bytes.Equal(data, layout):
+			err = atomicfile.ReplaceIn(root, name, bytes.NewReader(layout))
+			if err == nil {
+				err = errLayoutGone
+			}
+		}
+	}
+	if err != nil {
+		l.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// emptyOrGone checks that the directory dir, which has no oci-layout, is
+// empty but for temporary files of writes (a layout to make, another
+// write's oci-layout on its way), or that it is gone.
+func emptyOrGone(root *os.Root, dir string) error {
+	err := atomicfile.EachIn(root, ".", func(e fs.DirEntry) error {
+		if atomicfile.IsTemp(e) {
+			return nil
+		}
+		return fmt.Errorf("%s holds %s and no %s: it is no OCI layout, and kvgen writes one only in a new or empty directory or a layout", suggest.Show(dir), suggest.Quote(e.Name()), ocispec.ImageLayoutFile)
+	})
+	if err != nil {
+		return err
+	}
+	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+		return errLayoutGone
+	}
+	return nil
 }
 
 // hasBlob reports whether the file name in root is a regular file, not a
@@ -305,15 +416,24 @@ func hasBlob(root *os.Root, name string, d ocispec.Descriptor) bool {
 	return vr.Verify() == nil
 }
 
+// maxPruneRead bounds what prune reads of a layout's blobs.
+const maxPruneRead = 64 << 20
+
 // prune drops from a layout's index.json entries the SBOMs whose subject
 // is no longer there: neither an image it lists, nor one of an index it
 // lists, nor one of img's. Their blobs stay, as they do when a tag moves.
 func prune(ctx context.Context, root *os.Root, entries []ocispec.Descriptor, img *Image) []ocispec.Descriptor {
 	// Each blob is read once, however many entries name it, one at a
 	// time, and not at all once the command is stopped; what is kept of
-	// it is a digest or two.
+	// it is a digest or two. Past maxPruneRead bytes, or an index of more
+	// than maxManifests images, nothing is dropped: what kvgen could not
+	// read, it keeps.
+	read := int64(0)
 	blob := func(d ocispec.Descriptor, v any) bool {
-		if checkDigest(d) != nil || ctx.Err() != nil {
+		if checkDigest(d) != nil || ctx.Err() != nil || d.Size > maxJSON {
+			return false
+		}
+		if read += d.Size; read > maxPruneRead {
 			return false
 		}
 		data, err := readfile.ReadIn(root, blobPath(d), maxJSON)
@@ -332,10 +452,11 @@ func prune(ctx context.Context, root *os.Root, entries []ocispec.Descriptor, img
 		if (d.MediaType == ocispec.MediaTypeImageIndex || d.MediaType == dockerList) && !expanded[d.Digest] {
 			expanded[d.Digest] = true
 			var index ocispec.Index
-			if blob(d, &index) {
-				for _, m := range index.Manifests {
-					live[m.Digest.String()] = true
-				}
+			if !blob(d, &index) || len(index.Manifests) > maxManifests {
+				return entries
+			}
+			for _, m := range index.Manifests {
+				live[m.Digest.String()] = true
 			}
 		}
 	}
@@ -346,7 +467,10 @@ func prune(ctx context.Context, root *os.Root, entries []ocispec.Descriptor, img
 			subject, ok := subjects[d.Digest]
 			if !ok {
 				var m ocispec.Manifest
-				if blob(d, &m) && m.Subject != nil {
+				if !blob(d, &m) && read > maxPruneRead {
+					return entries
+				}
+				if m.Subject != nil {
 					subject = m.Subject.Digest.String()
 				}
 				subjects[d.Digest] = subject
@@ -424,11 +548,20 @@ func (img *Image) writeArchive(ctx context.Context, ref Ref) error {
 	if fi, err := os.Lstat(ref.Path); err == nil && fi.IsDir() {
 		return fmt.Errorf("%s is a directory; name the archive's file", suggest.Show(ref.Path))
 	}
+	sbom := ref.Path + ".sbom.cdx.json"
+	if err := replaceableSBOM(sbom); err != nil {
+		return err
+	}
 	m, err := fetchManifest(ctx, img, pi.Manifest)
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(ref.Path), ".tmp-")
+	// Named as atomicfile names its temporary files, so that a write
+	// killed before its rename leaves nothing the next one keeps.
+	if err := atomicfile.RemoveStaleTemps(ref.Path); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(ref.Path), "."+filepath.Base(ref.Path)+".*.tmp")
 	if err != nil {
 		return err
 	}
@@ -443,10 +576,36 @@ func (img *Image) writeArchive(ctx context.Context, ref Ref) error {
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.Replace(ref.Path+".sbom.cdx.json", bytes.NewReader(pi.SBOMData)); err != nil {
+	if err := atomicfile.Replace(sbom, bytes.NewReader(pi.SBOMData)); err != nil {
 		return err
 	}
-	return os.Rename(tmp.Name(), ref.Path)
+	if err := os.Rename(tmp.Name(), ref.Path); err != nil {
+		// No SBOM beside the archive is better than one of another.
+		os.Remove(sbom)
+		return err
+	}
+	return nil
+}
+
+// replaceableSBOM checks that what is at the path of an archive's SBOM,
+// a name the user did not give, may be replaced: nothing, a link (which
+// is replaced, not followed), or an SBOM, as an earlier build wrote.
+func replaceableSBOM(path string) error {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) || err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var bom struct {
+		BOMFormat string `json:"bomFormat"`
+	}
+	data, err := readfile.Read(path, maxSBOM)
+	if err != nil || json.Unmarshal(data, &bom) != nil || bom.BOMFormat != "CycloneDX" {
+		return fmt.Errorf("%s is there and is no CycloneDX SBOM: kvgen writes the archive's SBOM there; move it away, or name another archive", suggest.Show(path))
+	}
+	return nil
 }
 
 // archiveFile is a file of a docker archive other than a blob.
