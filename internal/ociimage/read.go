@@ -175,6 +175,9 @@ func extract(ctx context.Context, src content.Fetcher, layers []ocispec.Descript
 			return n, err
 		}
 		for _, below := range slices.Backward(layers[:i]) {
+			if allDirs(name, dirs) {
+				break // nothing below can move it: kvgen's own layer makes every directory on its path
+			}
 			if _, err := readLayer(ctx, src, below, b, func(tr *tar.Reader) (int64, error) {
 				return 0, checkPathInLayer(tr, name, below.Digest, dirs)
 			}); err != nil {
@@ -337,6 +340,16 @@ func findInLayer(tr *tar.Reader, name string, w io.Writer, layer digest.Digest, 
 		return 0, errDeleted
 	}
 	return 0, errNotInLayers
+}
+
+// allDirs reports whether dirs holds every directory on name's path.
+func allDirs(name string, dirs map[string]bool) bool {
+	for d := path.Dir(name); d != "." && d != "/"; d = path.Dir(d) {
+		if !dirs[d] {
+			return false
+		}
+	}
+	return true
 }
 
 // checkPathInLayer checks a layer below the one that has the file name:

@@ -223,14 +223,25 @@ func checkDockerConfig() error {
 	if err != nil {
 		return err
 	}
-	var cfg struct {
-		CredsStore  string            `json:"credsStore"`
-		CredHelpers map[string]string `json:"credHelpers"`
-	}
+	// Keyed exactly, as oras reads it: a struct would take "credsstore"
+	// for "credsStore", and check a value oras does not run.
+	var cfg map[string]json.RawMessage
 	if err := json.Unmarshal(data, &cfg); err != nil {
 		return fmt.Errorf("%s: %w", suggest.Show(path), err)
 	}
-	helpers := append([]string{cfg.CredsStore}, slices.Sorted(maps.Values(cfg.CredHelpers))...)
+	var store string
+	var perHost map[string]string
+	if raw, ok := cfg["credsStore"]; ok {
+		if err := json.Unmarshal(raw, &store); err != nil {
+			return fmt.Errorf("%s: credsStore: %w", suggest.Show(path), err)
+		}
+	}
+	if raw, ok := cfg["credHelpers"]; ok {
+		if err := json.Unmarshal(raw, &perHost); err != nil {
+			return fmt.Errorf("%s: credHelpers: %w", suggest.Show(path), err)
+		}
+	}
+	helpers := append([]string{store}, slices.Sorted(maps.Values(perHost))...)
 	for _, h := range helpers {
 		if strings.ContainsAny(h, `/\`) {
 			return fmt.Errorf("%s names the credential helper %s: a helper is a program docker-credential-NAME on PATH, and its NAME has no path separator", suggest.Show(path), suggest.Quote(h))

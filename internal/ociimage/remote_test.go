@@ -23,6 +23,7 @@ func TestDockerConfigHelpersAreProgramsOnPath(t *testing.T) {
 		{`{"credsStore": "../../tmp/evil"}`, `names the credential helper "../../tmp/evil"`},
 		{`{"credHelpers": {"registry.example": "sub/helper"}}`, `names the credential helper "sub/helper"`},
 		{`{"credHelpers": {"registry.example": "c:\\helper"}}`, `names the credential helper`},
+		{`{"credsStore": "../../tmp/evil", "credsstore": "desktop"}`, `names the credential helper "../../tmp/evil"`},
 	} {
 		require.NoError(t, os.WriteFile(config, []byte(c.config), 0o600))
 		_, err := Remote{}.repository(ref)
@@ -32,7 +33,11 @@ func TestDockerConfigHelpersAreProgramsOnPath(t *testing.T) {
 		}
 		assert.ErrorContains(t, err, c.err, c.config)
 	}
-	require.NoError(t, os.WriteFile(config, make([]byte, maxDockerConfig+1), 0o600))
+	big := append([]byte(`{"auths": {}, "padding": "`), make([]byte, maxDockerConfig)...)
+	for i := len(`{"auths": {}, "padding": "`); i < len(big); i++ {
+		big[i] = 'x'
+	}
+	require.NoError(t, os.WriteFile(config, append(big, `"}`...), 0o600))
 	_, err := Remote{}.repository(ref)
-	assert.ErrorContains(t, err, "reading Docker's credentials")
+	assert.ErrorContains(t, err, "larger than")
 }

@@ -552,6 +552,7 @@ func TestLowerLayersCannotMoveTheEntrypoint(t *testing.T) {
 	}
 	// The file the link would lead to, after the binary in its layer.
 	upper := layer(reg(name, 3), reg("opt/kvserver", 9))
+	zstd := putBlob(t, dir, "application/vnd.oci.image.layer.v1.tar+zstd", []byte("not read"))
 	cases := []struct {
 		name   string
 		layers []ocispec.Descriptor
@@ -565,6 +566,9 @@ func TestLowerLayersCannotMoveTheEntrypoint(t *testing.T) {
 		{"a link its layer makes a directory again first", []ocispec.Descriptor{layer(link("usr/local/bin")), layer(dirEntry("usr/local/bin/"), reg(name, 3))}, 3, ""},
 		{"a directory below made a link after", []ocispec.Descriptor{layer(dirEntry("usr/local/bin/"), link("usr/local/bin")), upper}, 0, "a symbolic link in a layer below it"},
 		{"directories below", []ocispec.Descriptor{layer(dirEntry("usr/"), dirEntry("usr/local/"), link("usr/lib")), upper}, 3, ""},
+		// As kvgen's own layer has them: the layers below are not read,
+		// not even one of a kind inspect does not read.
+		{"its layer makes every directory first", []ocispec.Descriptor{zstd, layer(dirEntry("usr/"), dirEntry("usr/local/"), dirEntry("usr/local/bin/"), reg(name, 3))}, 3, ""},
 	}
 	s, err := openLocal(ctx, must(ParseRef("oci:"+dir+":t")), newBudget())
 	require.NoError(t, err)

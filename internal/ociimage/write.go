@@ -334,7 +334,7 @@ func lockLayout(ctx context.Context, root *os.Root, dir string) (*lockedfile.Fil
 			return nil, err
 		}
 		if err := atomicfile.CreateIn(root, name, bytes.NewReader(layout)); err != nil {
-			return nil, err
+			return nil, gone(err)
 		}
 	case err != nil:
 		return nil, err
@@ -345,7 +345,7 @@ func lockLayout(ctx context.Context, root *os.Root, dir string) (*lockedfile.Fil
 	}
 	l, err := atomicfile.OpenLocked(ctx, filepath.Join(dir, name))
 	if err != nil {
-		return nil, err
+		return nil, gone(err)
 	}
 	// The file locked must be the regular file in the layout, not one
 	// that was put in its place since, or that a link there leads to.
@@ -377,6 +377,15 @@ func lockLayout(ctx context.Context, root *os.Root, dir string) (*lockedfile.Fil
 		return nil, err
 	}
 	return l, nil
+}
+
+// gone is err, or errLayoutGone if it says a file is not there: another
+// write that made the layout removed it meanwhile.
+func gone(err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return errLayoutGone
+	}
+	return err
 }
 
 // emptyOrGone checks that the directory dir, which has no oci-layout, is
@@ -430,14 +439,12 @@ func prune(ctx context.Context, root *os.Root, entries []ocispec.Descriptor, img
 	// read, it keeps.
 	read := int64(0)
 	blob := func(d ocispec.Descriptor, v any) bool {
-		if checkDigest(d) != nil || ctx.Err() != nil || d.Size > maxJSON {
-			return false
-		}
-		if read += d.Size; read > maxPruneRead {
+		if checkDigest(d) != nil || ctx.Err() != nil || d.Size > maxJSON || read > maxPruneRead {
 			return false
 		}
 		data, err := readfile.ReadIn(root, blobPath(d), maxJSON)
-		return err == nil && json.Unmarshal(data, v) == nil
+		read += int64(len(data)) // what was read, whatever the descriptor says
+		return err == nil && int64(len(data)) == d.Size && json.Unmarshal(data, v) == nil
 	}
 	live := map[string]bool{}
 	for _, pi := range img.Platforms {
@@ -544,7 +551,7 @@ func (img *Image) writeArchive(ctx context.Context, ref Ref) error {
 		return fmt.Errorf("a docker archive holds one platform's image, and there are %d; give one -target, or write an OCI layout (oci:DIR) or to a registry", len(img.Platforms))
 	}
 	pi := img.Platforms[0]
-	// Nothing is written when the archive cannot be: its SBOM goes first.
+	// Nothing is written when the archive cannot be.
 	if fi, err := os.Lstat(ref.Path); err == nil && fi.IsDir() {
 		return fmt.Errorf("%s is a directory; name the archive's file", suggest.Show(ref.Path))
 	}
@@ -576,11 +583,13 @@ func (img *Image) writeArchive(ctx context.Context, ref Ref) error {
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.Replace(sbom, bytes.NewReader(pi.SBOMData)); err != nil {
+	// The archive's rename is the build's one change until it succeeds;
+	// then its SBOM. If that fails, no SBOM beside the archive is better
+	// than the one of the archive it replaced.
+	if err := os.Rename(tmp.Name(), ref.Path); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp.Name(), ref.Path); err != nil {
-		// No SBOM beside the archive is better than one of another.
+	if err := atomicfile.Replace(sbom, bytes.NewReader(pi.SBOMData)); err != nil {
 		os.Remove(sbom)
 		return err
 	}
