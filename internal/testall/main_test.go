@@ -57,7 +57,7 @@ func runReport(t *testing.T, ci bool) (string, tally) {
 	return out.String(), tl
 }
 
-// The root module's run leaves out cmd/kvgen, which runs alone after it,
+// The root module's run leaves out cmd/kvgen, which runs alone before it,
 // and keeps every other package, this one included.
 func TestPackagesButLeavesOutOnlyThatOne(t *testing.T) {
 	pkgs, err := packagesBut("../..", alone["."])
