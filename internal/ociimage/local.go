@@ -281,22 +281,24 @@ func imageFile(p string) bool {
 
 // checkDockerManifest checks that the images an archive's manifest.json
 // lists, which docker load loads, are the ones its index.json leads to,
-// which kvgen reads: an archive whose two disagree is refused, not
-// reported as one image while it loads as another.
+// which kvgen reads, and that index.json names no artifact, which
+// containerd's image store would load under that name: an archive that
+// says two things is refused, not reported as one image while it loads
+// as another.
 func (s *localStore) checkDockerManifest(ctx context.Context) error {
-	if _, ok := s.files["manifest.json"]; !ok {
-		return nil
-	}
-	data, err := s.readSmall("manifest.json")
-	if err != nil {
-		return err
-	}
 	var entries []dockerManifestEntry
-	if err := json.Unmarshal(data, &entries); err != nil {
-		return fmt.Errorf("manifest.json: %w", err)
-	}
-	if len(entries) > maxIndexEntries {
-		return fmt.Errorf("manifest.json lists %d images, more than %d", len(entries), maxIndexEntries)
+	_, legacy := s.files["manifest.json"]
+	if legacy {
+		data, err := s.readSmall("manifest.json")
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal(data, &entries); err != nil {
+			return fmt.Errorf("manifest.json: %w", err)
+		}
+		if len(entries) > maxIndexEntries {
+			return fmt.Errorf("manifest.json lists %d images, more than %d", len(entries), maxIndexEntries)
+		}
 	}
 	// The images inspect reads from index.json (as roots and Inspect pick
 	// them), each as manifest.json would name it; roots, those that are
@@ -305,8 +307,20 @@ func (s *localStore) checkDockerManifest(ctx context.Context) error {
 	// A manifest listed many times is read once.
 	seen := map[string]bool{}
 	var add func(d ocispec.Descriptor, depth int) error
+	// containerd's image store loads index.json, not manifest.json, and
+	// names each of its entries by annotation: an artifact there under a
+	// name would load under it too.
+	named := func(d ocispec.Descriptor) error {
+		if name := d.Annotations["io.containerd.image.name"] + d.Annotations[ocispec.AnnotationRefName]; name != "" {
+			return fmt.Errorf("index.json names %s (%s), which is no image kvgen reads, and which a container runtime would load under that name", d.Digest, suggest.Quote(name))
+		}
+		return nil
+	}
 	add = func(d ocispec.Descriptor, depth int) error {
 		key := fmt.Sprint(d.Digest, depth)
+		if depth == 0 && d.ArtifactType != "" {
+			return named(d)
+		}
 		if seen[key] || d.ArtifactType != "" || d.Platform != nil && d.Platform.OS == "unknown" {
 			return nil
 		}
@@ -331,7 +345,7 @@ func (s *localStore) checkDockerManifest(ctx context.Context) error {
 				return err
 			}
 			if depth == 0 && m.Subject != nil {
-				return nil // an artifact of an image, such as its SBOM
+				return named(d) // an artifact of an image, such as its SBOM
 			}
 			key := dockerKey(m)
 			images = append(images, key)
@@ -345,6 +359,9 @@ func (s *localStore) checkDockerManifest(ctx context.Context) error {
 		if err := add(d, 0); err != nil {
 			return err
 		}
+	}
+	if !legacy {
+		return nil
 	}
 	var loaded []string
 	for _, e := range entries {

@@ -272,7 +272,7 @@ func TestArchiveWhoseTwoManifestsDisagree(t *testing.T) {
 // another is loaded.
 func TestArchiveLoadsOnlyWhatInspectReads(t *testing.T) {
 	ctx := context.Background()
-	for _, tc := range []string{"a subject", "an index's unknown platform"} {
+	for _, tc := range []string{"a subject", "an index's unknown platform", "a named artifact"} {
 		t.Run(tc, func(t *testing.T) {
 			archive := filepath.Join(t.TempDir(), "img.tar")
 			require.NoError(t, Write(ctx, image(t), must(ParseRef("docker-archive:"+archive)), Remote{}))
@@ -289,15 +289,21 @@ func TestArchiveLoadsOnlyWhatInspectReads(t *testing.T) {
 			// Another image: the same layers under another config.
 			other := m
 			other.Config = ocispec.Descriptor{MediaType: ocispec.MediaTypeImageConfig, Digest: m.Layers[0].Digest, Size: m.Layers[0].Size}
-			if tc == "a subject" {
+			if tc != "an index's unknown platform" {
 				other.Subject = &genuine
 			}
 			data := must(json.Marshal(other))
 			od := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: digest.FromBytes(data), Size: int64(len(data))}
 			add := map[string][]byte{blobPath(od): data}
-			if tc == "a subject" {
+			switch tc {
+			case "a subject":
 				idx.Manifests = append(idx.Manifests, od)
-			} else {
+			case "a named artifact":
+				// manifest.json as it was; containerd's image store
+				// reads index.json, and would load this as the image.
+				od.Annotations = map[string]string{"io.containerd.image.name": "docker.io/library/kvserver:edge"}
+				idx.Manifests = append(idx.Manifests, od)
+			default:
 				genuine.Platform = &ocispec.Platform{OS: "linux", Architecture: "amd64"}
 				od.Platform = &ocispec.Platform{OS: "unknown", Architecture: "unknown"}
 				list := must(json.Marshal(ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex, Manifests: []ocispec.Descriptor{genuine, od}}))
@@ -311,10 +317,11 @@ func TestArchiveLoadsOnlyWhatInspectReads(t *testing.T) {
 			for _, l := range other.Layers {
 				evil.Layers = append(evil.Layers, blobPath(l))
 			}
-			if tc == "a subject" {
+			switch tc {
+			case "a subject":
 				entries[0].RepoTags = nil
 				entries = append(entries, evil)
-			} else {
+			case "an index's unknown platform":
 				entries = []dockerManifestEntry{evil}
 			}
 			rewriteTar(t, archive, func(name string, data []byte) []byte {
@@ -328,6 +335,10 @@ func TestArchiveLoadsOnlyWhatInspectReads(t *testing.T) {
 			})
 			addToTar(t, archive, add)
 			_, err := Inspect(ctx, must(ParseRef("docker-archive:"+archive)), Remote{}, false)
+			if tc == "a named artifact" {
+				require.ErrorContains(t, err, `index.json names `+od.Digest.String()+` ("docker.io/library/kvserver:edge"), which is no image kvgen reads`)
+				return
+			}
 			require.ErrorContains(t, err, "manifest.json, which docker load reads, lists an image")
 		})
 	}

@@ -344,6 +344,14 @@ func lockLayout(ctx context.Context, root *os.Root, dir string) (*lockedfile.Fil
 		}
 	}
 	l, err := atomicfile.OpenLocked(ctx, filepath.Join(dir, name))
+	if errors.Is(err, fs.ErrPermission) {
+		// A read-only oci-layout (another tool's, copied) cannot be
+		// locked for writing: one of kvgen's, of the same bytes, can.
+		if rerr := atomicfile.ReplaceIn(root, name, bytes.NewReader(layout)); rerr != nil {
+			return nil, err
+		}
+		return nil, errLayoutGone
+	}
 	if err != nil {
 		return nil, gone(err)
 	}
