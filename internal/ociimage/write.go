@@ -400,14 +400,24 @@ func gone(err error) error {
 // empty but for temporary files of writes (a layout to make, another
 // write's oci-layout on its way), or that it is gone.
 func emptyOrGone(root *os.Root, dir string) error {
+	var found string
 	err := atomicfile.EachIn(root, ".", func(e fs.DirEntry) error {
-		if atomicfile.IsTemp(e) {
+		if !atomicfile.IsTemp(e) {
+			found = e.Name()
+			return fs.SkipAll
+		}
+		return nil
+	})
+	if err != nil && err != fs.SkipAll {
+		return err
+	}
+	if found != "" {
+		// Another write may have made the layout since: its oci-layout
+		// comes before anything else it writes.
+		if _, err := root.Lstat(ocispec.ImageLayoutFile); err == nil {
 			return nil
 		}
-		return fmt.Errorf("%s holds %s and no %s: it is no OCI layout, and kvgen writes one only in a new or empty directory or a layout", suggest.Show(dir), suggest.Quote(e.Name()), ocispec.ImageLayoutFile)
-	})
-	if err != nil {
-		return err
+		return fmt.Errorf("%s holds %s and no %s: it is no OCI layout, and kvgen writes one only in a new or empty directory or a layout", suggest.Show(dir), suggest.Quote(found), ocispec.ImageLayoutFile)
 	}
 	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
 		return errLayoutGone
