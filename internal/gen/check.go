@@ -90,7 +90,7 @@ func prepareEntry(errs *diag.List, c manifest.Entry, index int, lp *loadedPackag
 	name, namePos := c.Constructor.V, c.Constructor.Pos
 	if name == "" {
 		namePos = c.Pos
-		files, err := lp.src.parsed()
+		files, err := lp.src.holding(markerConstructor)
 		marked := findMarked(files)
 		switch {
 		case err != nil:

@@ -491,14 +491,15 @@ func ReadMarkers(ctx context.Context, opts Options, factory string) (*Contract, 
 		}
 		return nil, fmt.Errorf("factory %s: package %s: %s", suggest.Quote(factory), suggest.Quote(path), msg)
 	}
-	files, err := newSourceFiles(pkgs[0]).parsed()
+	src := newSourceFiles(pkgs[0])
+	files, err := src.holding(name)
 	if err != nil {
 		return nil, fmt.Errorf("factory %s: reading its markers: %w", suggest.Quote(factory), err)
 	}
 	if !declaresType(files, name) {
 		return nil, fmt.Errorf("factory %s: package %s has no type %s", suggest.Quote(factory), suggest.Quote(path), suggest.Quote(name))
 	}
-	mk, problem := readMarkers(files, name)
+	mk, problem := readMarkers(src.holding, name)
 	if problem != "" {
 		return nil, fmt.Errorf("factory %s: %s", suggest.Quote(factory), problem)
 	}
@@ -533,11 +534,7 @@ func readContract(errs *diag.List, m *manifest.Manifest, named *Contract, pkg *p
 	if err != nil {
 		return at("%v", err)
 	}
-	files, err := newSourceFiles(pkg).parsed()
-	if err != nil {
-		return at("reading its markers: %v", err)
-	}
-	mk, problem := readMarkers(files, named.Name)
+	mk, problem := readMarkers(newSourceFiles(pkg).holding, named.Name)
 	if problem != "" {
 		return at("%s", problem)
 	}

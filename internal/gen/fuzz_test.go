@@ -106,13 +106,8 @@ func registryPackage(t testing.TB) (*types.Package, *typedContract) {
 		if registryTypes, registryErr = readExport(registryFset, imports, pkgs[1]); registryErr != nil {
 			return
 		}
-		files, err := newSourceFiles(pkgs[1]).parsed()
-		if err != nil {
-			registryErr = err
-			return
-		}
 		c := Contract{Path: kvPath, Name: "Factory"}
-		mk, problem := readMarkers(files, c.Name)
+		mk, problem := readMarkers(newSourceFiles(pkgs[1]).holding, c.Name)
 		if problem == "" {
 			kvResolved, kvContract, problem = typeContract(registryTypes, c.withMarkers(mk))
 		}

@@ -374,7 +374,7 @@ func (r *Result) Summary(e *Entry) string {
 	if src == nil {
 		return ""
 	}
-	files, _ := src.parsed() // what does not parse has no doc to give
+	files, _ := src.holding(e.Constructor) // what does not parse has no doc to give
 	return summary(files, e.Constructor)
 }
 

@@ -18,14 +18,25 @@ type markers struct {
 	sel      *Select
 }
 
+// markerPrefix begins every marker line.
+const markerPrefix = "//kvgen:"
+
+// filesHolding returns, parsed, the files of a package whose source holds
+// one of words, and the first failure among them (sourceFiles.holding).
+type filesHolding func(words ...string) ([]*ast.File, error)
+
 // readMarkers reads the markers of the doc comment of the type name
 // declares in files, the contract package's source: the roles the
 // contract declares, its registry function and its rule for selecting
 // entries from a config. A problem is a marker that does not parse, in
 // words; the markers are then the zero value.
-func readMarkers(files []*ast.File, name string) (markers, string) {
+func readMarkers(files filesHolding, name string) (markers, string) {
 	var mk markers
-	doc := typeDoc(files, name)
+	marked, err := files(markerPrefix)
+	if err != nil {
+		return mk, fmt.Sprintf("reading its markers: %v", err)
+	}
+	doc := typeDoc(marked, name)
 	if doc == nil {
 		return mk, ""
 	}
@@ -71,7 +82,7 @@ func readMarkers(files []*ast.File, name string) (markers, string) {
 // parseSelect parses what follows MarkerSelect: the key path that names
 // an entry, then children=PATH, multi=Func and keys=KEY,KEY,... in any
 // order. files are the contract package's, where multi's function is.
-func parseSelect(rest string, files []*ast.File) (*Select, string) {
+func parseSelect(rest string, files filesHolding) (*Select, string) {
 	fields := strings.Fields(rest)
 	if len(fields) == 0 || strings.Contains(fields[0], "=") {
 		return nil, "want the key that names an entry first, as in kv_connector"
@@ -100,7 +111,11 @@ func parseSelect(rest string, files []*ast.File) (*Select, string) {
 			if !token.IsIdentifier(value) {
 				return nil, fmt.Sprintf("multi=%s: want the name of a function of the contract's package", suggest.Quote(value))
 			}
-			if !declaresFunc(files, value) {
+			declaring, err := files(value)
+			if err != nil {
+				return nil, fmt.Sprintf("multi=%s: reading the contract's package: %v", value, err)
+			}
+			if !declaresFunc(declaring, value) {
 				return nil, fmt.Sprintf("multi=%s: the contract's package has no function %s", value, suggest.Quote(value))
 			}
 			sel.Multi = value
@@ -135,7 +150,11 @@ func parseSelect(rest string, files []*ast.File) (*Select, string) {
 			return nil, fmt.Sprintf("keys= does not list %s, where the children are", suggest.Quote(first))
 		}
 	}
-	sel.marked = findMarked(files)
+	marked, err := files(markerConstructor)
+	if err != nil {
+		return nil, fmt.Sprintf("reading its %s markers: %v", markerConstructor, err)
+	}
+	sel.marked = findMarked(marked)
 	return sel, ""
 }
 

@@ -1,20 +1,27 @@
 package gen
 
 import (
-	"go/ast"
-	"go/parser"
-	"go/token"
+	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 )
 
-// parseContract parses src, a contract package's file.
-func parseContract(t *testing.T, src string) []*ast.File {
+// parseContract returns a contract package's files, src and then more,
+// as readMarkers reads them: written to a directory, and parsed when a
+// reader looks for what they hold.
+func parseContract(t *testing.T, src string, more ...string) filesHolding {
 	t.Helper()
-	f, err := parser.ParseFile(token.NewFileSet(), "contract.go", src, parser.ParseComments)
-	require.NoError(t, err)
-	return []*ast.File{f}
+	dir := t.TempDir()
+	s := &sourceFiles{}
+	for i, text := range append([]string{src}, more...) {
+		name := filepath.Join(dir, fmt.Sprintf("contract%d.go", i))
+		require.NoError(t, os.WriteFile(name, []byte(text), 0o644))
+		s.names = append(s.names, name)
+	}
+	return s.holding
 }
 
 // A contract's //kvgen:select line is read as data: the key that names an
@@ -57,6 +64,27 @@ func NewChain(cfg map[string]any) (any, error) { return nil, nil }
 	mk, problem = readMarkers(parseContract(t, "package plug\n\n//kvgen:roles a\ntype F func()\n"), "F")
 	require.Empty(t, problem)
 	require.Nil(t, mk.sel)
+}
+
+// A contract's markers are read from the files that hold them (the doc
+// comment's, the multi= function's, the marked constructor's, each in a
+// file of its own here), and no other file of the package is parsed.
+func TestReadMarkersParsesOnlyTheFilesThatHoldThem(t *testing.T) {
+	holding := parseContract(t,
+		"package plug\n\n// Factory makes a plugin.\n//\n//kvgen:select name children=with multi=NewChain\ntype Factory func()\n",
+		"package plug\n\n// NewChain runs its children.\nfunc NewChain() {}\n",
+		"package plug\n\n// NewLeaf is one.\n//\n//kvgen:constructor\nfunc NewLeaf() {}\n",
+		"package plug\n\nfunc Other() {}\n",
+		"package plug\n\nfunc broken( {\n")
+	mk, problem := readMarkers(holding, "Factory")
+	require.Empty(t, problem)
+	require.Equal(t, "NewChain", mk.sel.Multi)
+	require.Equal(t, []string{"NewLeaf"}, mk.sel.marked)
+
+	// The other files were left as they were read; parsing the package
+	// whole finds the broken one.
+	_, err := holding()
+	require.ErrorContains(t, err, "contract4.go")
 }
 
 // A //kvgen:select line that does not parse is a problem that says what
