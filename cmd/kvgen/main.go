@@ -65,6 +65,7 @@ import (
 
 	"github.com/kvgen/kvgen/internal/diag"
 	"github.com/kvgen/kvgen/internal/gen"
+	"github.com/kvgen/kvgen/internal/gen/deploy"
 	"github.com/kvgen/kvgen/internal/manifest"
 	"github.com/kvgen/kvgen/internal/suggest"
 )
@@ -348,7 +349,10 @@ func (e *env) report(err error) {
 	var fp fileProblem
 	var d *diag.Error
 	var l diag.List
+	var ge *deploy.GoError
 	switch {
+	case !e.asJSON && errors.As(err, &ge):
+		e.goFailed(err, ge)
 	case errors.As(err, &fp):
 		// The message as text shows it, with the file's position.
 		msg := line("%v", err)
@@ -364,6 +368,34 @@ func (e *env) report(err error) {
 	default:
 		e.errorf("%v", err)
 	}
+}
+
+// maxGoLines bounds how many of a failed go command's lines goFailed
+// shows.
+const maxGoLines = 500
+
+// goFailed reports err, a go command run that failed (ge), as the go
+// command reported it: kvgen's line, then the go command's lines as it
+// wrote them, each as printable text (line), so that a compiler's errors
+// read, and an editor finds their positions, as after go build. Escaped
+// into kvgen's one line, a build's errors were unreadable.
+func (e *env) goFailed(err error, ge *deploy.GoError) {
+	full, own := err.Error(), ge.Error()
+	head := fmt.Sprintf("go %s: %v", ge.Verb, ge.Err)
+	if i := strings.Index(full, own); i >= 0 {
+		head = full[:i] + head + full[i+len(own):]
+	}
+	var b strings.Builder
+	b.WriteString("kvgen: " + line("%s", head))
+	lines := strings.Split(strings.TrimRight(ge.Output, "\n"), "\n")
+	for i, l := range lines {
+		if i == maxGoLines {
+			fmt.Fprintf(&b, "\n... (%d lines more)", len(lines)-i)
+			break
+		}
+		b.WriteString("\n" + line("%s", l))
+	}
+	e.problem(b.String())
 }
 
 // commands lists the subcommands; a function, since usage refers to it and

@@ -485,8 +485,27 @@ func (b *builder) goOutput(ctx context.Context, dir string, args ...string) (str
 	if errors.As(err, &ge) {
 		err = ge.Err // the go command's words follow, annotated
 	}
-	return "", fmt.Errorf("go %s: %w\n%s", args[0], err, b.annotate(string(stderr)))
+	return "", &GoError{Verb: args[0], Err: err, Output: b.annotate(string(stderr))}
 }
+
+// GoError is a go command run that failed, such as the build of a
+// deployment's program, with what the go command said: a compiler's
+// errors, one a line, each that names a manifest entry's package or
+// module placed at that entry.
+type GoError struct {
+	// Verb is the go command's: "build".
+	Verb string
+	// Err is how the run ended: "exit status 1".
+	Err error
+	// Output is what it wrote to standard error.
+	Output string
+}
+
+// Error is the run and how it ended, then the go command's lines.
+func (e *GoError) Error() string { return fmt.Sprintf("go %s: %v\n%s", e.Verb, e.Err, e.Output) }
+
+// Unwrap returns how the run ended.
+func (e *GoError) Unwrap() error { return e.Err }
 
 // annotate places each line of out that names an entry's package or
 // module at that entry, in whichever registry lists it.
