@@ -393,7 +393,7 @@ func (e *env) goFailed(err error, ge *deploy.GoError) {
 			fmt.Fprintf(&b, "\n... (%d lines more)", len(lines)-i)
 			break
 		}
-		b.WriteString("\n" + line("%s", l))
+		b.WriteString("\n" + line("%s", strings.TrimSuffix(l, "\r")))
 	}
 	e.problem(b.String())
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvgen/kvgen/internal/diag"
+	"github.com/kvgen/kvgen/internal/gen/deploy"
 )
 
 // A report's list is written an item at a time, as the items come, and
@@ -108,6 +109,43 @@ func TestReportAsText(t *testing.T) {
 	e.errorf("plain")
 	assert.Empty(t, out.String())
 	assert.Equal(t, "connectors.yaml:2:3: positioned\nkvgen: bin/x: unrecognized file format\nkvgen: plain\n", stderr.String())
+}
+
+// A failed go build is reported as the go command wrote it, a line each,
+// under kvgen's line with what the error wraps it in; what its lines hold
+// that is not printable is escaped, a Windows line end is dropped, and
+// past 500 lines the rest are counted. With -json it is one message.
+func TestGoBuildFailureKeepsItsLines(t *testing.T) {
+	lines := []string{"# example.com/host", "main.go:3:9: undefined: Registr\r", "evil\x1b[2J.go:1:1: \u202eesrever"}
+	for i := range 600 {
+		lines = append(lines, fmt.Sprintf("more.go:%d:1: error", i+1))
+	}
+	err := fmt.Errorf("building the image: %w", &deploy.GoError{Verb: "build", Err: errors.New("exit status 1"), Output: strings.Join(lines, "\n") + "\n"})
+	var stderr bytes.Buffer
+	e := &env{stdout: io.Discard, stderr: &stderr, ctx: context.Background()}
+	e.report(err)
+	got := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n")
+	require.Len(t, got, 1+maxGoLines+1)
+	assert.Equal(t, []string{
+		"kvgen: building the image: go build: exit status 1",
+		"# example.com/host",
+		"main.go:3:9: undefined: Registr",
+		`evil\x1b[2J.go:1:1: \u202eesrever`,
+		"more.go:1:1: error",
+	}, got[:5])
+	assert.Equal(t, "more.go:497:1: error", got[maxGoLines])
+	assert.Equal(t, "... (103 lines more)", got[maxGoLines+1])
+
+	var out bytes.Buffer
+	e = &env{stdout: &out, stderr: io.Discard, ctx: context.Background(), asJSON: true}
+	e.json.w = &out
+	e.report(err)
+	require.NoError(t, e.json.end())
+	var report struct{ Problems []struct{ Message string } }
+	require.NoError(t, json.Unmarshal(out.Bytes(), &report))
+	require.Len(t, report.Problems, 1)
+	assert.NotContains(t, report.Problems[0].Message, "\n")
+	assert.True(t, strings.HasPrefix(report.Problems[0].Message, `building the image: go build: exit status 1\n# example.com/host\nmain.go:3:9`), report.Problems[0].Message[:80])
 }
 
 // A message that carries megabytes from outside (a registry's token
