@@ -124,8 +124,8 @@ func EnvValues(ctx context.Context, dir string, env []string, keys ...string) ([
 }
 
 // ReadOnlyModulesEnv is ReadOnlyModules, and returns as well what the go
-// command says of the variables keys (go env keys...), one value each:
-// one go command run answers both.
+// command says of the variables keys (go env keys...), one value each, or
+// nil for no keys: one go command run answers both.
 func ReadOnlyModulesEnv(ctx context.Context, dir string, env []string, keys ...string) ([]string, []string, error) {
 	value := Lookup(env, "GOFLAGS")
 	ask := keys
@@ -142,6 +142,11 @@ func ReadOnlyModulesEnv(ctx context.Context, dir string, env []string, keys ...s
 		if value == "" {
 			value, values = values[0], values[1:]
 		}
+	}
+	if len(keys) == 0 {
+		// Not an empty answer, which gen reads as go env's values: with
+		// GOFLAGS unset, as on most machines, list and doc indexed it.
+		values = nil
 	}
 	kept := slices.DeleteFunc(strings.Fields(value), func(f string) bool {
 		name, value, _ := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(f, "-"), "-"), "=")

@@ -68,6 +68,14 @@ func TestReadOnlyModules(t *testing.T) {
 		assert.Equal(t, []string{"plan9", "arm"}, values)
 		assert.NotContains(t, Lookup(got, "GOFLAGS"), "mod")
 	}
+
+	// Asked for no variable, it says none, even when it asked go env for
+	// GOFLAGS: a caller tells "not asked" from the answer by nil.
+	for _, env := range [][]string{env, append(slices.Clip(env), "GOFLAGS=-mod=mod")} {
+		_, values, err := ReadOnlyModulesEnv(t.Context(), home, env)
+		require.NoError(t, err)
+		assert.Nil(t, values)
+	}
 }
 
 // The go command sees the directory it runs in as Run names it, symbolic
