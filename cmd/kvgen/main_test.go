@@ -189,8 +189,11 @@ func scriptGoEnv(t *testing.T, user map[string]string, goproxy string) map[strin
 		// What the scripts compile, kvgen build compiles with -trimpath:
 		// the rest does too, so that both share compiled packages, and a
 		// copy of this repository at a new path compiles nothing again.
-		// What they link needs no DWARF (kvgentest.Main says why).
-		"GOFLAGS": "-trimpath -ldflags=-w",
+		// What they link needs no DWARF, and what they build inside this
+		// checkout must not run git status there (kvgentest.Main says
+		// why). kvgen in a script, this test binary, runs with this
+		// GOFLAGS and no other, as a user's kvgen runs with theirs.
+		"GOFLAGS": "-trimpath -ldflags=-w -buildvcs=false",
 		// As the images kvgen build makes, which are static (testenv.Static
 		// says why; the scripts' GOFLAGS asks for no sanitizer).
 		"CGO_ENABLED": "0",

@@ -70,7 +70,19 @@ var shared struct {
 //
 // And it sets testenv.Static's CGO_ENABLED=0. (go test builds the test
 // binary itself, with -race, before Main runs, as the environment says.)
+//
+// It changes the environment only once Run is called, to run the tests:
+// a test binary that testscript runs as a command (kvgen, in a script)
+// runs with the environment the script gave it, as a user's kvgen does.
 func Main(m Runner) Runner {
+	shared.Lock()
+	shared.main = true
+	shared.Unlock()
+	return mainRunner{m}
+}
+
+// setTestEnv is the environment Main promises the tests.
+func setTestEnv() {
 	userGoFlags = os.Getenv("GOFLAGS")
 	for _, kv := range testenv.Static() {
 		k, v, _ := strings.Cut(kv, "=")
@@ -83,10 +95,6 @@ func Main(m Runner) Runner {
 		}
 	}
 	os.Setenv("GOFLAGS", strings.TrimSpace(userGoFlags+" "+flags))
-	shared.Lock()
-	shared.main = true
-	shared.Unlock()
-	return mainRunner{m}
 }
 
 // userGoFlags is GOFLAGS as the test binary found it, before Main added
@@ -96,6 +104,7 @@ var userGoFlags string
 type mainRunner struct{ m Runner }
 
 func (r mainRunner) Run() int {
+	setTestEnv()
 	code := r.m.Run()
 	shared.Lock()
 	defer shared.Unlock()
