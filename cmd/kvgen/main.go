@@ -370,32 +370,57 @@ func (e *env) report(err error) {
 	}
 }
 
-// maxGoLines bounds how many of a failed go command's lines goFailed
-// shows.
-const maxGoLines = 500
+// maxGoLines and maxGoBytes bound what goFailed shows of a failed go
+// command's output: its last lines, where a build's errors are, after
+// what -v printed of the packages it compiled.
+const (
+	maxGoLines = 500
+	maxGoBytes = 256 << 10
+)
 
 // goFailed reports err, a go command run that failed (ge), as the go
 // command reported it: kvgen's line, then the go command's lines as it
-// wrote them, each as printable text (line), so that a compiler's errors
-// read, and an editor finds their positions, as after go build. Escaped
-// into kvgen's one line, a build's errors were unreadable.
+// wrote them, so that a compiler's errors read, and an editor finds their
+// positions, as after go build. Escaped into kvgen's one line, a build's
+// errors were unreadable. Each line is printable text but for its tabs
+// (line), and one that begins as kvgen's own do (a //line directive in
+// a dependency can make a compiler's) is marked as the go command's.
 func (e *env) goFailed(err error, ge *deploy.GoError) {
 	full, own := err.Error(), ge.Error()
 	head := fmt.Sprintf("go %s: %v", ge.Verb, ge.Err)
 	if i := strings.Index(full, own); i >= 0 {
 		head = full[:i] + head + full[i+len(own):]
 	}
-	var b strings.Builder
-	b.WriteString("kvgen: " + line("%s", head))
-	lines := strings.Split(strings.TrimRight(ge.Output, "\n"), "\n")
-	for i, l := range lines {
-		if i == maxGoLines {
-			fmt.Fprintf(&b, "\n... (%d lines more)", len(lines)-i)
+	var lines []string
+	size := 0
+	all := strings.Split(strings.TrimRight(ge.Output, "\r\n"), "\n")
+	if strings.TrimSpace(ge.Output) == "" {
+		all = nil
+	}
+	for i := len(all) - 1; i >= 0; i-- {
+		l := goLine(all[i])
+		if len(lines) == maxGoLines || size+len(l) > maxGoBytes {
+			lines = append(lines, fmt.Sprintf("... (%d lines before)", i+1))
 			break
 		}
-		b.WriteString("\n" + line("%s", strings.TrimSuffix(l, "\r")))
+		lines = append(lines, l)
+		size += len(l) + 1
 	}
-	e.problem(b.String())
+	slices.Reverse(lines)
+	e.problem(strings.Join(append([]string{"kvgen: " + line("%s", head)}, lines...), "\n"))
+}
+
+// goLine is a line of the go command's output as goFailed shows it.
+func goLine(l string) string {
+	parts := strings.Split(strings.TrimSuffix(l, "\r"), "\t")
+	for i, p := range parts {
+		parts[i] = line("%s", p)
+	}
+	l = strings.Join(parts, "\t")
+	if strings.HasPrefix(l, "kvgen") {
+		l = "go: " + l
+	}
+	return l
 }
 
 // commands lists the subcommands; a function, since usage refers to it and

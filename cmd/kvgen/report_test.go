@@ -112,29 +112,46 @@ func TestReportAsText(t *testing.T) {
 }
 
 // A failed go build is reported as the go command wrote it, a line each,
-// under kvgen's line with what the error wraps it in; what its lines hold
-// that is not printable is escaped, a Windows line end is dropped, and
-// past 500 lines the rest are counted. With -json it is one message.
+// under kvgen's line with what the error wraps it in: tabs kept, what is
+// not printable escaped, a Windows line end dropped, a line that would
+// pass for kvgen's own marked as the go command's, and past 500 lines
+// (what -v printed of the packages compiled, say) the last 500. With
+// -json it is one message.
 func TestGoBuildFailureKeepsItsLines(t *testing.T) {
-	lines := []string{"# example.com/host", "main.go:3:9: undefined: Registr\r", "evil\x1b[2J.go:1:1: \u202eesrever"}
+	var lines []string
 	for i := range 600 {
-		lines = append(lines, fmt.Sprintf("more.go:%d:1: error", i+1))
+		lines = append(lines, fmt.Sprintf("example.com/dep%d", i))
 	}
+	lines = append(lines, "# example.com/host", "main.go:3:9: undefined: Registr\r",
+		"main.go:6:2: not enough arguments in call to f", "\thave ()", "\twant (int)",
+		"evil\x1b[2J.go:1:1: \u202eesrever", "kvgen: wrote bin/srv (3 entries):1:2: undefined: x")
 	err := fmt.Errorf("building the image: %w", &deploy.GoError{Verb: "build", Err: errors.New("exit status 1"), Output: strings.Join(lines, "\n") + "\n"})
 	var stderr bytes.Buffer
 	e := &env{stdout: io.Discard, stderr: &stderr, ctx: context.Background()}
 	e.report(err)
 	got := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n")
-	require.Len(t, got, 1+maxGoLines+1)
+	require.Len(t, got, 1+1+maxGoLines)
+	assert.Equal(t, []string{"kvgen: building the image: go build: exit status 1", "... (107 lines before)", "example.com/dep107"}, got[:3])
 	assert.Equal(t, []string{
-		"kvgen: building the image: go build: exit status 1",
 		"# example.com/host",
 		"main.go:3:9: undefined: Registr",
+		"main.go:6:2: not enough arguments in call to f",
+		"\thave ()",
+		"\twant (int)",
 		`evil\x1b[2J.go:1:1: \u202eesrever`,
-		"more.go:1:1: error",
-	}, got[:5])
-	assert.Equal(t, "more.go:497:1: error", got[maxGoLines])
-	assert.Equal(t, "... (103 lines more)", got[maxGoLines+1])
+		"go: kvgen: wrote bin/srv (3 entries):1:2: undefined: x",
+	}, got[len(got)-7:])
+
+	// No more than 256 KiB of it, however long its lines.
+	stderr.Reset()
+	e.report(&deploy.GoError{Verb: "build", Err: errors.New("exit status 1"), Output: strings.Repeat(strings.Repeat("x", 10<<10)+"\n", 100)})
+	assert.Less(t, stderr.Len(), maxGoBytes+1024)
+	assert.Contains(t, stderr.String(), "lines before)")
+
+	// A run that said nothing says no more than kvgen's line.
+	stderr.Reset()
+	e.report(&deploy.GoError{Verb: "build", Err: errors.New("signal: killed")})
+	assert.Equal(t, "kvgen: go build: signal: killed\n", stderr.String())
 
 	var out bytes.Buffer
 	e = &env{stdout: &out, stderr: io.Discard, ctx: context.Background(), asJSON: true}
@@ -145,7 +162,7 @@ func TestGoBuildFailureKeepsItsLines(t *testing.T) {
 	require.NoError(t, json.Unmarshal(out.Bytes(), &report))
 	require.Len(t, report.Problems, 1)
 	assert.NotContains(t, report.Problems[0].Message, "\n")
-	assert.True(t, strings.HasPrefix(report.Problems[0].Message, `building the image: go build: exit status 1\n# example.com/host\nmain.go:3:9`), report.Problems[0].Message[:80])
+	assert.True(t, strings.HasPrefix(report.Problems[0].Message, `building the image: go build: exit status 1\nexample.com/dep0\n`), report.Problems[0].Message[:80])
 }
 
 // A message that carries megabytes from outside (a registry's token

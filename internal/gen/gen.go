@@ -374,7 +374,9 @@ func (r *Result) Summary(e *Entry) string {
 	if src == nil {
 		return ""
 	}
-	files, _ := src.holding(e.Constructor) // what does not parse has no doc to give
+	// Every file: the package's doc, where the constructor has none, may
+	// be in any of them.
+	files, _ := src.holding() // what does not parse has no doc to give
 	return summary(files, e.Constructor)
 }
 

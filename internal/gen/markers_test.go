@@ -112,3 +112,20 @@ func TestReadSelectProblems(t *testing.T) {
 		require.Equal(t, want, problem, "line %q", line)
 	}
 }
+
+// list's summary of an entry is its constructor's doc, or else the
+// package's, which may be in a file that does not name the constructor.
+func TestSummaryReadsThePackageDocAnywhere(t *testing.T) {
+	dir := t.TempDir()
+	s := &sourceFiles{}
+	for name, text := range map[string]string{
+		"conn.go": "package kvredis\n\n//kvgen:constructor\nfunc New() {}\n",
+		"doc.go":  "// Package kvredis connects to Redis.\npackage kvredis\n",
+	} {
+		path := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(path, []byte(text), 0o644))
+		s.names = append(s.names, path)
+	}
+	r := &Result{sources: map[string]*sourceFiles{"example.com/kvredis": s}}
+	require.Equal(t, "Package kvredis connects to Redis.", r.Summary(&Entry{ImportPath: "example.com/kvredis", Constructor: "New"}))
+}

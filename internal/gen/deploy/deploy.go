@@ -481,11 +481,14 @@ func (b *builder) goOutput(ctx context.Context, dir string, args ...string) (str
 		}
 		return string(stdout), nil
 	}
+	out := string(stderr)
 	var ge *gocmd.Error
 	if errors.As(err, &ge) {
-		err = ge.Err // the go command's words follow, annotated
+		// The go command's words follow, annotated, without the scratch
+		// go.mod's name.
+		err, out = ge.Err, ge.Stderr
 	}
-	return "", &GoError{Verb: args[0], Err: err, Output: b.annotate(string(stderr))}
+	return "", &GoError{Verb: args[0], Err: err, Output: b.annotate(out)}
 }
 
 // GoError is a go command run that failed, such as the build of a
