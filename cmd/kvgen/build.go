@@ -53,7 +53,7 @@ func (t *targetsFlag) Set(v string) error {
 const maxConfig = 1 << 20
 
 func runBuild(ctx context.Context, e *env, args []string) int {
-	fs := newFlags(e, "build", "-manifest FILE... -o BINARY [-target GOOS/GOARCH,...] [-for CONFIG.json] [-tags TAGS] [-ldflags FLAGS] [-v] [-json] PACKAGE\n       kvgen build -manifest FILE... -image REF [-o BINARY] [-target linux/ARCH,...|all] [-base REF] [-ca-bundle FILE] [-image-label KEY=VALUE ...] [-insecure] ... PACKAGE")
+	fs := newFlags(e, "build", "-manifest FILE... -o BINARY [-target GOOS/GOARCH,...] [-for CONFIG.json|JSON] [-tags TAGS] [-ldflags FLAGS] [-v] [-json] PACKAGE\n       kvgen build -manifest FILE... -image REF [-o BINARY] [-target linux/ARCH,...|all] [-base REF] [-ca-bundle FILE] [-image-label KEY=VALUE ...] [-insecure] ... PACKAGE")
 	var opts deploy.Options
 	var tags string
 	var targets targetsFlag
@@ -63,7 +63,7 @@ func runBuild(ctx context.Context, e *env, args []string) int {
 	fs.Var(&manifests, "manifest", "the deployment manifest `FILE` (required), whose registry stands in for PACKAGE's kvgen-generated file; give it more than once to link several registries, each standing in for its output: file")
 	fs.StringVar(&opts.Binary, "o", "", "the binary to write (required); {os}, {arch} and {exe} (.exe on Windows) stand for each target's")
 	fs.Var(&targets, "target", "a GOOS/GOARCH to build for, such as darwin/arm64; repeat it or separate several with commas for several binaries; with -image, all for every Linux target (default: GOOS and GOARCH of the environment, else this machine)")
-	fs.StringVar(&opts.ForFile, "for", "", "a config JSON file, such as a --kv-transfer-config: link only the entries it selects, by the contract's //kvgen:select rule")
+	fs.StringVar(&opts.ForFile, "for", "", "a config JSON file, or the JSON itself, such as a --kv-transfer-config: link only the entries it selects, by the contract's //kvgen:select rule")
 	fs.StringVar(&tags, "tags", "", "comma-separated build tags")
 	fs.StringVar(&opts.LDFlags, "ldflags", "", "flags for the linker, as go build takes them")
 	fs.BoolVar(&opts.Verbose, "v", false, "show the go commands and what they print")
@@ -85,7 +85,16 @@ func runBuild(ctx context.Context, e *env, args []string) int {
 		// SDK (ios, most of android): all of them is no deployment.
 		return usageErrorf(e, fs, "-target all is for -image, where it is every Linux target; without -image, name the targets, as in -target linux/amd64,darwin/arm64")
 	}
-	if opts.ForFile != "" {
+	switch inline := strings.TrimSpace(opts.ForFile); {
+	case strings.HasPrefix(inline, "{"):
+		// The config itself, as vLLM's --kv-transfer-config takes it:
+		// no file name starts so.
+		if len(inline) > maxConfig {
+			e.errorf("-for: the config is %d bytes, more than %d", len(inline), maxConfig)
+			return exitUsage
+		}
+		opts.ForConfig, opts.ForFile = []byte(inline), ""
+	case opts.ForFile != "":
 		data, err := readfile.Read(opts.ForFile, maxConfig)
 		if err != nil {
 			e.errorf("-for: %v", err)

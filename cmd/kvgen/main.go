@@ -10,7 +10,7 @@
 //
 //	kvgen [generate] [-manifest connectors.yaml] [-o FILE] [-tags TAGS] [-mod mod|readonly] [-json]
 //	kvgen check      [-manifest connectors.yaml] [-o FILE] [-tags TAGS] [-json]
-//	kvgen build      -manifest FILE -o BINARY [-target GOOS/GOARCH,...] [-for CONFIG.json] [-tags TAGS] [-ldflags FLAGS] [-v] [-json] PACKAGE
+//	kvgen build      -manifest FILE -o BINARY [-target GOOS/GOARCH,...] [-for CONFIG.json|JSON] [-tags TAGS] [-ldflags FLAGS] [-v] [-json] PACKAGE
 //	kvgen build      -manifest FILE -image REF [-o BINARY] [-target linux/ARCH,...|all] [-base REF] [-ca-bundle FILE] [-image-label KEY=VALUE ...] [-insecure] ... PACKAGE
 //	kvgen inspect    [-json] [-sbom] [-insecure] BINARY|DIR|IMAGE...
 //	kvgen list       [-manifest connectors.yaml] [-tags TAGS] [-json]

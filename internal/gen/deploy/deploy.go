@@ -77,7 +77,8 @@ type Options struct {
 	// rule the contract declares in its //kvgen:select line (for KV, the
 	// connector it names and, for a MultiConnector, its children), and
 	// each must be in the manifest. A contract without the rule is an
-	// error that wraps ErrNoSelect. ForFile names the config in messages.
+	// error that wraps ErrNoSelect. ForFile names the config in messages;
+	// "" for one given inline.
 	ForConfig []byte
 	ForFile   string
 	// Package is the main package to build, as the go command takes it.
@@ -118,6 +119,9 @@ func (e *OptionError) Error() string { return e.In("Options." + e.Field).Error()
 // In is the error said of what, such as the command-line flag that set
 // the field, instead of the field; it wraps Err.
 func (e *OptionError) In(what string) error {
+	if e.Value == "" { // a config given inline, say
+		return fmt.Errorf("%s: %w", what, e.Err)
+	}
 	return fmt.Errorf("%s %s: %w", what, suggest.Show(e.Value), e.Err)
 }
 
