@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"os"
 	"strings"
 
@@ -85,16 +86,21 @@ func runBuild(ctx context.Context, e *env, args []string) int {
 		// SDK (ios, most of android): all of them is no deployment.
 		return usageErrorf(e, fs, "-target all is for -image, where it is every Linux target; without -image, name the targets, as in -target linux/amd64,darwin/arm64")
 	}
-	switch inline := strings.TrimSpace(opts.ForFile); {
-	case strings.HasPrefix(inline, "{"):
-		// The config itself, as vLLM's --kv-transfer-config takes it:
-		// no file name starts so.
-		if len(inline) > maxConfig {
-			e.errorf("-for: the config is %d bytes, more than %d", len(inline), maxConfig)
+	forGiven := false
+	fs.Visit(func(f *flag.Flag) { forGiven = forGiven || f.Name == "for" })
+	switch value := opts.ForFile; {
+	case forGiven && strings.TrimSpace(value) == "":
+		// -for "$CONFIG" with CONFIG unset would link every entry.
+		return usageErrorf(e, fs, "-for is empty; give a config's file or its JSON")
+	case strings.HasPrefix(strings.TrimSpace(value), "{") && !exists(value):
+		// The config itself, as vLLM's --kv-transfer-config takes it;
+		// a file of that name, should there be one, is read instead.
+		if len(value) > maxConfig {
+			e.errorf("-for: the config is %d bytes, more than %d", len(value), maxConfig)
 			return exitUsage
 		}
-		opts.ForConfig, opts.ForFile = []byte(inline), ""
-	case opts.ForFile != "":
+		opts.ForConfig, opts.ForFile = []byte(value), ""
+	case value != "":
 		data, err := readfile.Read(opts.ForFile, maxConfig)
 		if err != nil {
 			e.errorf("-for: %v", err)
@@ -166,4 +172,10 @@ func buildFlagged(err error) error {
 		return err
 	}
 	return oe.In(flag)
+}
+
+// exists reports whether a file of that name is there.
+func exists(name string) bool {
+	_, err := os.Lstat(name)
+	return err == nil
 }

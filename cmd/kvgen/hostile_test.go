@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -73,6 +74,8 @@ func TestHostileArgumentsStayText(t *testing.T) {
 		append(build, "./"+hostile),
 		append(build, hostile),
 		append(build, "-for", hostile, "./host"),
+		append(build, "-for", "{"+hostile, "./host"),
+		append(build, "-for", `{"kv_connector":`+jsonString(hostile)+`}`, "./host"),
 		append(build, "-target", hostile, "./host"),
 		{"build", "-manifest", "connectors.yaml", "-o", hostile, "-target", "linux/amd64", "-target", "linux/arm64", "./host"},
 		append(build[:3:3], "-image", hostile, "./host"),
@@ -119,4 +122,13 @@ func TestHostileArgumentsStayText(t *testing.T) {
 			}
 		}
 	}
+}
+
+// jsonString is s as a JSON string.
+func jsonString(s string) string {
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
 }

@@ -104,7 +104,7 @@ func goFlagsTags(goFlags string) []string {
 // environment does not say: a go env file may set them.
 func (o Options) buildContext() build.Context {
 	env := o.Env
-	if o.goEnv != nil {
+	if len(o.goEnv) == len(warmGoEnv) { // asked (withDefaults)
 		var asked []string
 		for _, k := range []string{"GOOS", "GOARCH", "CGO_ENABLED"} {
 			asked = append(asked, k+"="+o.goEnv[slices.Index(warmGoEnv, k)])

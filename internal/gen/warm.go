@@ -194,7 +194,7 @@ func (w *warmRun) input(contractPath string) (warmInput, []byte, bool) {
 		}
 	}
 	// The go command's variables, which withDefaults asked with GOFLAGS.
-	if opts.goEnv == nil {
+	if len(opts.goEnv) != len(warmGoEnv) {
 		return warmInput{}, nil, false
 	}
 	env := func(key string) string { return opts.goEnv[slices.Index(warmGoEnv, key)] }
