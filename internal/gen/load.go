@@ -71,10 +71,11 @@ type sourceFiles struct {
 // sourceFile is one of a package's files: its source, and its syntax once
 // parsed.
 type sourceFile struct {
-	src    []byte
-	syntax *ast.File
-	err    error // reading or parsing it
-	parsed bool
+	src      []byte
+	readErr  error
+	syntax   *ast.File
+	parseErr error
+	parsed   bool
 }
 
 // newSourceFiles returns the source files of p, which may be nil.
@@ -100,23 +101,25 @@ func (s *sourceFiles) holding(words ...string) ([]*ast.File, error) {
 		s.fset = token.NewFileSet()
 		s.files = make([]sourceFile, len(s.names))
 		for i, name := range s.names {
-			s.files[i].src, s.files[i].err = readfile.Read(name, readfile.Max)
+			s.files[i].src, s.files[i].readErr = readfile.Read(name, readfile.Max)
 		}
 	}
 	var out []*ast.File
 	var first error
 	for i := range s.files {
 		f := &s.files[i]
-		read := f.src != nil || f.err == nil
-		if read && len(words) > 0 && !slices.ContainsFunc(words, func(w string) bool { return bytes.Contains(f.src, []byte(w)) }) {
+		switch {
+		case f.readErr != nil:
+			first = cmp.Or(first, f.readErr) // it may hold what is looked for
 			continue
-		}
-		if read && !f.parsed {
-			f.syntax, f.err = parser.ParseFile(s.fset, s.names[i], f.src, parser.ParseComments|parser.SkipObjectResolution)
+		case len(words) > 0 && !slices.ContainsFunc(words, func(w string) bool { return bytes.Contains(f.src, []byte(w)) }):
+			continue
+		case !f.parsed:
+			f.syntax, f.parseErr = parser.ParseFile(s.fset, s.names[i], f.src, parser.ParseComments|parser.SkipObjectResolution)
 			f.parsed = true
 		}
-		if f.err != nil {
-			first = cmp.Or(first, f.err)
+		if f.parseErr != nil {
+			first = cmp.Or(first, f.parseErr)
 			continue
 		}
 		out = append(out, f.syntax)
