@@ -86,27 +86,8 @@ func runBuild(ctx context.Context, e *env, args []string) int {
 		// SDK (ios, most of android): all of them is no deployment.
 		return usageErrorf(e, fs, "-target all is for -image, where it is every Linux target; without -image, name the targets, as in -target linux/amd64,darwin/arm64")
 	}
-	forGiven := false
-	fs.Visit(func(f *flag.Flag) { forGiven = forGiven || f.Name == "for" })
-	switch value := opts.ForFile; {
-	case forGiven && strings.TrimSpace(value) == "":
-		// -for "$CONFIG" with CONFIG unset would link every entry.
-		return usageErrorf(e, fs, "-for is empty; give a config's file or its JSON")
-	case strings.HasPrefix(strings.TrimSpace(value), "{") && !exists(value):
-		// The config itself, as vLLM's --kv-transfer-config takes it;
-		// a file of that name, should there be one, is read instead.
-		if len(value) > maxConfig {
-			e.errorf("-for: the config is %d bytes, more than %d", len(value), maxConfig)
-			return exitUsage
-		}
-		opts.ForConfig, opts.ForFile = []byte(value), ""
-	case value != "":
-		data, err := readfile.Read(opts.ForFile, maxConfig)
-		if err != nil {
-			e.errorf("-for: %v", err)
-			return exitUsage
-		}
-		opts.ForConfig = data
+	if code := readFor(e, fs, &opts); code >= 0 {
+		return code
 	}
 	if len(manifests) == 1 {
 		opts.Manifest = manifests[0]
@@ -134,6 +115,35 @@ func runBuild(ctx context.Context, e *env, args []string) int {
 		return buildFailed(e, err)
 	}
 	return exitOK
+}
+
+// readFor sets opts.ForConfig to what -for gives: the config's file, read,
+// or the config itself. It returns the exit code of a -for that is wrong,
+// else -1.
+func readFor(e *env, fs *flag.FlagSet, opts *deploy.Options) int {
+	forGiven := false
+	fs.Visit(func(f *flag.Flag) { forGiven = forGiven || f.Name == "for" })
+	switch value := opts.ForFile; {
+	case forGiven && strings.TrimSpace(value) == "":
+		// -for "$CONFIG" with CONFIG unset would link every entry.
+		return usageErrorf(e, fs, "-for is empty; give a config's file or its JSON")
+	case strings.HasPrefix(strings.TrimSpace(value), "{") && !exists(value):
+		// The config itself, as vLLM's --kv-transfer-config takes it;
+		// a file of that name, should there be one, is read instead.
+		if len(value) > maxConfig {
+			e.errorf("-for: the config is %d bytes, more than %d", len(value), maxConfig)
+			return exitUsage
+		}
+		opts.ForConfig, opts.ForFile = []byte(value), ""
+	case value != "":
+		data, err := readfile.Read(opts.ForFile, maxConfig)
+		if err != nil {
+			e.errorf("-for: %v", err)
+			return exitUsage
+		}
+		opts.ForConfig = data
+	}
+	return -1
 }
 
 // builtBinary is a binary as `kvgen build -json` reports it.

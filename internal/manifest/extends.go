@@ -200,57 +200,7 @@ func merge(m, base *Manifest, baseDir string, errs *diag.List) {
 	case m.Factory.V != base.Factory.V:
 		errs.Add(m.Factory.Pos, "factory %q: %s names the contract %s; a manifest has the contract of the manifest it extends, so remove factory: here", m.Factory.V, base.File, contractName(base))
 	}
-	// Names are looked up in a map and near names suggested for the
-	// first problems only (no more are shown): a merge of thousands of
-	// entries and drops stays linear.
-	index := make(map[string]int, len(base.Entries))
-	for i, c := range base.Entries {
-		if _, ok := index[c.Name.V]; !ok {
-			index[c.Name.V] = i
-		}
-	}
-	find := func(name string) int {
-		if i, ok := index[name]; ok {
-			return i
-		}
-		return -1
-	}
-	suggested := 0
-	near := func(name string) string {
-		if suggested++; suggested > problemcap.Max {
-			return ""
-		}
-		return baseNames(base, name)
-	}
-	dropped := map[int]bool{}
-	for _, d := range m.drop {
-		i := find(d.V)
-		if i < 0 {
-			errs.Add(d.Pos, "drop %q: %s lists no connector named %q%s", d.V, base.File, d.V, near(d.V))
-			continue
-		}
-		dropped[i] = true
-	}
-	pins := map[int]pinV1{}
-	for _, p := range m.pin {
-		i := find(p.Name.V)
-		switch {
-		case i < 0:
-			errs.Add(p.Name.Pos, "pin %q: %s lists no connector named %q%s", p.Name.V, base.File, p.Name.V, near(p.Name.V))
-			continue
-		case dropped[i]:
-			errs.Add(p.Name.Pos, "pin %q: the connector is dropped too; keep one of the two", p.Name.V)
-			continue
-		case !p.Version.Set && !p.Replace.Set:
-			errs.Add(p.Name.Pos, "pin %q: give the version: or the replace: to pin", p.Name.V)
-			continue
-		}
-		if prev, dup := pins[i]; dup {
-			errs.Add(p.Name.Pos, "pin %q: the connector is pinned twice (first at %s); keep one", p.Name.V, diag.At(prev.Name.Pos, "first pinned here"))
-			continue
-		}
-		pins[i] = p
-	}
+	dropped, pins := baseEdits(m, base, errs)
 	var merged []Entry
 	for i, c := range base.Entries {
 		if dropped[i] {
@@ -276,6 +226,78 @@ func merge(m, base *Manifest, baseDir string, errs *diag.List) {
 	}
 	conflicts(merged, own, base.File, errs)
 	m.Entries = append(merged, own...)
+}
+
+// baseLookup finds base's entries by name. Names are looked up in a map
+// and near names suggested for the first problems only (no more are
+// shown): a merge of thousands of entries and drops stays linear.
+type baseLookup struct {
+	base      *Manifest
+	index     map[string]int
+	suggested int
+}
+
+func newBaseLookup(base *Manifest) *baseLookup {
+	index := make(map[string]int, len(base.Entries))
+	for i, c := range base.Entries {
+		if _, ok := index[c.Name.V]; !ok {
+			index[c.Name.V] = i
+		}
+	}
+	return &baseLookup{base: base, index: index}
+}
+
+// find returns the index of base's entry called name, or -1.
+func (l *baseLookup) find(name string) int {
+	if i, ok := l.index[name]; ok {
+		return i
+	}
+	return -1
+}
+
+// near suggests base's names near name, for a problem's message.
+func (l *baseLookup) near(name string) string {
+	if l.suggested++; l.suggested > problemcap.Max {
+		return ""
+	}
+	return baseNames(l.base, name)
+}
+
+// baseEdits returns, by the index of base's entry, the entries m drops and
+// those it pins, reporting in errs the drops and pins that name no entry
+// or contradict each other.
+func baseEdits(m, base *Manifest, errs *diag.List) (dropped map[int]bool, pins map[int]pinV1) {
+	names := newBaseLookup(base)
+	dropped = map[int]bool{}
+	for _, d := range m.drop {
+		i := names.find(d.V)
+		if i < 0 {
+			errs.Add(d.Pos, "drop %q: %s lists no connector named %q%s", d.V, base.File, d.V, names.near(d.V))
+			continue
+		}
+		dropped[i] = true
+	}
+	pins = map[int]pinV1{}
+	for _, p := range m.pin {
+		i := names.find(p.Name.V)
+		switch {
+		case i < 0:
+			errs.Add(p.Name.Pos, "pin %q: %s lists no connector named %q%s", p.Name.V, base.File, p.Name.V, names.near(p.Name.V))
+			continue
+		case dropped[i]:
+			errs.Add(p.Name.Pos, "pin %q: the connector is dropped too; keep one of the two", p.Name.V)
+			continue
+		case !p.Version.Set && !p.Replace.Set:
+			errs.Add(p.Name.Pos, "pin %q: give the version: or the replace: to pin", p.Name.V)
+			continue
+		}
+		if prev, dup := pins[i]; dup {
+			errs.Add(p.Name.Pos, "pin %q: the connector is pinned twice (first at %s); keep one", p.Name.V, diag.At(prev.Name.Pos, "first pinned here"))
+			continue
+		}
+		pins[i] = p
+	}
+	return dropped, pins
 }
 
 // AtPin places e, a problem found in checking m's entries, at the pin:

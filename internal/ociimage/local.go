@@ -286,77 +286,13 @@ func imageFile(p string) bool {
 // says two things is refused, not reported as one image while it loads
 // as another.
 func (s *localStore) checkDockerManifest(ctx context.Context) error {
-	var entries []dockerManifestEntry
-	_, legacy := s.files["manifest.json"]
-	if legacy {
-		data, err := s.readSmall("manifest.json")
-		if err != nil {
-			return err
-		}
-		if err := json.Unmarshal(data, &entries); err != nil {
-			return fmt.Errorf("manifest.json: %w", err)
-		}
-		if len(entries) > maxIndexEntries {
-			return fmt.Errorf("manifest.json lists %d images, more than %d", len(entries), maxIndexEntries)
-		}
+	entries, legacy, err := s.dockerManifest()
+	if err != nil {
+		return err
 	}
-	// The images inspect reads from index.json (as roots and Inspect pick
-	// them), each as manifest.json would name it; roots, those that are
-	// images of their own, not of an index.
-	var images, roots []string
-	// A manifest listed many times is read once.
-	seen := map[string]bool{}
-	var add func(d ocispec.Descriptor, depth int) error
-	// containerd's image store loads index.json, not manifest.json, and
-	// names each of its entries by annotation: an artifact there under a
-	// name would load under it too.
-	named := func(d ocispec.Descriptor) error {
-		if name := d.Annotations["io.containerd.image.name"] + d.Annotations[ocispec.AnnotationRefName]; name != "" {
-			return fmt.Errorf("index.json names %s (%s), which is no image kvgen reads, and which a container runtime would load under that name", d.Digest, suggest.Quote(name))
-		}
-		return nil
-	}
-	add = func(d ocispec.Descriptor, depth int) error {
-		key := fmt.Sprint(d.Digest, depth)
-		if depth == 0 && d.ArtifactType != "" {
-			return named(d)
-		}
-		if seen[key] || d.ArtifactType != "" || d.Platform != nil && d.Platform.OS == "unknown" {
-			return nil
-		}
-		seen[key] = true
-		switch d.MediaType {
-		case ocispec.MediaTypeImageIndex, dockerList:
-			if depth > 0 {
-				return fmt.Errorf("index.json: %s is an index inside an index, which kvgen does not read", d.Digest)
-			}
-			index, err := fetchIndex(ctx, s, d)
-			if err != nil {
-				return err
-			}
-			for _, m := range index.Manifests {
-				if err := add(m, depth+1); err != nil {
-					return err
-				}
-			}
-		case ocispec.MediaTypeImageManifest, dockerManifest:
-			m, err := fetchManifest(ctx, s, d)
-			if err != nil {
-				return err
-			}
-			if depth == 0 && m.Subject != nil {
-				return named(d) // an artifact of an image, such as its SBOM
-			}
-			key := dockerKey(m)
-			images = append(images, key)
-			if depth == 0 {
-				roots = append(roots, key)
-			}
-		}
-		return nil
-	}
+	w := indexImages{ctx: ctx, s: s, seen: map[string]bool{}}
 	for _, d := range s.index.Manifests {
-		if err := add(d, 0); err != nil {
+		if err := w.add(d, 0); err != nil {
 			return err
 		}
 	}
@@ -366,15 +302,100 @@ func (s *localStore) checkDockerManifest(ctx context.Context) error {
 	var loaded []string
 	for _, e := range entries {
 		key := strings.Join(append([]string{e.Config}, e.Layers...), " ")
-		if !slices.Contains(images, key) {
+		if !slices.Contains(w.images, key) {
 			return fmt.Errorf("manifest.json, which docker load reads, lists an image (config %s) that kvgen does not read from index.json: the archive holds two images under one name", suggest.Quote(e.Config))
 		}
 		loaded = append(loaded, key)
 	}
-	for _, r := range roots {
+	for _, r := range w.roots {
 		if !slices.Contains(loaded, r) {
 			return errors.New("index.json lists an image that manifest.json, which docker load reads, does not: the archive holds two images under one name")
 		}
+	}
+	return nil
+}
+
+// dockerManifest reads the archive's manifest.json, which docker load
+// reads, and reports whether it has one.
+func (s *localStore) dockerManifest() ([]dockerManifestEntry, bool, error) {
+	if _, ok := s.files["manifest.json"]; !ok {
+		return nil, false, nil
+	}
+	data, err := s.readSmall("manifest.json")
+	if err != nil {
+		return nil, true, err
+	}
+	var entries []dockerManifestEntry
+	if err := json.Unmarshal(data, &entries); err != nil {
+		return nil, true, fmt.Errorf("manifest.json: %w", err)
+	}
+	if len(entries) > maxIndexEntries {
+		return nil, true, fmt.Errorf("manifest.json lists %d images, more than %d", len(entries), maxIndexEntries)
+	}
+	return entries, true, nil
+}
+
+// indexImages gathers the images inspect reads from an index.json (as
+// roots and Inspect pick them), each as manifest.json would name it.
+type indexImages struct {
+	ctx context.Context
+	s   *localStore
+	// images are all of them; roots, those that are images of their
+	// own, not of an index.
+	images, roots []string
+	// seen holds the manifests read: one listed many times is read once.
+	seen map[string]bool
+}
+
+// add gathers the images d leads to, listed at depth (0 for index.json's
+// own entries).
+func (w *indexImages) add(d ocispec.Descriptor, depth int) error {
+	key := fmt.Sprint(d.Digest, depth)
+	if depth == 0 && d.ArtifactType != "" {
+		return namedArtifact(d)
+	}
+	if w.seen[key] || d.ArtifactType != "" || d.Platform != nil && d.Platform.OS == "unknown" {
+		return nil
+	}
+	w.seen[key] = true
+	switch d.MediaType {
+	case ocispec.MediaTypeImageIndex, dockerList:
+		if depth > 0 {
+			return fmt.Errorf("index.json: %s is an index inside an index, which kvgen does not read", d.Digest)
+		}
+		index, err := fetchIndex(w.ctx, w.s, d)
+		if err != nil {
+			return err
+		}
+		for _, m := range index.Manifests {
+			if err := w.add(m, depth+1); err != nil {
+				return err
+			}
+		}
+	case ocispec.MediaTypeImageManifest, dockerManifest:
+		m, err := fetchManifest(w.ctx, w.s, d)
+		if err != nil {
+			return err
+		}
+		if depth == 0 && m.Subject != nil {
+			return namedArtifact(d) // an artifact of an image, such as its SBOM
+		}
+		key := dockerKey(m)
+		w.images = append(w.images, key)
+		if depth == 0 {
+			w.roots = append(w.roots, key)
+		}
+	}
+	return nil
+}
+
+// namedArtifact refuses an artifact that index.json lists under a name:
+// containerd's image store loads index.json, not manifest.json, and names
+// each of its entries by annotation, so it would load the artifact under
+// that name.
+func namedArtifact(d ocispec.Descriptor) error {
+	if name := d.Annotations["io.containerd.image.name"] + d.Annotations[ocispec.AnnotationRefName]; name != "" {
+		return fmt.Errorf("index.json names %s (%s), which is no image kvgen reads, and which a container runtime would load under that name", d.Digest, suggest.Quote(name))
 	}
 	return nil
 }

@@ -251,6 +251,19 @@ func (img *Image) writeLayoutOnce(ctx context.Context, ref Ref) (err error) {
 			}()
 		}
 	}
+	if err := img.writeBlobs(ctx, root); err != nil {
+		return err
+	}
+	data, err := img.updatedIndex(ctx, root, dir, ref.Tag)
+	if err != nil {
+		return err
+	}
+	return atomicfile.ReplaceIn(root, ocispec.ImageIndexFile, bytes.NewReader(data))
+}
+
+// writeBlobs copies into the layout every blob of the image it lacks,
+// after removing what a write killed before its rename left there.
+func (img *Image) writeBlobs(ctx context.Context, root *os.Root) error {
 	blobs, err := img.blobs(ctx)
 	if err != nil {
 		return err
@@ -279,28 +292,32 @@ func (img *Image) writeLayoutOnce(ctx context.Context, ref Ref) (err error) {
 			return err
 		}
 	}
+	return nil
+}
+
+// updatedIndex returns the layout's index.json with the image in it: what
+// tag named before, this image untagged and its SBOMs replaced, and what
+// no image in the layout refers to any more pruned.
+func (img *Image) updatedIndex(ctx context.Context, root *os.Root, dir, tag string) ([]byte, error) {
+	shown := suggest.Show(filepath.Join(dir, ocispec.ImageIndexFile))
 	index := ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex}
 	data, err := readfile.ReadIn(root, ocispec.ImageIndexFile, maxJSON)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
-		return fmt.Errorf("the layout's index: %w", err)
+		return nil, fmt.Errorf("the layout's index: %w", err)
 	default:
 		if err := json.Unmarshal(data, &index); err != nil {
-			return fmt.Errorf("%s: %w", suggest.Show(filepath.Join(dir, ocispec.ImageIndexFile)), err)
+			return nil, fmt.Errorf("%s: %w", shown, err)
 		}
 	}
 	if n := len(index.Manifests); n > maxIndexEntries {
-		return fmt.Errorf("%s lists %d images, more than %d", suggest.Show(filepath.Join(dir, ocispec.ImageIndexFile)), n, maxIndexEntries)
-	}
-	subjects := map[string]bool{}
-	for _, pi := range img.Platforms {
-		subjects[pi.Manifest.Digest.String()] = true
+		return nil, fmt.Errorf("%s lists %d images, more than %d", shown, n, maxIndexEntries)
 	}
 	var kept []ocispec.Descriptor
 	for _, d := range index.Manifests {
 		switch {
-		case ref.Tag != "" && d.Annotations[ocispec.AnnotationRefName] == ref.Tag:
+		case tag != "" && d.Annotations[ocispec.AnnotationRefName] == tag:
 			continue // what the tag named, which this image replaces
 		case d.Digest == img.Root.Digest && d.Annotations[ocispec.AnnotationRefName] == "":
 			continue // this image, untagged: listed again below
@@ -309,11 +326,8 @@ func (img *Image) writeLayoutOnce(ctx context.Context, ref Ref) (err error) {
 		}
 		kept = append(kept, d)
 	}
-	index.Manifests = append(prune(ctx, root, kept, img), img.indexEntries(ref.Tag)...)
-	if data, err = json.Marshal(index); err != nil {
-		return err
-	}
-	return atomicfile.ReplaceIn(root, ocispec.ImageIndexFile, bytes.NewReader(data))
+	index.Manifests = append(prune(ctx, root, kept, img), img.indexEntries(tag)...)
+	return json.Marshal(index)
 }
 
 // lockLayout returns the layout's oci-layout file locked for writing, as
