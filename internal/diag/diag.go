@@ -33,6 +33,11 @@ type Error struct {
 	// Related are the other places the problem concerns, in the order the
 	// message names them.
 	Related []Related
+	// Quoted are another tool's errors the problem stands for, each at
+	// its own position, such as the compiler's in a connector's package:
+	// a List prints each on a line of its own after the problem's, as
+	// that tool did, and JSON lists them after Related.
+	Quoted []Related
 }
 
 // Related is another place a problem concerns.
@@ -144,7 +149,7 @@ func (e *Error) MarshalJSON() ([]byte, error) {
 		Message string    `json:"message"`
 		Related []related `json:"related,omitempty"`
 	}{position: jsonPos(e.Pos), Message: OneLine(e.Msg)}
-	for _, r := range e.Related {
+	for _, r := range slices.Concat(e.Related, e.Quoted) {
 		v.Related = append(v.Related, related{jsonPos(r.Pos), OneLine(r.Msg)})
 	}
 	return json.Marshal(v)
@@ -263,8 +268,9 @@ func (l List) Err() error {
 // mistake to fix at its first lines, not 5 MB of output.
 func more(n int) *Error { return &Error{Msg: problemcap.More(n)} }
 
-// Error prints one error per line: the first problemcap.Max of them, then a
-// line saying how many more there are.
+// Error prints one error per line, each followed by what it quotes a line
+// each: the first problemcap.Max of them, then a line saying how many more
+// there are.
 func (l List) Error() string {
 	var b strings.Builder
 	for i, e := range limit(l) {
@@ -272,6 +278,10 @@ func (l List) Error() string {
 			b.WriteByte('\n')
 		}
 		b.WriteString(e.Error())
+		for _, q := range e.Quoted {
+			b.WriteByte('\n')
+			b.WriteString((&Error{Pos: q.Pos, Msg: q.Msg}).Error())
+		}
 	}
 	return b.String()
 }

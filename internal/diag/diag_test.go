@@ -180,3 +180,37 @@ func TestListShowsTheFirstTenProblems(t *testing.T) {
 	assert.JSONEq(t, `{"message": "... and 15 more problems"}`, string(last))
 	assert.Len(t, Flatten(list(10).Err()), 10)
 }
+
+// What a problem quotes from another tool prints after it a line each, in
+// that tool's file:line:col form (or its bare words), each line printable
+// text of its own; JSON lists the quoted places after the related ones.
+func TestQuotedLinesFollowTheirProblem(t *testing.T) {
+	src := func(line, col int) token.Position {
+		return token.Position{Filename: "conn/conn.go", Line: line, Column: col}
+	}
+	var l List
+	l.Add(pos(9, 3), "connector %q: later", "b")
+	e := Errorf(pos(5, 13), "connector %q: package %q does not compile", "a", "example.com/a")
+	e.Quoted = []Related{
+		{Pos: src(7, 35), Msg: "undefined: kv"},
+		{Pos: src(8, 2), Msg: "declared and not used: x\nconnectors.yaml:1:1: forged"},
+		{Msg: "too many errors"},
+	}
+	l = append(l, e)
+	err := l.Err()
+	assert.Equal(t, `connectors.yaml:5:13: connector "a": package "example.com/a" does not compile
+conn/conn.go:7:35: undefined: kv
+conn/conn.go:8:2: declared and not used: x\nconnectors.yaml:1:1: forged
+too many errors
+connectors.yaml:9:3: connector "b": later`, err.Error())
+	assert.Len(t, Flatten(err), 2, "quoted lines are no problems of their own")
+
+	data, jerr := json.Marshal(e)
+	require.NoError(t, jerr)
+	assert.JSONEq(t, `{"file": "connectors.yaml", "line": 5, "column": 13,
+		"message": "connector \"a\": package \"example.com/a\" does not compile",
+		"related": [
+			{"file": "conn/conn.go", "line": 7, "column": 35, "message": "undefined: kv"},
+			{"file": "conn/conn.go", "line": 8, "column": 2, "message": "declared and not used: x\\nconnectors.yaml:1:1: forged"},
+			{"message": "too many errors"}]}`, string(data))
+}

@@ -64,7 +64,7 @@ const markerConstructor = "//kvgen:constructor"
 func prepareEntry(errs *diag.List, c manifest.Entry, index int, lp *loadedPackage) (*Entry, token.Position) {
 	label := c.Label(index)
 	if lp.err != nil {
-		errs.Add(c.Import.Pos, "%s: package %s: %v", label, suggest.Quote(c.Import.V), lp.err)
+		*errs = append(*errs, packageProblem(c, label, lp.err))
 		return nil, token.Position{}
 	}
 	p := lp.pkg
@@ -109,6 +109,22 @@ func prepareEntry(errs *diag.List, c manifest.Entry, index int, lp *loadedPackag
 	return e, namePos
 }
 
+// packageProblem is the problem of an entry whose package did not load,
+// at its import: key. A package that does not compile quotes the
+// compiler's errors, each at its place in the package's files.
+func packageProblem(c manifest.Entry, label string, err error) *diag.Error {
+	var ce *compileError
+	if errors.As(err, &ce) {
+		e := diag.Errorf(c.Import.Pos, "%s: package %s does not compile", label, suggest.Quote(c.Import.V))
+		if i := slices.IndexFunc(ce.pkgs, func(p string) bool { return p != c.Import.V }); i >= 0 && !slices.Contains(ce.pkgs, c.Import.V) {
+			e = diag.Errorf(c.Import.Pos, "%s: package %s does not build: it imports %s, which does not compile", label, suggest.Quote(c.Import.V), suggest.Quote(ce.pkgs[i]))
+		}
+		e.Quoted = ce.errs
+		return e
+	}
+	return diag.Errorf(c.Import.Pos, "%s: package %s: %v", label, suggest.Quote(c.Import.V), err)
+}
+
 // checkTypes checks a prepared entry's constructor against the contract,
 // using its package's decoded export data. It reports whether the
 // constructor fits, and where it is declared, as export data says.
@@ -116,7 +132,7 @@ func checkTypes(errs *diag.List, e *Entry, index int, namePos token.Position, lp
 	c, p, name := e.Manifest, lp.pkg, e.Constructor
 	label := c.Label(index)
 	if lp.err != nil {
-		errs.Add(c.Import.Pos, "%s: package %s: %v", label, suggest.Quote(c.Import.V), lp.err)
+		*errs = append(*errs, packageProblem(c, label, lp.err))
 		return false, token.Position{}
 	}
 	obj := lp.types.Scope().Lookup(name)

@@ -13,6 +13,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -27,6 +28,7 @@ import (
 	"github.com/kvgen/kvgen/internal/gocmd"
 	"github.com/kvgen/kvgen/internal/gomod"
 	"github.com/kvgen/kvgen/internal/manifest"
+	"github.com/kvgen/kvgen/internal/problemcap"
 	"github.com/kvgen/kvgen/internal/readfile"
 )
 
@@ -192,7 +194,7 @@ func newListing(ctx context.Context, lc loadConfig, roots []*packages.Package, b
 			// No module provides it; explainMissing says why.
 			out.missing = append(out.missing, lp)
 		case len(lp.pkg.Errors) > 0:
-			lp.err = packageErrors(lp.pkg)
+			lp.err = packageErrors(lp.pkg, lc.dir, lc.workDir)
 		case lp.pkg.ExportFile == "":
 			noExport = append(noExport, lp)
 		}
@@ -206,9 +208,13 @@ func newListing(ctx context.Context, lc loadConfig, roots []*packages.Package, b
 		for _, lp := range noExport {
 			args = append(args, lp.pkg.PkgPath)
 		}
-		why := foldLines(goListError(ctx, lc, args...))
+		why := goListError(ctx, lc, args...)
+		ce := compilerOutput(why, lc.dir, lc.workDir)
 		for _, lp := range noExport {
-			lp.err = fmt.Errorf("package %s does not build: %s", lp.pkg.PkgPath, why)
+			lp.err = fmt.Errorf("package %s does not build: %s", lp.pkg.PkgPath, foldLines(why))
+			if ce != nil {
+				lp.err = ce
+			}
 		}
 	}
 	return out, nil
@@ -459,8 +465,14 @@ func (l *listing) typeContract(fset *token.FileSet, imports map[string]*types.Pa
 }
 
 // packageErrors condenses a package's errors into one line, keeping the
-// go command's own words.
-func packageErrors(p *packages.Package) error {
+// go command's own words. When they are the compiler's, it returns a
+// *compileError: the go command ran in dir and named the package's files
+// relative to it, and the error shows them as the user's working
+// directory, workDir, reaches them.
+func packageErrors(p *packages.Package, dir, workDir string) error {
+	if ce := compileErrors(p, dir, workDir); ce != nil {
+		return ce
+	}
 	var msgs []string
 	for i, e := range p.Errors {
 		if i == 5 {
@@ -474,6 +486,93 @@ func packageErrors(p *packages.Package) error {
 		msgs = append(msgs, foldLines(m))
 	}
 	return errors.New(strings.Join(msgs, "; "))
+}
+
+// compileError is what the compiler said of a package that does not
+// compile, or of one it imports: its errors, each at its place in the
+// package's files where it names one.
+type compileError struct {
+	// pkgs are the packages the errors are in, as the go command's
+	// "# package" lines name them.
+	pkgs []string
+	errs []diag.Related
+}
+
+// Error is the errors on one line, the first five of them.
+func (e *compileError) Error() string {
+	var msgs []string
+	for i, r := range e.errs {
+		if i == 5 {
+			msgs = append(msgs, fmt.Sprintf("(and %d more errors)", len(e.errs)-i))
+			break
+		}
+		msgs = append(msgs, (&diag.Error{Pos: r.Pos, Msg: r.Msg}).Error())
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// compilerLine is a line of the compiler's: file:line[:col]: message. The
+// file is matched lazily, so that a Windows drive's colon stays in it.
+var compilerLine = regexp.MustCompile(`^(.+?):([0-9]+)(?::([0-9]+))?: (.*)$`)
+
+// compileErrors returns the compiler's errors among p's, or nil if p has
+// none: the go command reports them as one error, "# package" and then a
+// line each.
+func compileErrors(p *packages.Package, dir, workDir string) *compileError {
+	var text strings.Builder
+	for _, e := range p.Errors {
+		if e.Pos != "" || !strings.HasPrefix(e.Msg, "# ") {
+			return nil
+		}
+		text.WriteString(e.Msg + "\n")
+	}
+	return compilerOutput(text.String(), dir, workDir)
+}
+
+// compilerOutput reads the go command's report of packages that do not
+// compile, from a go command run in dir: "# package", then the compiler's
+// lines. A file that exists from dir is shown from workDir; the other
+// lines (too many errors, a note) are kept as they are, without a place.
+// It returns nil if no line names a place, or if the text says anything
+// before its first package but what it downloaded: that is no compiler's.
+func compilerOutput(text, dir, workDir string) *compileError {
+	var ce compileError
+	placed := false
+	show := shortPath(workDir)
+	for l := range strings.Lines(text) {
+		l = strings.TrimSpace(l)
+		switch m := compilerLine.FindStringSubmatch(l); {
+		case strings.HasPrefix(l, "# "):
+			ce.pkgs = append(ce.pkgs, strings.TrimPrefix(l, "# "))
+		case len(ce.pkgs) == 0 && l != "" && !strings.HasPrefix(l, "go: downloading "):
+			return nil
+		case len(ce.pkgs) == 0 || l == "" || len(ce.errs) == problemcap.Max:
+		case m == nil:
+			ce.errs = append(ce.errs, diag.Related{Msg: l})
+		default:
+			file, abs := m[1], m[1]
+			if !filepath.IsAbs(abs) {
+				abs = filepath.Join(dir, abs)
+			}
+			if regularFile(abs) {
+				file = show(abs)
+			}
+			line, _ := strconv.Atoi(m[2])
+			col, _ := strconv.Atoi(m[3])
+			ce.errs = append(ce.errs, diag.Related{Pos: token.Position{Filename: file, Line: line, Column: col}, Msg: m[4]})
+			placed = true
+		}
+	}
+	if !placed {
+		return nil
+	}
+	return &ce
+}
+
+// regularFile reports whether path names a regular file.
+func regularFile(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular()
 }
 
 // foldLines folds the go command's multi-line output, dropping its

@@ -2,7 +2,9 @@ package gen_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -51,4 +53,32 @@ func TestOutputFlagIsQuoted(t *testing.T) {
 	require.Error(t, err)
 	assert.NotRegexp(t, "[\x00-\x1f\x7f]", err.Error())
 	assert.Contains(t, err.Error(), `x\x1b[2J\n/reg_gen.go" is outside the module`)
+}
+
+// A connector's package that does not compile is reported at its import:
+// key, then the compiler's errors a line each, as go build shows them, at
+// their places as the user's working directory reaches them: the go
+// command names them from the directory it loads in, here the manifest's.
+func TestCompileErrorsAreLinesOfTheirOwn(t *testing.T) {
+	src, err := filepath.Abs("testdata/err_pkg_not_compile")
+	require.NoError(t, err)
+	dir := caseModule(t, src)
+	work, name := filepath.Dir(dir), filepath.Base(dir)
+	opts := gen.Options{WorkDir: work, Env: os.Environ(), Manifest: filepath.Join(name, "connectors.yaml")}
+	_, err = gen.Generate(context.Background(), opts)
+	require.Error(t, err)
+	lines := strings.Split(err.Error(), "\n")
+	require.Len(t, lines, 2, err.Error())
+	assert.Equal(t, filepath.Join(name, "connectors.yaml")+`:5:13: connector "broken": package "example.com/kvcase/broken" does not compile`, lines[0])
+	file := filepath.Join(name, "broken", "broken.go")
+	assert.Equal(t, file+":10:9: undefined: undefinedThing", lines[1])
+	assert.FileExists(t, filepath.Join(work, file), "the place shown, from the working directory")
+
+	problems := diag.Flatten(err)
+	require.Len(t, problems, 1, "one problem, which quotes the compiler")
+	data, err := json.Marshal(problems[0])
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"file": "`+filepath.Join(name, "connectors.yaml")+`", "line": 5, "column": 13,
+		"message": "connector \"broken\": package \"example.com/kvcase/broken\" does not compile",
+		"related": [{"file": "`+file+`", "line": 10, "column": 9, "message": "undefined: undefinedThing"}]}`, string(data))
 }

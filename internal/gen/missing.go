@@ -37,7 +37,7 @@ func explainMissing(ctx context.Context, lc loadConfig, mods []string, missing [
 		mod := gomod.ModuleOf(lp.pkg.PkgPath, mods)
 		switch first, _, _ := strings.Cut(lp.pkg.PkgPath, "/"); {
 		case mod == "" && !strings.Contains(first, "."):
-			lp.err = packageErrors(lp.pkg) // a standard library path: the go command says it is not in std
+			lp.err = packageErrors(lp.pkg, lc.dir, lc.workDir) // a standard library path: the go command says it is not in std
 			continue
 		case mod == "":
 			lp.err = errNoModule
@@ -54,7 +54,7 @@ func explainMissing(ctx context.Context, lc loadConfig, mods []string, missing [
 		for _, lp := range lps {
 			lp.err = missingInModule(lp.pkg.PkgPath, mod, mod == mainPath, dirs[mod], rel)
 			if lp.err == nil {
-				lp.err = packageErrors(lp.pkg) // keep the go command's words
+				lp.err = packageErrors(lp.pkg, lc.dir, lc.workDir) // keep the go command's words
 			}
 		}
 	}
