@@ -54,6 +54,7 @@ import (
 	"go/token"
 	"io"
 	"io/fs"
+	"log"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -80,6 +81,10 @@ func main() {
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(1 << 30) // a user's own limit stands
 	}
+	// net/http's client writes what a registry sends out of turn to the
+	// standard logger, a line in no format of kvgen's and outside a -json
+	// report; the exchange's own error says what went wrong.
+	log.SetOutput(io.Discard)
 	// Signals stay handled until kvgen exits: one that comes once the run
 	// is over changes nothing, where with the default action restored it
 	// would end kvgen before it could exit with the run's code.

@@ -1,9 +1,12 @@
 package ociimage
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -151,6 +154,33 @@ func fetchJSON(ctx context.Context, src content.Fetcher, d ocispec.Descriptor, v
 	data, err := content.FetchAll(ctx, src, d)
 	if err != nil {
 		return err
+	}
+	if err := decodeJSON(data, v); err != nil {
+		return fmt.Errorf("%s: %w", d.Digest, err)
+	}
+	return nil
+}
+
+// maxJSONTokens bounds the tokens of a manifest, index, config or
+// index.json, brackets and keys included: decoded, a document of small
+// values grows many times its size (4 MiB of "{}," became 534 MB of
+// descriptors), so it is counted first. An index.json of the most images
+// a layout may list takes about 70,000.
+const maxJSONTokens = 1 << 18
+
+// decodeJSON decodes data into v, once it has counted that data holds at
+// most maxJSONTokens tokens.
+func decodeJSON(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	for n := 0; ; n++ {
+		if n > maxJSONTokens {
+			return fmt.Errorf("it holds more than %d JSON values, more than any image's", maxJSONTokens)
+		}
+		if _, err := dec.Token(); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			break // json.Unmarshal says what is wrong
+		}
 	}
 	return json.Unmarshal(data, v)
 }

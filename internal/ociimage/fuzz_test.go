@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -146,4 +147,58 @@ func FuzzLayout(f *testing.F) {
 			return data
 		})
 	})
+}
+
+// A small index.json, manifest or config of many small values is refused
+// before it is decoded, within the memory bound: 4 MiB of "{}," decoded
+// into descriptors or history entries came to hundreds of megabytes.
+func TestManySmallJSONValuesAreRefusedBeforeDecoding(t *testing.T) {
+	files := genuineFiles(t)
+	var index ocispec.Index
+	require.NoError(t, json.Unmarshal(files["index.json"], &index))
+	var m ocispec.Manifest
+	require.NoError(t, json.Unmarshal(files[blobPath(index.Manifests[0])], &m))
+	var cfg map[string]any
+	require.NoError(t, json.Unmarshal(files[blobPath(m.Config)], &cfg))
+
+	empties := strings.Repeat("{},", (maxJSON-1024)/3) + "{}"
+	layout := func(indexJSON []byte, blobs ...[]byte) string {
+		dir := t.TempDir()
+		for name, data := range files {
+			if name == "oci-layout" || strings.HasPrefix(name, "blobs/") {
+				require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755))
+				require.NoError(t, os.WriteFile(filepath.Join(dir, name), data, 0o644))
+			}
+		}
+		for _, b := range blobs {
+			require.NoError(t, os.WriteFile(filepath.Join(dir, blobPath(ocispec.Descriptor{Digest: digest.FromBytes(b)})), b, 0o644))
+		}
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "index.json"), indexJSON, 0o644))
+		return dir
+	}
+	indexOf := func(manifest []byte) []byte {
+		return must(json.Marshal(ocispec.Index{Manifests: []ocispec.Descriptor{{MediaType: ocispec.MediaTypeImageManifest, Digest: digest.FromBytes(manifest), Size: int64(len(manifest))}}}))
+	}
+	manyLayers := []byte(`{"schemaVersion":2,"mediaType":"` + ocispec.MediaTypeImageManifest + `","layers":[` + empties + `]}`)
+	cfg["history"] = json.RawMessage("[" + empties + "]")
+	config := must(json.Marshal(cfg))
+	m.Config.Digest, m.Config.Size = digest.FromBytes(config), int64(len(config))
+	manifest := must(json.Marshal(m))
+
+	for name, dir := range map[string]string{
+		"index.json": layout([]byte(`{"manifests":[` + empties + `]}`)),
+		"manifest":   layout(indexOf(manyLayers), manyLayers),
+		"config":     layout(indexOf(manifest), manifest, config),
+	} {
+		var err error
+		a := allocated(func() {
+			var found []Found
+			found, err = Inspect(context.Background(), must(ParseRef("oci:"+dir)), Remote{}, false)
+			for _, f := range found {
+				err = errors.Join(err, f.Err)
+			}
+		})
+		require.ErrorContains(t, err, "JSON values, more than any image's", name)
+		require.Less(t, a, uint64(maxFuzzAlloc), "%s: allocated", name)
+	}
 }

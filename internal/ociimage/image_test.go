@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -407,4 +408,51 @@ func TestLayoutTags(t *testing.T) {
 	}
 	inspectBack(t, must(ParseRef("oci:"+dir+":two")), Remote{}, newer)
 	inspectBack(t, must(ParseRef("oci:"+dir+":one")), Remote{}, one)
+}
+
+// A layer listed many times, in one image or in many, is read once for
+// each path inspect looks for: 256 copies of one small layer in each of 64
+// manifests once cost minutes of processor time.
+func TestALayerListedManyTimesIsReadOnce(t *testing.T) {
+	ctx := context.Background()
+	ref := must(ParseRef("oci:" + filepath.Join(t.TempDir(), "layout") + ":t"))
+	require.NoError(t, Write(ctx, image(t), ref, Remote{}))
+	b := newBudget()
+	src, root, err := Remote{}.open(ctx, ref, b)
+	require.NoError(t, err)
+	d := root
+	if root.MediaType == ocispec.MediaTypeImageIndex {
+		var index ocispec.Index
+		require.NoError(t, fetchJSON(ctx, src, root, &index))
+		d = index.Manifests[0]
+	}
+	m, err := fetchManifest(ctx, src, d)
+	require.NoError(t, err)
+	layer := m.Layers[len(m.Layers)-1]
+	layers := slices.Repeat([]ocispec.Descriptor{layer}, maxLayers)
+
+	start := b.opens.left.Load()
+	opened := func() int64 { return start - b.opens.left.Load() }
+	for range 3 { // three images listing the same layers
+		_, err = extract(ctx, src, layers, "usr/local/bin/absent", io.Discard, b)
+		require.ErrorIs(t, err, errNotInLayers)
+	}
+	assert.Equal(t, int64(1), opened(), "one read of the layer")
+
+	name := ""
+	tr := tar.NewReader(must(gzip.NewReader(must(os.Open(filepath.Join(ref.Path, blobPath(layer)))))))
+	for h, err := tr.Next(); err == nil; h, err = tr.Next() {
+		if h.Typeflag == tar.TypeReg {
+			name = cleanPath(h.Name)
+		}
+	}
+	require.NotEmpty(t, name)
+	before := opened()
+	for range 3 {
+		_, err = extract(ctx, src, layers, name, io.Discard, b)
+		require.NoError(t, err)
+	}
+	// Each image reads the layer that has the file, whose own entries
+	// make every directory on its path: no copy below it is read.
+	assert.Equal(t, int64(3), opened()-before)
 }

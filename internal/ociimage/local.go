@@ -53,6 +53,10 @@ const (
 // bombs ends with an error, not after hours.
 type budget struct {
 	opens, read, unpacked, sboms allowance
+	// layers is what reading layers for an entrypoint's path found, so
+	// that a layer listed many times, in one image or in many, is read
+	// once for each path.
+	layers layerMemo
 	// sidecar is the SBOM beside a docker archive, read once.
 	sidecar struct {
 		once sync.Once
@@ -155,7 +159,7 @@ func openLocal(ctx context.Context, ref Ref, b *budget) (*localStore, error) {
 	if data, err = read(ocispec.ImageIndexFile); err != nil {
 		return nil, err
 	}
-	if err := json.Unmarshal(data, &s.index); err != nil {
+	if err := decodeJSON(data, &s.index); err != nil {
 		return nil, fmt.Errorf("%s: %w", ocispec.ImageIndexFile, err)
 	}
 	if n := len(s.index.Manifests); n > maxIndexEntries {
@@ -326,7 +330,7 @@ func (s *localStore) dockerManifest() ([]dockerManifestEntry, bool, error) {
 		return nil, true, err
 	}
 	var entries []dockerManifestEntry
-	if err := json.Unmarshal(data, &entries); err != nil {
+	if err := decodeJSON(data, &entries); err != nil {
 		return nil, true, fmt.Errorf("manifest.json: %w", err)
 	}
 	if len(entries) > maxIndexEntries {

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -164,11 +165,15 @@ var errNotInLayers = errors.New("no layer of the image has it")
 // are unpacked, and another file may be there.
 func extract(ctx context.Context, src content.Fetcher, layers []ocispec.Descriptor, name string, w io.Writer, b *budget) (int64, error) {
 	for i, l := range slices.Backward(layers) {
-		dirs := map[string]bool{} // directories on its path the layers above make
+		if b.layers.absent(l.Digest, name) {
+			continue
+		}
+		dirs := map[string]bool{} // directories on its path the layer makes
 		n, err := readLayer(ctx, src, l, b, func(tr *tar.Reader) (int64, error) {
 			return findInLayer(tr, name, w, l.Digest, dirs)
 		})
 		if errors.Is(err, errNotInLayers) {
+			b.layers.setAbsent(l.Digest, name)
 			continue
 		}
 		if err != nil {
@@ -178,15 +183,72 @@ func extract(ctx context.Context, src content.Fetcher, layers []ocispec.Descript
 			if allDirs(name, dirs) {
 				break // nothing below can move it: kvgen's own layer makes every directory on its path
 			}
-			if _, err := readLayer(ctx, src, below, b, func(tr *tar.Reader) (int64, error) {
-				return 0, checkPathInLayer(tr, name, below.Digest, dirs)
-			}); err != nil {
+			last, ok := b.layers.onPath(below.Digest, name)
+			if !ok {
+				if _, err := readLayer(ctx, src, below, b, func(tr *tar.Reader) (int64, error) {
+					last, err = pathInLayer(tr, name)
+					return 0, err
+				}); err != nil {
+					return 0, err
+				}
+				b.layers.setOnPath(below.Digest, name, last)
+			}
+			if err := checkPathInLayer(last, below.Digest, dirs); err != nil {
 				return 0, err
 			}
 		}
 		return n, nil
 	}
 	return 0, errNotInLayers
+}
+
+// layerMemo remembers, for one read of an image, what layers hold on a
+// file's path, by layer digest and path: once a layer's bytes are
+// checked, what they hold is known, and a layer listed many times, in one
+// image or in many, is read once for each path.
+type layerMemo struct {
+	mu sync.Mutex
+	// none are the layers that say nothing of the file; last, for a layer
+	// below the file's, each directory on its path as its last entry
+	// there leaves it (pathInLayer).
+	none map[layerPath]bool
+	last map[layerPath]map[string]byte
+}
+
+type layerPath struct {
+	layer digest.Digest
+	name  string
+}
+
+func (m *layerMemo) absent(layer digest.Digest, name string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.none[layerPath{layer, name}]
+}
+
+func (m *layerMemo) setAbsent(layer digest.Digest, name string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.none == nil {
+		m.none = map[layerPath]bool{}
+	}
+	m.none[layerPath{layer, name}] = true
+}
+
+func (m *layerMemo) onPath(layer digest.Digest, name string) (map[string]byte, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	last, ok := m.last[layerPath{layer, name}]
+	return last, ok
+}
+
+func (m *layerMemo) setOnPath(layer digest.Digest, name string, last map[string]byte) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.last == nil {
+		m.last = map[layerPath]map[string]byte{}
+	}
+	m.last[layerPath{layer, name}] = last
 }
 
 // errDeleted says a layer deletes a file (a whiteout).
@@ -352,25 +414,35 @@ func allDirs(name string, dirs map[string]bool) bool {
 	return true
 }
 
-// checkPathInLayer checks a layer below the one that has the file name:
-// each directory on its path that the layers above do not make (dirs) must
-// not be something else here, as its last entry in the layer leaves it.
-// The directories this layer makes are added to dirs, for the layers below.
-func checkPathInLayer(tr *tar.Reader, name string, layer digest.Digest, dirs map[string]bool) error {
-	last := map[string]byte{} // each directory on its path: its last entry's type
+// pathInLayer reads a layer below the one that has the file name: each
+// directory on its path that the layer has, and the type of its last
+// entry there, which is what unpacking the layer leaves.
+func pathInLayer(tr *tar.Reader, name string) (map[string]byte, error) {
+	last := map[string]byte{}
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			break
+			return last, nil
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if p := cleanPath(h.Name); within(name, p) && !dirs[p] {
+		if p := cleanPath(h.Name); within(name, p) {
 			last[p] = h.Typeflag
 		}
 	}
+}
+
+// checkPathInLayer checks a layer below the one that has the file: each
+// directory on its path that the layers above do not make (dirs) must not
+// be something else here, as its last entry in the layer (last, from
+// pathInLayer) leaves it. The directories this layer makes are added to
+// dirs, for the layers below.
+func checkPathInLayer(last map[string]byte, layer digest.Digest, dirs map[string]bool) error {
 	for _, p := range slices.Sorted(maps.Keys(last)) {
+		if dirs[p] {
+			continue
+		}
 		switch last[p] {
 		case tar.TypeDir:
 			dirs[p] = true

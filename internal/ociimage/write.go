@@ -307,7 +307,7 @@ func (img *Image) updatedIndex(ctx context.Context, root *os.Root, dir, tag stri
 	case err != nil:
 		return nil, fmt.Errorf("the layout's index: %w", err)
 	default:
-		if err := json.Unmarshal(data, &index); err != nil {
+		if err := decodeJSON(data, &index); err != nil {
 			return nil, fmt.Errorf("%s: %w", shown, err)
 		}
 	}
@@ -476,7 +476,7 @@ func prune(ctx context.Context, root *os.Root, entries []ocispec.Descriptor, img
 		}
 		data, err := readfile.ReadIn(root, blobPath(d), maxJSON)
 		read += int64(len(data)) // what was read, whatever the descriptor says
-		return err == nil && int64(len(data)) == d.Size && json.Unmarshal(data, v) == nil
+		return err == nil && int64(len(data)) == d.Size && decodeJSON(data, v) == nil
 	}
 	live := map[string]bool{}
 	for _, pi := range img.Platforms {
