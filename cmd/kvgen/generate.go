@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"go/token"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -75,6 +76,9 @@ func (g *genFlags) each(e *env, fs *flag.FlagSet, base gen.Options, one func(opt
 		g.manifest, opts.Manifest = m, m
 		fields, c := one(opts)
 		fields["manifest"] = m
+		// A field not known (the file of a run that stopped before
+		// kvgen knew it) is left out, as in a report of one manifest.
+		maps.DeleteFunc(fields, func(_ string, v any) bool { return v == nil })
 		reports = append(reports, fields)
 		code = max(code, c)
 	}
