@@ -97,6 +97,7 @@ func runNew(ctx context.Context, e *env, args []string) int {
 	if s.Replace == "" && strings.HasPrefix(s.KVGenVersion, "v0.0.0-") {
 		fmt.Fprintf(e.stdout, "this kvgen is a development build: point go.mod at your kvgen checkout with\n\tgo mod edit -replace github.com/kvgen/kvgen=PATH\n")
 	}
+	workspaceNote(e, *dir)
 	fmt.Fprintf(e.stdout, "next: cd %s && go mod tidy && go test ./...\n", suggest.Show(*dir))
 	return exitOK
 }
@@ -241,10 +242,17 @@ func pluginCreated(e *env, dir, modPath, contract string, names []string) {
 		return
 	}
 	fmt.Fprintf(e.stdout, "created %s (module %s), a plugin of %s: %s\n", suggest.Show(dir), modPath, contract, strings.Join(names, ", "))
+	workspaceNote(e, dir)
+	fmt.Fprintf(e.stdout, "next: cd %s && go mod tidy && go test ./..., then list it in the host's manifest (import: %s, with replace: or version:; New is marked, so no constructor: line) and run go generate\n", suggest.Show(dir), modPath)
+}
+
+// workspaceNote says that a module new made in dir is not in the
+// workspace the go command would use there, and how to put it in: without
+// it, the go commands of the next step fail.
+func workspaceNote(e *env, dir string) {
 	if work := gocmd.WorkFile(workDir(), os.Environ()); work != "" && inWorkspace(work, dir) {
 		fmt.Fprintf(e.stdout, "the workspace %s does not use it: go work use %s, or run what follows with GOWORK=off\n", suggest.Show(work), suggest.Show(dir))
 	}
-	fmt.Fprintf(e.stdout, "next: cd %s && go mod tidy && go test ./..., then list it in the host's manifest (import: %s, with replace: or version:; New is marked, so no constructor: line) and run go generate\n", suggest.Show(dir), modPath)
 }
 
 // inWorkspace reports whether the go command run in dir uses the

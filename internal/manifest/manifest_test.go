@@ -197,7 +197,13 @@ var badManifests = []struct {
 		// of every later line, "#" included.
 		name: "a second byte order mark",
 		src:  "\uFEFF\uFEFFversion: 1\nconnectors: []\n#  - name: evil\n",
-		want: []string{"connectors.yaml:1:4: an invisible byte order mark (U+FEFF), which YAML readers read differently; remove it"},
+		want: []string{"connectors.yaml:1:1: an invisible byte order mark (U+FEFF), which YAML readers read differently; remove it"},
+	},
+	{
+		// An editor shows no byte order mark, and counts columns after it.
+		name: "a byte order mark before a problem",
+		src:  "\uFEFFversoin: 1\nconnectors: []\n",
+		want: []string{`connectors.yaml:1:1: unknown key "versoin"; did you mean "version"?`, `connectors.yaml:1:1: missing key "version"; add it, e.g. "version: 1"`},
 	},
 	{
 		name: "a byte order mark inside",
@@ -316,32 +322,32 @@ var badManifests = []struct {
 	{
 		name: "name starting with a digit",
 		src:  head + "  - name: 3fs\n    import: example.com/fs\n",
-		want: []string{`connectors.yaml:3:11: connector 1: name "3fs" cannot start with '3'; a name is a letter followed by letters, digits, '_', '.' or '-'`},
+		want: []string{`connectors.yaml:3:11: connector 1: name "3fs" cannot start with '3'; a name is an ASCII letter followed by ASCII letters, digits, '_', '.' or '-'`},
 	},
 	{
 		name: "name with a space",
 		src:  head + "  - name: my redis\n    import: example.com/redis\n",
-		want: []string{`connectors.yaml:3:11: connector 1: name "my redis" cannot contain ' '; a name is a letter followed by letters, digits, '_', '.' or '-'`},
+		want: []string{`connectors.yaml:3:11: connector 1: name "my redis" cannot contain ' '; a name is an ASCII letter followed by ASCII letters, digits, '_', '.' or '-'`},
 	},
 	{
 		name: "name with quotes",
 		src:  head + "  - name: 'red\"is'\n    import: example.com/redis\n",
-		want: []string{`connectors.yaml:3:11: connector 1: name "red\"is" cannot contain '"'; a name is a letter followed by letters, digits, '_', '.' or '-'`},
+		want: []string{`connectors.yaml:3:11: connector 1: name "red\"is" cannot contain '"'; a name is an ASCII letter followed by ASCII letters, digits, '_', '.' or '-'`},
 	},
 	{
 		name: "name with a newline",
 		src:  head + "  - name: \"red\\nis\"\n    import: example.com/redis\n",
-		want: []string{`connectors.yaml:3:11: connector 1: name "red\nis" cannot contain '\n'; a name is a letter followed by letters, digits, '_', '.' or '-'`},
+		want: []string{`connectors.yaml:3:11: connector 1: name "red\nis" cannot contain '\n'; a name is an ASCII letter followed by ASCII letters, digits, '_', '.' or '-'`},
 	},
 	{
 		name: "name closing a comment",
 		src:  head + "  - name: redis*/\n    import: example.com/redis\n",
-		want: []string{`connectors.yaml:3:11: connector 1: name "redis*/" cannot contain '*'; a name is a letter followed by letters, digits, '_', '.' or '-'`},
+		want: []string{`connectors.yaml:3:11: connector 1: name "redis*/" cannot contain '*'; a name is an ASCII letter followed by ASCII letters, digits, '_', '.' or '-'`},
 	},
 	{
 		name: "invalid alias",
 		src:  head + "  - name: redis\n    import: example.com/redis\n    aliases: [ok, not ok]\n",
-		want: []string{`connectors.yaml:5:19: connector "redis": alias "not ok" cannot contain ' '; a name is a letter followed by letters, digits, '_', '.' or '-'`},
+		want: []string{`connectors.yaml:5:19: connector "redis": alias "not ok" cannot contain ' '; a name is an ASCII letter followed by ASCII letters, digits, '_', '.' or '-'`},
 	},
 	{
 		name: "duplicate name",
@@ -517,7 +523,7 @@ var badManifests = []struct {
 	{
 		name: "position after multi-byte characters",
 		src:  head + "  - {replace: ../ünï, name: bad name, import: example.com/a}\n",
-		want: []string{`connectors.yaml:3:31: connector 1: name "bad name" cannot contain ' '; a name is a letter followed by letters, digits, '_', '.' or '-'`},
+		want: []string{`connectors.yaml:3:31: connector 1: name "bad name" cannot contain ' '; a name is an ASCII letter followed by ASCII letters, digits, '_', '.' or '-'`},
 	},
 	{
 		name: "several errors in one file, in order",
@@ -541,7 +547,7 @@ connectors:
 			`connectors.yaml:7:5: connector "cache": missing key "import"; add it, e.g. "import: github.com/acme/kvredis"`,
 			`connectors.yaml:8:5: connector "cache": unknown key "imprt"; did you mean "import"?`,
 			`connectors.yaml:9:15: connector "cache": alias "redis" is already the name of connector "redis" at connectors.yaml:4:11; rename one of them`,
-			`connectors.yaml:10:11: connector 3: name "bad name" cannot contain ' '; a name is a letter followed by letters, digits, '_', '.' or '-'`,
+			`connectors.yaml:10:11: connector 3: name "bad name" cannot contain ' '; a name is an ASCII letter followed by ASCII letters, digits, '_', '.' or '-'`,
 			`connectors.yaml:11:13: connector 3: import "../cache" is not a valid Go import path: invalid path element ".."; give the package's full import path, e.g. "github.com/acme/kvredis"`,
 			`connectors.yaml:12:18: connector 3: constructor "new" is lowercase: unexported functions cannot be called from the generated package; export it`,
 			`connectors.yaml:13:14: connector 3: version "latest" is not a semantic version; want a version such as v1.4.0`,
@@ -593,7 +599,7 @@ func TestLoad(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, []byte("version: 1\nconnectors:\n  - name: a b\n    import: example.com/a\n"), 0o644))
 	_, err := Load(path)
 	require.Error(t, err)
-	assert.Equal(t, path+`:3:11: connector 1: name "a b" cannot contain ' '; a name is a letter followed by letters, digits, '_', '.' or '-'`, err.Error())
+	assert.Equal(t, path+`:3:11: connector 1: name "a b" cannot contain ' '; a name is an ASCII letter followed by ASCII letters, digits, '_', '.' or '-'`, err.Error())
 
 	require.NoError(t, os.WriteFile(path, []byte("version: 1\nconnectors: []\n"), 0o644))
 	m, err := Load(path)
@@ -628,7 +634,11 @@ func FuzzParse(f *testing.F) {
 			require.True(t, e.Pos.Offset >= 0 && e.Pos.Offset <= len(data), "offset %d outside the input: %s", e.Pos.Offset, e.Msg)
 			before := data[:e.Pos.Offset]
 			require.Equal(t, 1+bytes.Count(before, []byte("\n")), e.Pos.Line, "line agrees with offset: %s", e.Msg)
-			require.Equal(t, e.Pos.Offset-bytes.LastIndexByte(before, '\n'), e.Pos.Column, "column agrees with offset: %s", e.Msg)
+			lineStart := bytes.LastIndexByte(before, '\n')
+			if lineStart < 0 && bytes.HasPrefix(before, []byte("\uFEFF")) {
+				lineStart = 2 // columns count from after the byte order mark
+			}
+			require.Equal(t, e.Pos.Offset-lineStart, e.Pos.Column, "column agrees with offset: %s", e.Msg)
 			require.NotEmpty(t, e.Msg)
 		}
 	})

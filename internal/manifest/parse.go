@@ -93,7 +93,9 @@ func (p *parser) at(line, col int) token.Position {
 // offset returns the Go position of byte offset off.
 func (p *parser) offset(off int) token.Position {
 	n, _ := slices.BinarySearch(p.newlines, off) // the \n before off
-	lineStart := 0
+	// An editor shows no byte order mark: the first line's columns count
+	// from after it.
+	lineStart := min(p.lineStarts[0], off)
 	if n > 0 {
 		lineStart = p.newlines[n-1] + 1
 	}

@@ -176,7 +176,7 @@ func checkName(kind, s string) string {
 	if names.Valid(s) {
 		return ""
 	}
-	const rule = "a name is a letter followed by letters, digits, '_', '.' or '-'"
+	const rule = "a name is an ASCII letter followed by ASCII letters, digits, '_', '.' or '-'"
 	// Valid names are closed under prefixes, so the first prefix that
 	// does not match ends at the offending character.
 	for i, r := range s {

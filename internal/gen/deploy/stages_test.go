@@ -139,7 +139,7 @@ func TestGenerateStageReportsEveryProblem(t *testing.T) {
 	// The entry whose name is wrong still has its constructor checked.
 	assert.Equal(t, `deploy/bad.yaml:5:18: connector "local": package "example.com/stage/local" has no function "Nope"; its functions that fit the contract: New
 deploy/bad.yaml:6:5: connector 2: no constructor given and package "example.com/stage/local" marks none; add `+"`constructor: NAME`"+` to the entry, or a //kvgen:constructor line to the constructor's doc comment
-deploy/bad.yaml:6:11: connector 2: name "bad name" cannot contain ' '; a name is a letter followed by letters, digits, '_', '.' or '-'`, err.Error())
+deploy/bad.yaml:6:11: connector 2: name "bad name" cannot contain ' '; a name is an ASCII letter followed by ASCII letters, digits, '_', '.' or '-'`, err.Error())
 	assert.Empty(t, b.flags, "nothing to build with")
 }
 
