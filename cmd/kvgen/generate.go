@@ -109,6 +109,12 @@ func (g *genFlags) report(e *env, err error) bool {
 	if !errors.As(err, &le) {
 		return false
 	}
+	if m, merr := manifest.LoadIn(workDir(), g.manifest); merr == nil && m.Extends.Set {
+		// go generate links the base's versions into go.mod, not a
+		// deployment's: those are kvgen build's, in a scratch go.mod.
+		e.report(problemIn(g.manifest, "go.mod does not satisfy %s, which extends %s: kvgen build links what a deployment manifest names without changing go.mod (%s build -manifest %s -o BINARY PACKAGE)", suggest.Show(g.manifest), suggest.Quote(m.Extends.V), self, suggest.Show(g.manifest)))
+		return true
+	}
 	then := ""
 	if le.Vendored {
 		then = ", then go mod vendor to record it in vendor/, which the go command builds from"

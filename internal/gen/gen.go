@@ -470,7 +470,7 @@ func Overlay(dir string, rs ...*Result) ([]string, error) {
 		}
 		if r.linked.modules != nil {
 			if linked != nil {
-				return nil, fmt.Errorf("the registries %s and %s both need go.mod and go.sum linked; run kvgen generate for them first", linked.Path, r.Path)
+				return nil, fmt.Errorf("the registries %s and %s both need go.mod and go.sum linked; run go tool kvgen generate for them first", linked.Path, r.Path)
 			}
 			linked = r
 		}

@@ -342,7 +342,7 @@ func (b *builder) generateEach(ctx context.Context, opts gen.Options) error {
 		// one of a single manifest does: an output: that names no file
 		// kvgen generated would add a registry nothing links.
 		if ok, err := gen.IsGenerated(b.abs(res.Path)); err != nil || !ok {
-			return fmt.Errorf("%s: %s is no file kvgen generated for the build to stand in for; run kvgen generate -manifest %s first", m, res.Path, m)
+			return fmt.Errorf("%s: %s is no file kvgen generated for the build to stand in for; run go tool kvgen generate -manifest %s first", m, res.Path, m)
 		}
 		if len(res.ModuleChanges()) > 0 {
 			lacking = append(lacking, m)
@@ -350,7 +350,7 @@ func (b *builder) generateEach(ctx context.Context, opts gen.Options) error {
 		b.regs = append(b.regs, res)
 	}
 	if lacking != nil {
-		return fmt.Errorf("go.mod lacks modules that %s names; a build of several manifests links what go.mod requires: run kvgen generate -manifest %s first", strings.Join(lacking, " and "), strings.Join(lacking, " -manifest "))
+		return fmt.Errorf("go.mod lacks modules that %s names; a build of several manifests links what go.mod requires: run go tool kvgen generate -manifest %s first", strings.Join(lacking, " and "), strings.Join(lacking, " -manifest "))
 	}
 	return nil
 }
