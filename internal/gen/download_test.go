@@ -52,3 +52,21 @@ func New(ctx context.Context, cfg kv.Config, role kv.Role) (kv.Connector, error)
 	assert.Contains(t, err.Error(), "example.com/missing: conn/conn.go:6:2: module lookup disabled by GOPROXY=off")
 	assert.NoFileExists(t, "reg_gen.go")
 }
+
+// A package in a module nested in the main module's tree, which go.mod
+// does not require, is no package the go command can get: it would say
+// to go get it, which asks a module proxy for a module that is only here.
+// The error says to replace it by its directory.
+func TestPackageInANestedModuleSaysToReplaceIt(t *testing.T) {
+	dir := guardModule(t, "reg_gen.go")
+	kvgentest.WriteFiles(t, dir, map[string]string{
+		"plugins/nestkv/go.mod":    "module example.com/kvcase/plugins/nestkv\n\ngo 1.26.0\n",
+		"plugins/nestkv/nestkv.go": "package nestkv\n",
+		"connectors.yaml":          "version: 1\npackage: kvcase\noutput: reg_gen.go\nconnectors:\n  - name: nest\n    import: example.com/kvcase/plugins/nestkv\n    constructor: New\n",
+	})
+	t.Setenv("GOPROXY", "off")
+	_, err := gen.Generate(context.Background(), gen.Options{WorkDir: cwd(t), Env: os.Environ(), Manifest: "connectors.yaml"})
+	require.Error(t, err)
+	assert.Equal(t, `connectors.yaml:6:13: connector "nest": package "example.com/kvcase/plugins/nestkv": directory plugins/nestkv is in a module of its own (plugins/nestkv/go.mod), which go.mod does not require; give the entry replace: with that module's directory, relative to the manifest`, err.Error())
+	assert.NoFileExists(t, "reg_gen.go")
+}
