@@ -248,8 +248,18 @@ func generateOne(ctx context.Context, e *env, g *genFlags, opts gen.Options, r m
 	if changes := res.ModuleChanges(); e.asJSON && changes != nil {
 		r["modules"] = changes
 	} else {
+		// The go.mod is the output file's module's, which -o may put
+		// in another module than the working directory's: then say
+		// which.
+		goMod, wd := "go.mod", workDir()
+		if modDir := filepath.Dir(res.GoModPath()); wd != modDir && !strings.HasPrefix(wd, modDir+string(filepath.Separator)) {
+			goMod = res.GoModPath()
+			if rel, err := filepath.Rel(wd, goMod); err == nil {
+				goMod = rel
+			}
+		}
 		for _, c := range changes {
-			e.notef("go.mod: %s", c)
+			e.notef("%s: %s", suggest.Show(goMod), c)
 		}
 	}
 	r["written"] = res.Written

@@ -569,6 +569,15 @@ func (r *Result) ModuleChanges() []string {
 	return r.linked.modules.Changes
 }
 
+// GoModPath is the go.mod that ModuleChanges change: the main module's,
+// that of the output file's module; "" when nothing changes.
+func (r *Result) GoModPath() string {
+	if r.linked.modules == nil {
+		return ""
+	}
+	return r.linked.modules.GoModPath
+}
+
 // VendorErr returns, as a *gomod.VendorError, what the main module's
 // vendor directory lacks of the linked go.mod (see ModuleChanges), or of
 // the entries' packages, when the go command builds the module from it;
