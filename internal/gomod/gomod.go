@@ -10,6 +10,7 @@ package gomod
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -851,10 +852,21 @@ func (p *Plan) annotate(err error) error {
 	}
 	for _, l := range p.Lacks {
 		if strings.Contains(msg, l.Import) || l.Module != "" && strings.Contains(msg, l.Module) {
+			if mod := cmp.Or(l.Module, l.Import); l.Version != "" && strings.Contains(msg, mod+"@"+l.Version+":") && noSuchVersion(msg) {
+				// The go command's words name the proxy's reply, not
+				// what to do about it.
+				return diag.Errorf(l.Pos, "%s: no module proxy has version %s of %s; go list -m -versions %s lists the versions there are (%v)", l.Label, l.Version, mod, mod, err)
+			}
 			return diag.Errorf(l.Pos, "%s: %v", l.Label, err)
 		}
 	}
 	return err
+}
+
+// noSuchVersion reports whether the go command's words say that the
+// module proxy, or a file:// one, has no such version.
+func noSuchVersion(msg string) bool {
+	return notFound(msg) || strings.Contains(msg, "404 Not Found") || strings.Contains(msg, "410 Gone") || strings.Contains(msg, "no such file or directory")
 }
 
 // NotCachedError is a module version the go command needed and could not

@@ -1,11 +1,15 @@
 package gomod
 
 import (
+	"errors"
+	"go/token"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kvgen/kvgen/internal/gocmd"
 )
 
 func TestVendorLacks(t *testing.T) {
@@ -41,4 +45,22 @@ func TestNotCached(t *testing.T) {
 	assert.Equal(t, &NotCachedError{Module: "example.com/kv", Version: "v0.2.0"}, NotCached("module lookup disabled by GOPROXY=off", "example.com/kv", "v0.2.0"))
 	// A dependency's, at a file position: the go command's words stay.
 	assert.Nil(t, NotCached("package example.com/conn does not build: example.com/missing: conn/conn.go:6:2: module lookup disabled by GOPROXY=off", "example.com/conn", "v0.1.0"))
+}
+
+// A version no module proxy has is said so at the entry's version:, with
+// the command that lists the versions there are; the go command's words
+// follow. Other failures keep its words alone.
+func TestNoSuchVersionIsSaid(t *testing.T) {
+	pos := token.Position{Filename: "connectors.yaml", Line: 6, Column: 14}
+	p := &Plan{Lacks: []Lack{{Pos: pos, Label: `connector "fastkv"`, Import: "example.com/acme/fastkv", Version: "v0.9.9"}}}
+	for _, reply := range []string{
+		"reading https://proxy.golang.org/example.com/acme/fastkv/@v/v0.9.9.info: 404 Not Found\n\tserver response: not found: example.com/acme/fastkv@v0.9.9: invalid version: unknown revision v0.9.9",
+		"reading https://proxy.example/example.com/acme/fastkv/@v/v0.9.9.info: 410 Gone",
+		"reading file:///proxy/example.com/acme/fastkv/@v/v0.9.9.info: no such file or directory",
+	} {
+		err := p.annotate(&gocmd.Error{Args: []string{"get"}, Stderr: "go: example.com/acme/fastkv@v0.9.9: " + reply, Err: errors.New("exit status 1")})
+		assert.Regexp(t, `^connectors.yaml:6:14: connector "fastkv": no module proxy has version v0.9.9 of example.com/acme/fastkv; go list -m -versions example.com/acme/fastkv lists the versions there are \(go get: example.com/acme/fastkv@v0.9.9: reading `, err.Error())
+	}
+	err := p.annotate(&gocmd.Error{Args: []string{"get"}, Stderr: "go: example.com/acme/fastkv@v0.9.9: verifying module: checksum mismatch", Err: errors.New("exit status 1")})
+	assert.Equal(t, `connectors.yaml:6:14: connector "fastkv": go get: example.com/acme/fastkv@v0.9.9: verifying module: checksum mismatch`, err.Error())
 }
