@@ -329,7 +329,7 @@ func (pl *planner) replaced(i int, c manifest.Entry) error {
 		pl.fail(i, c.Replace.Pos, "%s: replace %q: %v", c.Label(i), c.Replace.V, err)
 		return nil
 	case modPath == main.Path:
-		pl.fail(i, c.Replace.Pos, "%s: replace %q: that is the main module itself; drop replace:", c.Label(i), c.Replace.V)
+		pl.fail(i, c.Replace.Pos, "%s: replace %q: that is %s, the main module, in which the registry file is generated; drop replace:, or generate the file in another module", c.Label(i), c.Replace.V, modPath)
 		return nil
 	case !InModule(c.Import.V, modPath):
 		pl.fail(i, c.Import.Pos, "%s: %s is not in module %s, which %s holds", c.Label(i), c.Import.V, modPath, c.Replace.V)

@@ -111,10 +111,14 @@ replace example.com/fast => ../fast
 	t.Run("errors point at the manifest", func(t *testing.T) {
 		_, err := plan(t, dir, entry("    import: example.com/host/kv\n    version: v1.0.0\n")+
 			"  - name: d\n    import: example.com/elsewhere\n    replace: ../fast\n"+
-			"  - name: e\n    import: example.com/x\n    replace: ../none\n")
+			"  - name: e\n    import: example.com/x\n    replace: ../none\n"+
+			"  - name: f\n    import: example.com/host/kv\n    replace: .\n")
 		var list diag.List
 		require.ErrorAs(t, err, &list)
-		require.Len(t, list, 3)
+		require.Len(t, list, 4)
+		// The registry file's module is the main module: an -o into a
+		// connector's module makes that one the main module.
+		assert.Contains(t, list[3].Error(), `:14:14: connector "f": replace ".": that is example.com/host, the main module, in which the registry file is generated; drop replace:, or generate the file in another module`)
 		assert.Contains(t, list[0].Error(), `:5:14: connector "c": example.com/host/kv is in the main module, example.com/host, which has no version of its own; drop version:`)
 		assert.Contains(t, list[1].Error(), `:7:13: connector "d": example.com/elsewhere is not in module example.com/fast, which ../fast holds`)
 		assert.Contains(t, list[2].Error(), `:11:14: connector "e": replace "../none": no go.mod in `)
