@@ -89,8 +89,11 @@ func (f *imageFlags) image(e *env) (imagebuild.Image, int) {
 	}
 	var bundle []byte
 	if f.caBundle != "" {
-		if bundle, err = readfile.Read(f.caBundle, maxCABundle); err != nil {
-			e.errorf("-ca-bundle: %v", err)
+		if bundle, err = readfile.Read(f.caBundle, maxCABundle); err == nil {
+			err = ociimage.CheckCABundle(bundle)
+		}
+		if err != nil {
+			e.errorf("-ca-bundle %s: %v", suggest.Show(f.caBundle), err)
 			return img, exitUsage
 		}
 	}

@@ -141,6 +141,24 @@ func (b *baseImage) platform(ctx context.Context, p Platform) (ocispec.Image, oc
 	if n, l := len(cfg.RootFS.DiffIDs), len(m.Layers); n != l {
 		return cfg, m, fmt.Errorf("base image %s, %s: its config lists %d layers, its manifest %d", suggest.Show(b.ref), p, n, l)
 	}
+	// kvgen adds a layer: an image of more than maxLayers is one inspect
+	// refuses.
+	if l := len(m.Layers); l >= maxLayers {
+		return cfg, m, fmt.Errorf("base image %s, %s: it has %d layers, and an image kvgen makes at most %d with its own", suggest.Show(b.ref), p, l, maxLayers)
+	}
+	// A runtime picks the image by what the index says, and runs what
+	// the config says: a base whose two disagree is refused, as inspect
+	// refuses such an image.
+	if q := d.Platform; q != nil && (cfg.OS != q.OS || cfg.Architecture != q.Architecture ||
+		cfg.Variant != "" && q.Variant != "" && variant(q.Architecture, cfg.Variant) != variant(q.Architecture, q.Variant)) {
+		return cfg, m, fmt.Errorf("base image %s: its index lists an image for %s, whose config says %s", suggest.Show(b.ref), p, suggest.Quote(Platform{OS: cfg.OS, Architecture: cfg.Architecture, Variant: cfg.Variant}.String()))
+	}
+	// Of a base's layer, the image keeps what says which blob it is:
+	// data embedded in the descriptor, or URLs to fetch it from
+	// elsewhere, would be the base's say in what the image holds.
+	for i, l := range m.Layers {
+		m.Layers[i] = ocispec.Descriptor{MediaType: l.MediaType, Digest: l.Digest, Size: l.Size, Annotations: l.Annotations}
+	}
 	return cfg, m, nil
 }
 
@@ -172,6 +190,9 @@ const maxJSONTokens = 1 << 18
 // most maxJSONTokens tokens.
 func decodeJSON(data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
+	// Numbers stay text: one no float64 holds (1e400) is no reason to
+	// stop counting.
+	dec.UseNumber()
 	for n := 0; ; n++ {
 		if n > maxJSONTokens {
 			return fmt.Errorf("it holds more than %d JSON values, more than any image's", maxJSONTokens)
@@ -179,7 +200,7 @@ func decodeJSON(data []byte, v any) error {
 		if _, err := dec.Token(); errors.Is(err, io.EOF) {
 			break
 		} else if err != nil {
-			break // json.Unmarshal says what is wrong
+			return err // not JSON: decoded, it would not be counted
 		}
 	}
 	return json.Unmarshal(data, v)

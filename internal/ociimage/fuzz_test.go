@@ -187,8 +187,10 @@ func TestManySmallJSONValuesAreRefusedBeforeDecoding(t *testing.T) {
 
 	for name, dir := range map[string]string{
 		"index.json": layout([]byte(`{"manifests":[` + empties + `]}`)),
-		"manifest":   layout(indexOf(manyLayers), manyLayers),
-		"config":     layout(indexOf(manifest), manifest, config),
+		// A number no float64 holds does not stop the count.
+		"index.json with 1e400": layout([]byte(`{"x":1e400,"manifests":[` + empties + `]}`)),
+		"manifest":              layout(indexOf(manyLayers), manyLayers),
+		"config":                layout(indexOf(manifest), manifest, config),
 	} {
 		var err error
 		a := allocated(func() {

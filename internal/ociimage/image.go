@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -111,10 +112,37 @@ type PlatformImage struct {
 	Binary   *inspect.Binary
 }
 
+// CheckCABundle says what keeps data from being a CA bundle: it must hold
+// PEM certificates, and no PEM block of another kind. A server.pem that
+// holds a certificate and its private key, or any other file given by
+// mistake, would be published in the image for anyone who pulls it.
+func CheckCABundle(data []byte) error {
+	certs := 0
+	for rest := data; ; {
+		var b *pem.Block
+		if b, rest = pem.Decode(rest); b == nil {
+			break
+		}
+		if b.Type != "CERTIFICATE" && b.Type != "TRUSTED CERTIFICATE" {
+			return fmt.Errorf("it holds a PEM block of type %s, and a CA bundle holds only certificates", suggest.Quote(b.Type))
+		}
+		certs++
+	}
+	if certs == 0 {
+		return errors.New("it holds no PEM certificate")
+	}
+	return nil
+}
+
 // Build packages each platform's binary as an image, in memory.
 func Build(ctx context.Context, opts Options) (*Image, error) {
 	if len(opts.Platforms) == 0 {
 		return nil, errors.New("ociimage: no platforms")
+	}
+	if opts.CABundle != nil {
+		if err := CheckCABundle(opts.CABundle); err != nil {
+			return nil, fmt.Errorf("the CA bundle: %w", err)
+		}
 	}
 	img := &Image{store: memory.New()}
 	var base *baseImage

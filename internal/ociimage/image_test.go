@@ -135,7 +135,7 @@ func must[T any](v T, err error) T {
 func TestLayerAndConfig(t *testing.T) {
 	ctx := context.Background()
 	opts := options(platforms(t)[:1])
-	opts.CABundle = []byte("-----BEGIN CERTIFICATE-----\n")
+	opts.CABundle = []byte("-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n")
 	opts.Labels = map[string]string{"org.opencontainers.image.source": "https://example.com/tiny", "team": "kv"}
 	img, err := Build(ctx, opts)
 	require.NoError(t, err)
@@ -334,7 +334,7 @@ func TestOnBase(t *testing.T) {
 
 	opts := options(platforms(t))
 	opts.Base = "oci:" + dir + ":b"
-	opts.CABundle = []byte("pem")
+	opts.CABundle = []byte("-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n")
 	img, err := Build(ctx, opts)
 	require.NoError(t, err)
 	for i, pi := range img.Platforms {
@@ -455,4 +455,24 @@ func TestALayerListedManyTimesIsReadOnce(t *testing.T) {
 	// Each image reads the layer that has the file, whose own entries
 	// make every directory on its path: no copy below it is read.
 	assert.Equal(t, int64(3), opened()-before)
+}
+
+// A CA bundle holds PEM certificates and nothing PEM encodes but them: a
+// server.pem with its private key, or a file given by mistake, would be
+// published in the image.
+func TestCABundleHoldsOnlyCertificates(t *testing.T) {
+	cert := "-----BEGIN CERTIFICATE-----\nMAA=\n-----END CERTIFICATE-----\n"
+	key := "-----BEGIN PRIVATE KEY-----\nMAA=\n-----END PRIVATE KEY-----\n"
+	require.NoError(t, CheckCABundle([]byte("# Bundle of CA Root Certificates\n\nRoot CA\n=======\n"+cert+cert)))
+	for bundle, want := range map[string]string{
+		cert + key:              `it holds a PEM block of type "PRIVATE KEY", and a CA bundle holds only certificates`,
+		"root:x:0:0:root:/root": "it holds no PEM certificate",
+		"":                      "it holds no PEM certificate",
+	} {
+		assert.EqualError(t, CheckCABundle([]byte(bundle)), want)
+		opts := options(platforms(t)[:1])
+		opts.CABundle = []byte(bundle)
+		_, err := Build(context.Background(), opts)
+		assert.EqualError(t, err, "the CA bundle: "+want)
+	}
 }

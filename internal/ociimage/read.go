@@ -165,7 +165,7 @@ var errNotInLayers = errors.New("no layer of the image has it")
 // are unpacked, and another file may be there.
 func extract(ctx context.Context, src content.Fetcher, layers []ocispec.Descriptor, name string, w io.Writer, b *budget) (int64, error) {
 	for i, l := range slices.Backward(layers) {
-		if b.layers.absent(l.Digest, name) {
+		if b.layers.absent(l, name) {
 			continue
 		}
 		dirs := map[string]bool{} // directories on its path the layer makes
@@ -173,7 +173,7 @@ func extract(ctx context.Context, src content.Fetcher, layers []ocispec.Descript
 			return findInLayer(tr, name, w, l.Digest, dirs)
 		})
 		if errors.Is(err, errNotInLayers) {
-			b.layers.setAbsent(l.Digest, name)
+			b.layers.setAbsent(l, name)
 			continue
 		}
 		if err != nil {
@@ -183,7 +183,7 @@ func extract(ctx context.Context, src content.Fetcher, layers []ocispec.Descript
 			if allDirs(name, dirs) {
 				break // nothing below can move it: kvgen's own layer makes every directory on its path
 			}
-			last, ok := b.layers.onPath(below.Digest, name)
+			last, ok := b.layers.onPath(below, name)
 			if !ok {
 				if _, err := readLayer(ctx, src, below, b, func(tr *tar.Reader) (int64, error) {
 					last, err = pathInLayer(tr, name)
@@ -191,7 +191,7 @@ func extract(ctx context.Context, src content.Fetcher, layers []ocispec.Descript
 				}); err != nil {
 					return 0, err
 				}
-				b.layers.setOnPath(below.Digest, name, last)
+				b.layers.setOnPath(below, name, last)
 			}
 			if err := checkPathInLayer(last, below.Digest, dirs); err != nil {
 				return 0, err
@@ -215,40 +215,49 @@ type layerMemo struct {
 	last map[layerPath]map[string]byte
 }
 
+// layerPath is a layer, as its descriptor names it (a listing that says
+// another size or media type is read again, and fails as it should), and
+// a path in it.
 type layerPath struct {
-	layer digest.Digest
-	name  string
+	digest    digest.Digest
+	size      int64
+	mediaType string
+	name      string
 }
 
-func (m *layerMemo) absent(layer digest.Digest, name string) bool {
+func memoKey(l ocispec.Descriptor, name string) layerPath {
+	return layerPath{l.Digest, l.Size, l.MediaType, name}
+}
+
+func (m *layerMemo) absent(layer ocispec.Descriptor, name string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.none[layerPath{layer, name}]
+	return m.none[memoKey(layer, name)]
 }
 
-func (m *layerMemo) setAbsent(layer digest.Digest, name string) {
+func (m *layerMemo) setAbsent(layer ocispec.Descriptor, name string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.none == nil {
 		m.none = map[layerPath]bool{}
 	}
-	m.none[layerPath{layer, name}] = true
+	m.none[memoKey(layer, name)] = true
 }
 
-func (m *layerMemo) onPath(layer digest.Digest, name string) (map[string]byte, bool) {
+func (m *layerMemo) onPath(layer ocispec.Descriptor, name string) (map[string]byte, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	last, ok := m.last[layerPath{layer, name}]
+	last, ok := m.last[memoKey(layer, name)]
 	return last, ok
 }
 
-func (m *layerMemo) setOnPath(layer digest.Digest, name string, last map[string]byte) {
+func (m *layerMemo) setOnPath(layer ocispec.Descriptor, name string, last map[string]byte) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.last == nil {
 		m.last = map[layerPath]map[string]byte{}
 	}
-	m.last[layerPath{layer, name}] = last
+	m.last[memoKey(layer, name)] = last
 }
 
 // errDeleted says a layer deletes a file (a whiteout).

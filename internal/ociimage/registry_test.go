@@ -15,9 +15,14 @@ import (
 	"io"
 	"math/big"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -303,4 +308,53 @@ func cutProxy(t *testing.T, host string, limit int64) string {
 		}
 	}()
 	return l.Addr().String()
+}
+
+// A push deletes nothing: without the referrers API, oras links an SBOM
+// through the tag sha256-<its subject's digest>, and deleted the manifest
+// that tag named before, whoever had tagged it so. Anyone who may push
+// could have had a build delete the production index with the builder's
+// credentials.
+func TestPushDeletesNothing(t *testing.T) {
+	t.Setenv("DOCKER_CONFIG", t.TempDir())
+	reg := startRegistry(t, registryOptions{})
+	// The registry, without its referrers API, as many are.
+	target, err := url.Parse("http://" + reg.Host)
+	require.NoError(t, err)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.ModifyResponse = func(r *http.Response) error {
+		r.Header.Del("OCI-Subject") // it would say that the API is there
+		return nil
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.URL.Path, "/referrers/") {
+			http.NotFound(w, r)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	ctx := context.Background()
+	rm := Remote{Insecure: true}
+	prodOpts := options(platforms(t))
+	prodOpts.Created = time.Unix(1, 0) // another image, an index too
+	prod, err := Build(ctx, prodOpts)
+	require.NoError(t, err)
+	require.Equal(t, ocispec.MediaTypeImageIndex, prod.Root.MediaType)
+	prodRef := must(ParseRef(host + "/team/tiny:prod"))
+	require.NoError(t, Write(ctx, prod, prodRef, rm))
+
+	img, err := Build(ctx, options(platforms(t)))
+	require.NoError(t, err)
+	repo, err := rm.repository(prodRef)
+	require.NoError(t, err)
+	for _, p := range img.Platforms {
+		require.NoError(t, repo.Tag(ctx, prod.Root, "sha256-"+p.Manifest.Digest.Encoded()))
+	}
+	require.NoError(t, Write(ctx, img, must(ParseRef(host+"/team/tiny:edge")), rm))
+	_, err = repo.Resolve(ctx, prod.Root.Digest.String())
+	require.NoError(t, err, "the manifest the tag named is still there")
+	_, err = repo.Resolve(ctx, "prod")
+	require.NoError(t, err)
 }

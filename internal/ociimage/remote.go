@@ -86,6 +86,11 @@ func (rm Remote) repository(ref Ref) (*remote.Repository, error) {
 	repo.PlainHTTP = rm.Insecure
 	repo.MaxMetadataBytes = maxJSON
 	repo.ReferrerListMaxPages = maxReferrerPages
+	// Without the referrers API, oras links an SBOM through the tag
+	// sha256-<image digest>, and deletes the manifest the tag named
+	// before: whoever may push could tag any manifest so, and have a
+	// build delete it with the builder's credentials.
+	repo.SkipReferrersGC = true
 	if err := checkDockerConfig(); err != nil {
 		return nil, fmt.Errorf("reading Docker's credentials: %w", err)
 	}

@@ -719,3 +719,58 @@ func TestArchiveSBOMStaysInItsDirectory(t *testing.T) {
 	_, err = sidecarSBOM(ref, newBudget())
 	assert.ErrorContains(t, err, "no SBOM beside it")
 }
+
+// A base is refused where it says two things or leaves no room, and of its
+// layers' descriptors the image keeps only which blob each is: an index
+// that lists an image for one platform whose config says another (a
+// runtime picks it by the one and runs the other); a base of maxLayers
+// layers, which kvgen's own would make an image inspect refuses; a layer
+// descriptor with data of its own or URLs to fetch it from elsewhere.
+func TestBaseIsCheckedBeforeItIsUsed(t *testing.T) {
+	ctx := context.Background()
+	dir := writtenLayout(t)
+	s, err := openLocal(ctx, must(ParseRef("oci:"+dir+":t")), newBudget())
+	require.NoError(t, err)
+	root := s.index.Manifests[0]
+	m, err := fetchManifest(ctx, s, root)
+	require.NoError(t, err)
+	var cfg ocispec.Image
+	require.NoError(t, fetchJSON(ctx, s, m.Config, &cfg))
+	amd64 := &ocispec.Platform{OS: "linux", Architecture: "amd64"}
+	withBase := func(p Platform, entry ocispec.Descriptor) (*Image, error) {
+		setIndex(t, dir, putJSON(t, dir, ocispec.MediaTypeImageIndex, ocispec.Index{
+			Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex, Manifests: []ocispec.Descriptor{entry},
+		}))
+		opts := options([]Platform{p})
+		opts.Base = "oci:" + dir + ":t"
+		return Build(ctx, opts)
+	}
+	manifestOf := func(m ocispec.Manifest, cfg ocispec.Image, platform *ocispec.Platform) ocispec.Descriptor {
+		m.Config = putJSON(t, dir, ocispec.MediaTypeImageConfig, cfg)
+		d := putJSON(t, dir, ocispec.MediaTypeImageManifest, m)
+		d.Platform = platform
+		return d
+	}
+
+	arm := platforms(t)[1]
+	_, err = withBase(arm, manifestOf(m, cfg, &ocispec.Platform{OS: "linux", Architecture: "arm64"}))
+	require.ErrorContains(t, err, `its index lists an image for linux/arm64, whose config says "linux/amd64"`)
+
+	many, manyCfg := m, cfg
+	many.Layers = slices.Repeat(m.Layers[:1], maxLayers)
+	manyCfg.RootFS.DiffIDs = slices.Repeat(cfg.RootFS.DiffIDs[:1], maxLayers)
+	_, err = withBase(platforms(t)[0], manifestOf(many, manyCfg, amd64))
+	require.ErrorContains(t, err, "it has 256 layers, and an image kvgen makes at most 256 with its own")
+
+	odd := m
+	odd.Layers = slices.Clone(m.Layers)
+	odd.Layers[0].Data = []byte("EVIL")
+	odd.Layers[0].URLs = []string{"http://evil.example/x"}
+	img, err := withBase(platforms(t)[0], manifestOf(odd, cfg, amd64))
+	require.NoError(t, err)
+	out, err := fetchManifest(ctx, img, img.Root)
+	require.NoError(t, err)
+	assert.Equal(t, m.Layers[0].Digest, out.Layers[0].Digest)
+	assert.Nil(t, out.Layers[0].Data)
+	assert.Nil(t, out.Layers[0].URLs)
+}
