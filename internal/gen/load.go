@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"go/ast"
@@ -208,12 +209,12 @@ func newListing(ctx context.Context, lc loadConfig, roots []*packages.Package, b
 		for _, lp := range noExport {
 			args = append(args, lp.pkg.PkgPath)
 		}
-		why := goListError(ctx, lc, args...)
-		ce := compilerOutput(why, lc.dir, lc.workDir)
+		why := foldLines(goListError(ctx, lc, args...))
+		deps := depsErrors(ctx, lc, args[1:])
 		for _, lp := range noExport {
-			lp.err = fmt.Errorf("package %s does not build: %s", lp.pkg.PkgPath, foldLines(why))
-			if ce != nil {
-				lp.err = ce
+			lp.err = fmt.Errorf("package %s does not build: %s", lp.pkg.PkgPath, why)
+			if ce := compilerOutput(deps[lp.pkg.PkgPath], lc.dir, lc.workDir); ce != nil {
+				lp.err = ce // the compiler's errors in what it imports
 			}
 		}
 	}
@@ -421,6 +422,33 @@ func rootErrors(roots []*packages.Package) string {
 	return ": " + strings.Join(msgs, "; ")
 }
 
+// depsErrors returns, by import path, the errors of the packages that
+// each of paths imports, as go list -e reports them for each: one go
+// command run's stderr mixes every package's.
+func depsErrors(ctx context.Context, lc loadConfig, paths []string) map[string]string {
+	args := append(append([]string{"list", "-e", "-export", "-json=ImportPath,DepsErrors"}, lc.buildFlags()...), paths...)
+	out, _, err := gocmd.Run(ctx, lc.dir, lc.env(), args...)
+	errs := map[string]string{}
+	if err != nil {
+		return errs
+	}
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p struct {
+			ImportPath string
+			DepsErrors []struct{ Err string }
+		}
+		if dec.Decode(&p) != nil {
+			return errs
+		}
+		var text strings.Builder
+		for _, e := range p.DepsErrors {
+			text.WriteString(e.Err + "\n")
+		}
+		errs[p.ImportPath] = text.String()
+	}
+}
+
 // goListError returns what the go command says when it lists args.
 func goListError(ctx context.Context, lc loadConfig, args ...string) string {
 	_, stderr, err := gocmd.Run(ctx, lc.dir, lc.env(), append(append([]string{"list"}, lc.buildFlags()...), args...)...)
@@ -537,17 +565,29 @@ func compileErrors(p *packages.Package, dir, workDir string) *compileError {
 // before its first package but what it downloaded: that is no compiler's.
 func compilerOutput(text, dir, workDir string) *compileError {
 	var ce compileError
-	placed := false
+	placed, more := false, 0
 	show := shortPath(workDir)
-	for l := range strings.Lines(text) {
-		l = strings.TrimSpace(l)
+	for raw := range strings.Lines(text) {
+		l := strings.TrimSpace(raw)
 		switch m := compilerLine.FindStringSubmatch(l); {
 		case strings.HasPrefix(l, "# "):
 			ce.pkgs = append(ce.pkgs, strings.TrimPrefix(l, "# "))
 		case len(ce.pkgs) == 0 && l != "" && !strings.HasPrefix(l, "go: downloading "):
 			return nil
-		case len(ce.pkgs) == 0 || l == "" || len(ce.errs) == problemcap.Max:
-		case m == nil:
+		case len(ce.pkgs) == 0 || l == "":
+		case len(ce.errs) == problemcap.Max:
+			more++
+		case len(ce.errs) > 0 && strings.TrimLeft(raw, " \t") != raw:
+			// An indented line goes on the error before it (have
+			// and want of a mismatched type).
+			ce.errs[len(ce.errs)-1].Msg += "; " + l
+		case m == nil || strings.HasPrefix(l, "kvgen"):
+			// A line of no place stays as it is; one that reads as
+			// kvgen's own (a //line directive names any file) says
+			// whose it is, as the go command's lines do.
+			if strings.HasPrefix(l, "kvgen") {
+				l = "go: " + l
+			}
 			ce.errs = append(ce.errs, diag.Related{Msg: l})
 		default:
 			file, abs := m[1], m[1]
@@ -565,6 +605,9 @@ func compilerOutput(text, dir, workDir string) *compileError {
 	}
 	if !placed {
 		return nil
+	}
+	if more > 0 {
+		ce.errs = append(ce.errs, diag.Related{Msg: fmt.Sprintf("(and %d more lines; go build shows them)", more)})
 	}
 	return &ce
 }

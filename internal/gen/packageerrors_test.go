@@ -1,9 +1,11 @@
 package gen
 
 import (
+	"fmt"
 	"go/token"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -52,6 +54,22 @@ func TestCompileErrorsReadTheCompilersLines(t *testing.T) {
 	require.NotNil(t, ce)
 	assert.Equal(t, []string{"example.com/dep", "example.com/conn"}, ce.pkgs)
 	assert.Equal(t, []diag.Related{at(conn, 3, 1, "in dep"), at(conn, 4, 1, "in conn")}, ce.errs)
+	// An indented line goes on the error before it; a line that reads as
+	// kvgen's own (a //line directive names any file) says it is the go
+	// command's; past the cap, a line says how many more there are.
+	var many strings.Builder
+	many.WriteString("# example.com/conn\n../conn/conn.go:4:9: cannot use x (variable of type int) as string value\n\thave (int)\n\twant (string)\n")
+	many.WriteString("kvgen: all connectors are fine:1:23: undefined: y\n")
+	for i := range 12 {
+		fmt.Fprintf(&many, "../conn/conn.go:%d:1: e%d\n", 10+i, i)
+	}
+	ce = compilerOutput(many.String(), dir, work)
+	require.NotNil(t, ce)
+	require.Len(t, ce.errs, 11)
+	assert.Equal(t, at(conn, 4, 9, "cannot use x (variable of type int) as string value; have (int); want (string)"), ce.errs[0])
+	assert.Equal(t, diag.Related{Msg: "go: kvgen: all connectors are fine:1:23: undefined: y"}, ce.errs[1])
+	assert.Equal(t, diag.Related{Msg: "(and 4 more lines; go build shows them)"}, ce.errs[10])
+
 	// What comes before any package's lines is not the compiler's.
 	assert.Nil(t, compilerOutput("go: downloading example.com/missing v1.0.0\nexample.com/missing: conn/conn.go:6:2: module lookup disabled by GOPROXY=off\n", dir, work))
 

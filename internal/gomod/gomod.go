@@ -852,10 +852,10 @@ func (p *Plan) annotate(err error) error {
 	}
 	for _, l := range p.Lacks {
 		if strings.Contains(msg, l.Import) || l.Module != "" && strings.Contains(msg, l.Module) {
-			if mod := cmp.Or(l.Module, l.Import); l.Version != "" && strings.Contains(msg, mod+"@"+l.Version+":") && noSuchVersion(msg) {
+			if mod := cmp.Or(l.Module, l.Import); l.Version != "" && strings.Contains(msg, mod+"@"+l.Version+":") && noSuchVersion(msg, l.Version) {
 				// The go command's words name the proxy's reply, not
 				// what to do about it.
-				return diag.Errorf(l.Pos, "%s: no module proxy has version %s of %s; go list -m -versions %s lists the versions there are (%v)", l.Label, l.Version, mod, mod, err)
+				return diag.Errorf(l.Pos, "%s: there is no version %s of %s; go list -m -versions %s lists those there are (%v)", l.Label, l.Version, mod, mod, err)
 			}
 			return diag.Errorf(l.Pos, "%s: %v", l.Label, err)
 		}
@@ -863,10 +863,17 @@ func (p *Plan) annotate(err error) error {
 	return err
 }
 
-// noSuchVersion reports whether the go command's words say that the
-// module proxy, or a file:// one, has no such version.
-func noSuchVersion(msg string) bool {
-	return notFound(msg) || strings.Contains(msg, "404 Not Found") || strings.Contains(msg, "410 Gone") || strings.Contains(msg, "no such file or directory")
+// noSuchVersion reports whether the go command's words say that no module
+// proxy (a file:// one included) has version of the module, or that its
+// repository has no such revision: not that a checksum database could not
+// vouch for it (GOPRIVATE's business), nor that the version does not fit
+// the module path (a /v2 to add).
+func noSuchVersion(msg, version string) bool {
+	if strings.Contains(msg, "verifying module") || strings.Contains(msg, "verifying go.mod") {
+		return false
+	}
+	miss := regexp.MustCompile(`/@v/` + regexp.QuoteMeta(version) + `\.(info|mod|zip): (404 Not Found|410 Gone|.*no such file or directory)`)
+	return miss.MatchString(msg) || strings.Contains(msg, "unknown revision "+version)
 }
 
 // NotCachedError is a module version the go command needed and could not

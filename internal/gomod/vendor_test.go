@@ -59,8 +59,19 @@ func TestNoSuchVersionIsSaid(t *testing.T) {
 		"reading file:///proxy/example.com/acme/fastkv/@v/v0.9.9.info: no such file or directory",
 	} {
 		err := p.annotate(&gocmd.Error{Args: []string{"get"}, Stderr: "go: example.com/acme/fastkv@v0.9.9: " + reply, Err: errors.New("exit status 1")})
-		assert.Regexp(t, `^connectors.yaml:6:14: connector "fastkv": no module proxy has version v0.9.9 of example.com/acme/fastkv; go list -m -versions example.com/acme/fastkv lists the versions there are \(go get: example.com/acme/fastkv@v0.9.9: reading `, err.Error())
+		assert.Regexp(t, `^connectors.yaml:6:14: connector "fastkv": there is no version v0.9.9 of example.com/acme/fastkv; go list -m -versions example.com/acme/fastkv lists those there are \(go get: example.com/acme/fastkv@v0.9.9: reading `, err.Error())
 	}
-	err := p.annotate(&gocmd.Error{Args: []string{"get"}, Stderr: "go: example.com/acme/fastkv@v0.9.9: verifying module: checksum mismatch", Err: errors.New("exit status 1")})
-	assert.Equal(t, `connectors.yaml:6:14: connector "fastkv": go get: example.com/acme/fastkv@v0.9.9: verifying module: checksum mismatch`, err.Error())
+	for _, reply := range []string{
+		"verifying module: checksum mismatch",
+		// A private module the checksum database does not know: GOPRIVATE.
+		"verifying module: example.com/acme/fastkv@v0.9.9: reading https://sum.golang.org/lookup/example.com/acme/fastkv@v0.9.9: 404 Not Found",
+		// A version that does not fit the module path: /v2.
+		"invalid version: module contains a go.mod file, so module path must match major version",
+	} {
+		err := p.annotate(&gocmd.Error{Args: []string{"get"}, Stderr: "go: example.com/acme/fastkv@v0.9.9: " + reply, Err: errors.New("exit status 1")})
+		assert.Equal(t, `connectors.yaml:6:14: connector "fastkv": go get: example.com/acme/fastkv@v0.9.9: `+reply, err.Error())
+	}
+	// A repository without that revision, fetched direct.
+	err := p.annotate(&gocmd.Error{Args: []string{"get"}, Stderr: "go: example.com/acme/fastkv@v0.9.9: invalid version: unknown revision v0.9.9", Err: errors.New("exit status 1")})
+	assert.Contains(t, err.Error(), "there is no version v0.9.9 of example.com/acme/fastkv")
 }
