@@ -109,11 +109,19 @@ func baseLayout(t *testing.T, platforms ...ocispec.Platform) string {
 	}
 	put(ocispec.ImageLayoutFile, ocispec.ImageLayout{Version: ocispec.ImageLayoutVersion})
 	index := ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex}
+	blob := func(mediaType string, v any) ocispec.Descriptor {
+		data, err := json.Marshal(v)
+		require.NoError(t, err)
+		d := ocispec.Descriptor{MediaType: mediaType, Digest: digest.FromBytes(data), Size: int64(len(data))}
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "blobs", "sha256", d.Digest.Encoded()), data, 0o644))
+		return d
+	}
 	for _, p := range platforms {
-		index.Manifests = append(index.Manifests, ocispec.Descriptor{
-			MediaType: ocispec.MediaTypeImageManifest,
-			Digest:    digest.FromString(p.Architecture), Size: 1, Platform: &p,
-		})
+		// An image of no layers, whose config says its platform.
+		cfg := blob(ocispec.MediaTypeImageConfig, ocispec.Image{Platform: p, RootFS: ocispec.RootFS{Type: "layers"}})
+		m := blob(ocispec.MediaTypeImageManifest, ocispec.Manifest{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageManifest, Config: cfg})
+		m.Platform = &p
+		index.Manifests = append(index.Manifests, m)
 	}
 	data, err := json.Marshal(index)
 	require.NoError(t, err)

@@ -30,10 +30,20 @@ type baseImage struct {
 }
 
 // CheckBase checks, before anything is built, that the base image can be
-// read and has every platform.
+// read and has every platform, each an image kvgen can build on.
 func CheckBase(ctx context.Context, ref string, platforms []Platform, rm Remote) error {
-	_, err := openBase(ctx, ref, platforms, rm)
-	return err
+	b, err := openBase(ctx, ref, platforms, rm)
+	if err != nil {
+		return err
+	}
+	// Each platform's manifest and config too, a few KiB: a base that
+	// says two things is refused before anything is compiled.
+	for _, p := range platforms {
+		if _, _, err := b.platform(ctx, p); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // openBase opens the base image and checks it has every platform.

@@ -755,6 +755,9 @@ func TestBaseIsCheckedBeforeItIsUsed(t *testing.T) {
 	arm := platforms(t)[1]
 	_, err = withBase(arm, manifestOf(m, cfg, &ocispec.Platform{OS: "linux", Architecture: "arm64"}))
 	require.ErrorContains(t, err, `its index lists an image for linux/arm64, whose config says "linux/amd64"`)
+	// CheckBase, before anything is compiled, says so too.
+	err = CheckBase(ctx, "oci:"+dir+":t", []Platform{arm}, Remote{})
+	require.ErrorContains(t, err, `its index lists an image for linux/arm64, whose config says "linux/amd64"`)
 
 	many, manyCfg := m, cfg
 	many.Layers = slices.Repeat(m.Layers[:1], maxLayers)
