@@ -180,7 +180,13 @@ func fetchJSON(ctx context.Context, src content.Fetcher, d ocispec.Descriptor, v
 		return err
 	}
 	data, err := content.FetchAll(ctx, src, d)
-	if err != nil {
+	switch {
+	case errors.Is(err, content.ErrTrailingData):
+		// oras' words name neither the blob nor what is wrong with it.
+		return fmt.Errorf("%s holds more than the %d bytes its descriptor says", d.Digest, d.Size)
+	case err != nil && !strings.Contains(err.Error(), d.Digest.String()):
+		return fmt.Errorf("%s: %w", d.Digest, err)
+	case err != nil:
 		return err
 	}
 	if err := decodeJSON(data, v); err != nil {

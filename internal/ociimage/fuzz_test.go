@@ -16,6 +16,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -203,4 +204,25 @@ func TestManySmallJSONValuesAreRefusedBeforeDecoding(t *testing.T) {
 		require.ErrorContains(t, err, "JSON values, more than any image's", name)
 		require.Less(t, a, uint64(maxFuzzAlloc), "%s: allocated", name)
 	}
+}
+
+// bytesFetcher serves the same bytes for any descriptor, as a registry
+// that ignores what it was asked for does.
+type bytesFetcher []byte
+
+func (b bytesFetcher) Fetch(context.Context, ocispec.Descriptor) (io.ReadCloser, error) {
+	return io.NopCloser(bytes.NewReader(b)), nil
+}
+
+// A manifest or config whose bytes are not what its descriptor says is an
+// error that names the blob and what is wrong: oras' own words, "trailing
+// data", named neither.
+func TestFetchedJSONThatIsNotItsDescriptorsIsNamed(t *testing.T) {
+	ctx := context.Background()
+	want := []byte(`{}`)
+	d := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageConfig, Digest: digest.FromBytes(want), Size: int64(len(want))}
+	var v map[string]any
+	require.NoError(t, fetchJSON(ctx, bytesFetcher(want), d, &v))
+	assert.EqualError(t, fetchJSON(ctx, bytesFetcher(`{}{"endless":true}`), d, &v), d.Digest.String()+" holds more than the 2 bytes its descriptor says")
+	assert.EqualError(t, fetchJSON(ctx, bytesFetcher(`[]`), d, &v), d.Digest.String()+": mismatched digest")
 }
