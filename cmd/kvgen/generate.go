@@ -15,6 +15,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/kvgen/kvgen/internal/gen"
+	"github.com/kvgen/kvgen/internal/gocmd"
 	"github.com/kvgen/kvgen/internal/gomod"
 	"github.com/kvgen/kvgen/internal/manifest"
 	"github.com/kvgen/kvgen/internal/suggest"
@@ -252,7 +253,7 @@ func generateOne(ctx context.Context, e *env, g *genFlags, opts gen.Options, r m
 		// in another module than the working directory's: then say
 		// which.
 		goMod, wd := "go.mod", workDir()
-		if res.GoModPath() != nearestGoMod(wd) {
+		if res.GoModPath() != gocmd.GoModFile(wd) {
 			goMod = res.GoModPath()
 			if rel, err := filepath.Rel(wd, goMod); err == nil {
 				goMod = rel
@@ -435,19 +436,4 @@ func runSchema(ctx context.Context, e *env, args []string) int {
 	}
 	e.stdout.Write(manifest.Schema())
 	return exitOK
-}
-
-// nearestGoMod is the go.mod of the module dir is in, as the go command
-// finds it, or "".
-func nearestGoMod(dir string) string {
-	for {
-		if fi, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil && fi.Mode().IsRegular() {
-			return filepath.Join(dir, "go.mod")
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return ""
-		}
-		dir = parent
-	}
 }

@@ -98,8 +98,10 @@ func missingInModule(importPath, mod string, isMain bool, dir string, rel func(s
 	pkgDir := filepath.Join(dir, filepath.FromSlash(sub))
 	if fi, err := os.Stat(pkgDir); err == nil && fi.IsDir() {
 		src, tests, _ := gofiles.In(pkgDir)
-		switch nested := nestedModuleRoot(dir, pkgDir); {
-		case nested != "":
+		// The nearest go.mod above the package is its module's: one
+		// below dir is a module nested in mod.
+		switch nested := moduleRoot(pkgDir); {
+		case strings.HasPrefix(nested, dir+string(filepath.Separator)):
 			// The go command would say to go get it, which asks a
 			// module proxy for a module that is only here.
 			return fmt.Errorf("directory %s is in a module of its own (%s), which go.mod does not require; give the entry replace: with that module's directory, relative to the manifest", rel(pkgDir), rel(filepath.Join(nested, "go.mod")))
@@ -119,17 +121,6 @@ func missingInModule(importPath, mod string, isMain bool, dir string, rel func(s
 		e.nested = !isMain
 	}
 	return e
-}
-
-// nestedModuleRoot returns the directory of the module nested in the one
-// rooted at root that holds pkgDir, or "" if root's module holds it.
-func nestedModuleRoot(root, pkgDir string) string {
-	for d := pkgDir; d != root && strings.HasPrefix(d, root+string(filepath.Separator)); d = filepath.Dir(d) {
-		if fi, err := os.Stat(filepath.Join(d, "go.mod")); err == nil && fi.Mode().IsRegular() {
-			return d
-		}
-	}
-	return ""
 }
 
 // notInModuleError says that a module go.mod requires lacks a package

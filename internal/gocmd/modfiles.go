@@ -82,6 +82,10 @@ func checkFile(path string) error {
 	return nil
 }
 
+// GoModFile returns the go.mod that governs dir, as the go command finds
+// it from there, or "" if there is none.
+func GoModFile(dir string) string { return findUp(dir, "go.mod") }
+
 // WorkFile returns the go.work that puts the go command, run in dir with
 // env, in workspace mode, or "" when it runs in module mode.
 func WorkFile(dir string, env []string) string {
