@@ -67,6 +67,7 @@ import (
 	"github.com/kvgen/kvgen/internal/diag"
 	"github.com/kvgen/kvgen/internal/gen"
 	"github.com/kvgen/kvgen/internal/gen/deploy"
+	"github.com/kvgen/kvgen/internal/load"
 	"github.com/kvgen/kvgen/internal/manifest"
 	"github.com/kvgen/kvgen/internal/suggest"
 )
@@ -366,7 +367,7 @@ func (e *env) report(err error) {
 		e.problem("kvgen: "+msg, &p)
 	case errors.As(err, &l) || errors.As(err, &d) && d.Pos.Filename != "":
 		e.problem(err.Error(), err)
-	case errors.Is(err, gen.ErrNoKVGen):
+	case errors.Is(err, load.ErrNoKVGen):
 		e.errorf("%v; add it with go get -tool github.com/kvgen/kvgen/cmd/kvgen", err)
 	case errors.As(err, new(*manifest.FileError)):
 		e.errorf("%v; run kvgen in the directory that holds the manifest, or name it with -manifest", err)

@@ -14,6 +14,9 @@ import (
 	"errors"
 	"fmt"
 	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -329,4 +332,38 @@ func flatten(err error) []*Error {
 		return []*Error{e}
 	}
 	return []*Error{{Msg: err.Error(), Err: err}}
+}
+
+// RelativeTo returns a function that shows a path relative to dir when it
+// lies below dir, and unchanged otherwise.
+func RelativeTo(dir string) func(string) string {
+	return func(path string) string {
+		if r, err := filepath.Rel(dir, path); err == nil && !strings.HasPrefix(r, "..") {
+			return r
+		}
+		return path
+	}
+}
+
+// ShortPath returns a function that shows an absolute path as the go
+// command shows files in its messages: relative to dir when that is
+// shorter and names the same file, else absolute.
+func ShortPath(dir string) func(string) string {
+	return func(path string) string {
+		r, err := filepath.Rel(dir, path)
+		if err != nil || len(r) >= len(path) || !sameFile(filepath.Join(dir, r), path) {
+			return path
+		}
+		return r
+	}
+}
+
+// sameFile reports whether a and b name the same file, or both name none.
+func sameFile(a, b string) bool {
+	fa, errA := os.Stat(a)
+	fb, errB := os.Stat(b)
+	if errA != nil || errB != nil {
+		return errors.Is(errA, fs.ErrNotExist) && errors.Is(errB, fs.ErrNotExist)
+	}
+	return os.SameFile(fa, fb)
 }

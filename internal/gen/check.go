@@ -6,8 +6,6 @@ import (
 	"go/ast"
 	"go/token"
 	"go/types"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,6 +13,8 @@ import (
 	"golang.org/x/tools/go/packages"
 
 	"github.com/kvgen/kvgen/internal/diag"
+	"github.com/kvgen/kvgen/internal/link"
+	"github.com/kvgen/kvgen/internal/load"
 	"github.com/kvgen/kvgen/internal/manifest"
 	"github.com/kvgen/kvgen/internal/suggest"
 )
@@ -90,7 +90,7 @@ func prepareEntry(errs *diag.List, c manifest.Entry, index int, lp *loadedPackag
 	name, namePos := c.Constructor.V, c.Constructor.Pos
 	if name == "" {
 		namePos = c.Pos
-		files, err := lp.src.holding(markerConstructor)
+		files, err := lp.src.Holding(markerConstructor)
 		marked := findMarked(files)
 		switch {
 		case err != nil:
@@ -113,13 +113,13 @@ func prepareEntry(errs *diag.List, c manifest.Entry, index int, lp *loadedPackag
 // at its import: key. A package that does not compile quotes the
 // compiler's errors, each at its place in the package's files.
 func packageProblem(c manifest.Entry, label string, err error) *diag.Error {
-	var ce *compileError
+	var ce *load.CompileError
 	if errors.As(err, &ce) {
 		e := diag.Errorf(c.Import.Pos, "%s: package %s does not compile", label, suggest.Quote(c.Import.V))
-		if i := slices.IndexFunc(ce.pkgs, func(p string) bool { return p != c.Import.V }); i >= 0 && !slices.Contains(ce.pkgs, c.Import.V) {
-			e = diag.Errorf(c.Import.Pos, "%s: package %s does not build: it imports %s, which does not compile", label, suggest.Quote(c.Import.V), suggest.Quote(ce.pkgs[i]))
+		if i := slices.IndexFunc(ce.Pkgs, func(p string) bool { return p != c.Import.V }); i >= 0 && !slices.Contains(ce.Pkgs, c.Import.V) {
+			e = diag.Errorf(c.Import.Pos, "%s: package %s does not build: it imports %s, which does not compile", label, suggest.Quote(c.Import.V), suggest.Quote(ce.Pkgs[i]))
 		}
-		e.Quoted = ce.errs
+		e.Quoted = ce.Errs
 		return e
 	}
 	return diag.Errorf(c.Import.Pos, "%s: package %s: %v", label, suggest.Quote(c.Import.V), err)
@@ -308,7 +308,7 @@ func quoteJoin(names []string) string {
 
 // position shows p, a position in package pkgPath, whose Go files are
 // files, as a file system path that an editor can open: relative to the
-// working directory when rel makes it so (see shortPath).
+// working directory when rel makes it so (see diag.ShortPath).
 func position(p token.Position, pkgPath string, files []string, rel func(string) string) token.Position {
 	if p.Filename != "" && !filepath.IsAbs(p.Filename) {
 		// Export data compiled with -trimpath names the file by its
@@ -329,46 +329,12 @@ func position(p token.Position, pkgPath string, files []string, rel func(string)
 	return p
 }
 
-// relativeTo returns a function that shows a path relative to dir when it
-// lies below dir, and unchanged otherwise.
-func relativeTo(dir string) func(string) string {
-	return func(path string) string {
-		if r, err := filepath.Rel(dir, path); err == nil && !strings.HasPrefix(r, "..") {
-			return r
-		}
-		return path
-	}
-}
-
-// shortPath returns a function that shows an absolute path as the go
-// command shows files in its messages: relative to dir when that is
-// shorter and names the same file, else absolute.
-func shortPath(dir string) func(string) string {
-	return func(path string) string {
-		r, err := filepath.Rel(dir, path)
-		if err != nil || len(r) >= len(path) || !sameFile(filepath.Join(dir, r), path) {
-			return path
-		}
-		return r
-	}
-}
-
-// sameFile reports whether a and b name the same file, or both name none.
-func sameFile(a, b string) bool {
-	fa, errA := os.Stat(a)
-	fb, errB := os.Stat(b)
-	if errA != nil || errB != nil {
-		return errors.Is(errA, fs.ErrNotExist) && errors.Is(errB, fs.ErrNotExist)
-	}
-	return os.SameFile(fa, fb)
-}
-
-// checkEntries checks every entry of m against its package as ld loaded
-// it, and returns those that pass. An entry whose check the cache
+// checkEntries checks every entry of m against its package, of pkgs
+// (loadedPackages of ld), and returns those that pass. An entry whose check the cache
 // remembers needs no types, and the packages of the others are decoded
 // together, in parallel, if they are not yet. Without contractOK, the
 // contract could not be read, and only what does not need it is checked.
-func checkEntries(errs *diag.List, m *manifest.Manifest, ld *linked, contract *Contract, contractOK bool, rel func(string) string, cache *manifestCache) ([]*Entry, error) {
+func checkEntries(errs *diag.List, m *manifest.Manifest, ld *link.Linked, pkgs map[string]*loadedPackage, contract *Contract, contractOK bool, rel func(string) string, cache *manifestCache) ([]*Entry, error) {
 	type miss struct {
 		index   int
 		e       *Entry
@@ -378,17 +344,17 @@ func checkEntries(errs *diag.List, m *manifest.Manifest, ld *linked, contract *C
 		link    bool
 	}
 	var misses []miss
-	var decode []*loadedPackage
+	var todo []*loadedPackage
 	// What every entry's check reads of the contract: a changed contract
 	// is checked afresh.
 	shared := checkInput{
-		RegistryExport: exportName(ld.registry),
-		ContractExport: exportName(ld.contractPkg),
+		RegistryExport: exportName(ld.Registry),
+		ContractExport: exportName(ld.Contract),
 		Factory:        contract.String(),
 		Roles:          contract.Roles,
 		Registry:       contract.Registry,
 	}
-	outPath := ld.importPath
+	outPath := ld.ImportPath
 	entries := make([]*Entry, len(m.Entries))
 	for i, c := range m.Entries {
 		// A roles: problem does not stop the check: the constructor is
@@ -407,7 +373,7 @@ func checkEntries(errs *diag.List, m *manifest.Manifest, ld *linked, contract *C
 			errs.Add(c.Import.Pos, "%s: %s is the package the registry is generated into, and a package cannot import itself; move the connector to its own package, or generate the registry elsewhere with output:", c.Label(i), c.Import.V)
 			continue
 		}
-		lp := ld.pkgs[c.Import.V]
+		lp := pkgs[c.Import.V]
 		e, namePos := prepareEntry(errs, c, i, lp)
 		if e == nil || !contractOK {
 			continue
@@ -425,13 +391,13 @@ func checkEntries(errs *diag.List, m *manifest.Manifest, ld *linked, contract *C
 				continue
 			}
 		}
-		if lp.types == nil && !slices.Contains(decode, lp) {
-			decode = append(decode, lp)
+		if lp.types == nil && !slices.Contains(todo, lp) {
+			todo = append(todo, lp)
 		}
 		misses = append(misses, miss{i, e, namePos, lp, key, link})
 	}
-	if len(decode) > 0 {
-		if err := ld.decode(decode, contract); err != nil {
+	if len(todo) > 0 {
+		if err := decode(todo, ld.Contract, contract); err != nil {
 			return nil, err
 		}
 	}
@@ -442,6 +408,16 @@ func checkEntries(errs *diag.List, m *manifest.Manifest, ld *linked, contract *C
 		}
 	}
 	return slices.DeleteFunc(entries, func(e *Entry) bool { return e == nil }), nil
+}
+
+// loadedPackages are the packages of l, by import path, for checkEntries
+// to decode those it needs.
+func loadedPackages(l *load.Listing) map[string]*loadedPackage {
+	pkgs := make(map[string]*loadedPackage, len(l.Packages))
+	for path, p := range l.Packages {
+		pkgs[path] = &loadedPackage{pkg: p.Pkg, err: p.Err, src: p.Src}
+	}
+	return pkgs
 }
 
 // exportName is the name of p's export file in the go command's build

@@ -1,6 +1,8 @@
 package gen
 
 import (
+	"github.com/kvgen/kvgen/internal/link"
+	"github.com/kvgen/kvgen/internal/load"
 	"strings"
 	"testing"
 
@@ -20,7 +22,7 @@ func TestLongConstructorNameIsShortened(t *testing.T) {
 	_, c := registryPackage(t)
 	lp := madeUpPackage("example.com/a", c)
 	var errs diag.List
-	entries, err := checkEntries(&errs, m, &linked{listing: &listing{pkgs: map[string]*loadedPackage{"example.com/a": lp}}}, &kvContract, true, func(s string) string { return s }, (*Cache)(nil).forManifest("", ""))
+	entries, err := checkEntries(&errs, m, &link.Linked{Listing: &load.Listing{}}, map[string]*loadedPackage{"example.com/a": lp}, &kvContract, true, func(s string) string { return s }, (*Cache)(nil).forManifest("", ""))
 	require.NoError(t, err)
 	assert.Empty(t, entries)
 	require.Error(t, errs.Err())

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kvgen/kvgen/internal/diag"
 	"github.com/kvgen/kvgen/internal/gocmd"
+	"github.com/kvgen/kvgen/internal/load"
 	"github.com/kvgen/kvgen/internal/manifest"
 	"github.com/kvgen/kvgen/internal/suggest"
 )
@@ -302,7 +303,7 @@ func checkRegistryFunc(pkg *types.Package, name string, t types.Type, ac *typedC
 		return fmt.Sprintf("%s.%s is %s; want %s", pkg.Name(), name, str(sig), want)
 	}
 	n, ok := types.Unalias(p.Elem()).(*types.Named)
-	if !ok || n.Obj().Pkg() == nil || n.Obj().Pkg().Path() != RegistryPath || n.Obj().Name() != "Table" ||
+	if !ok || n.Obj().Pkg() == nil || n.Obj().Pkg().Path() != load.RegistryPath || n.Obj().Name() != "Table" ||
 		n.TypeArgs().Len() != 1 || !types.Identical(n.TypeArgs().At(0), ac.factoryType()) {
 		return fmt.Sprintf("%s.%s is %s; want %s", pkg.Name(), name, str(sig), want)
 	}
@@ -433,7 +434,7 @@ func LoadContract(ctx context.Context, dir string, env []string, factory string)
 	if len(pkgs) != 1 || len(pkgs[0].Errors) > 0 || pkgs[0].ExportFile == "" {
 		msg := "does not build"
 		if len(pkgs) == 1 && len(pkgs[0].Errors) > 0 {
-			msg = foldLines(pkgs[0].Errors[0].Msg)
+			msg = load.FoldLines(pkgs[0].Errors[0].Msg)
 		}
 		return nil, fmt.Errorf("factory %s: package %s: %s", suggest.Quote(factory), suggest.Quote(path), msg)
 	}
@@ -487,19 +488,19 @@ func ReadMarkers(ctx context.Context, opts Options, factory string) (*Contract, 
 	if len(pkgs) != 1 || len(pkgs[0].Errors) > 0 && len(pkgs[0].GoFiles) == 0 {
 		msg := "was not found"
 		if len(pkgs) == 1 {
-			msg = foldLines(pkgs[0].Errors[0].Msg)
+			msg = load.FoldLines(pkgs[0].Errors[0].Msg)
 		}
 		return nil, fmt.Errorf("factory %s: package %s: %s", suggest.Quote(factory), suggest.Quote(path), msg)
 	}
-	src := newSourceFiles(pkgs[0])
-	files, err := src.holding(name)
+	src := load.NewSourceFiles(pkgs[0])
+	files, err := src.Holding(name)
 	if err != nil {
 		return nil, fmt.Errorf("factory %s: reading its markers: %w", suggest.Quote(factory), err)
 	}
 	if !declaresType(files, name) {
 		return nil, fmt.Errorf("factory %s: package %s has no type %s", suggest.Quote(factory), suggest.Quote(path), suggest.Quote(name))
 	}
-	mk, problem := readMarkers(src.holding, name)
+	mk, problem := readMarkers(src.Holding, name)
 	if problem != "" {
 		return nil, fmt.Errorf("factory %s: %s", suggest.Quote(factory), problem)
 	}
@@ -526,7 +527,7 @@ func readContract(errs *diag.List, m *manifest.Manifest, named *Contract, pkg *p
 		return at("package %s was not loaded", suggest.Quote(named.Path))
 	case len(pkg.Errors) > 0:
 		// Without the position, which may lie in the loader package.
-		return at("package %s: %s", suggest.Quote(named.Path), foldLines(pkg.Errors[0].Msg))
+		return at("package %s: %s", suggest.Quote(named.Path), load.FoldLines(pkg.Errors[0].Msg))
 	case pkg.ExportFile == "":
 		return at("package %s does not build", suggest.Quote(named.Path))
 	}
@@ -534,7 +535,7 @@ func readContract(errs *diag.List, m *manifest.Manifest, named *Contract, pkg *p
 	if err != nil {
 		return at("%v", err)
 	}
-	mk, problem := readMarkers(newSourceFiles(pkg).holding, named.Name)
+	mk, problem := readMarkers(load.NewSourceFiles(pkg).Holding, named.Name)
 	if problem != "" {
 		return at("%s", problem)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/dave/jennifer/jen"
 
 	"github.com/kvgen/kvgen/internal/inspect"
+	"github.com/kvgen/kvgen/internal/load"
 	"github.com/kvgen/kvgen/internal/manifest"
 )
 
@@ -129,7 +130,7 @@ func emit(in renderInput) ([]byte, error) {
 		}
 	}
 
-	reg := func(name string) *jen.Statement { return jen.Qual(RegistryPath, name) }
+	reg := func(name string) *jen.Statement { return jen.Qual(load.RegistryPath, name) }
 	names := newIdents(in.Declared, imports)
 	list := names.free("entries")
 	descName := names.free("manifestDescription")
@@ -325,12 +326,12 @@ type importName struct {
 func importNames(c renderContract, entries []renderEntry, declared map[string]bool, adapt bool) []importName {
 	// The registry package keeps its name unless the output package
 	// declares it.
-	reg := importName{path: RegistryPath, name: "registry"}
+	reg := importName{path: load.RegistryPath, name: "registry"}
 	if declared[reg.name] {
 		reg.name, reg.alias = "kvregistry", true
 	}
 	imports := []importName{reg}
-	named := map[string]bool{RegistryPath: true}
+	named := map[string]bool{load.RegistryPath: true}
 	// Besides the imports, the file uses these identifiers; an import
 	// named like one of them would shadow it or be shadowed.
 	taken := map[string]bool{reg.name: true, "Registry": true, "string": true}

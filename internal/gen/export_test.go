@@ -1,5 +1,7 @@
 package gen
 
+import "github.com/kvgen/kvgen/internal/load"
+
 // ThroughLoader makes opts load every connector through the loader
 // package, as a list of patterns too long for one go list run is.
 func ThroughLoader(opts Options) Options {
@@ -12,7 +14,7 @@ func Loads() int64 { return loads.Load() }
 
 // ListRuns is how many go list runs have listed packages so far, in this
 // process.
-func ListRuns() int64 { return listRuns.Load() }
+func ListRuns() int64 { return load.ListRuns() }
 
 // Write writes r's file as Update does, without linking modules first.
 func (r *Result) Write() (bool, error) { return r.write() }

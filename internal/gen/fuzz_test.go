@@ -3,6 +3,8 @@ package gen
 import (
 	"bytes"
 	"errors"
+	"github.com/kvgen/kvgen/internal/link"
+	"github.com/kvgen/kvgen/internal/load"
 	"go/ast"
 	"go/format"
 	"go/parser"
@@ -88,7 +90,7 @@ func registryPackage(t testing.TB) (*types.Package, *typedContract) {
 	registryOnce.Do(func() {
 		// Package registry first, whole: package kv's export data holds
 		// only the part of it that kv uses.
-		pkgs, err := packages.Load(&packages.Config{Mode: packages.NeedName | packages.NeedFiles | packages.NeedExportFile}, RegistryPath, kvPath)
+		pkgs, err := packages.Load(&packages.Config{Mode: packages.NeedName | packages.NeedFiles | packages.NeedExportFile}, load.RegistryPath, kvPath)
 		if err != nil {
 			registryErr = err
 			return
@@ -107,7 +109,7 @@ func registryPackage(t testing.TB) (*types.Package, *typedContract) {
 			return
 		}
 		c := Contract{Path: kvPath, Name: "Factory"}
-		mk, problem := readMarkers(newSourceFiles(pkgs[1]).holding, c.Name)
+		mk, problem := readMarkers(load.NewSourceFiles(pkgs[1]).Holding, c.Name)
 		if problem == "" {
 			kvResolved, kvContract, problem = typeContract(registryTypes, c.withMarkers(mk))
 		}
@@ -133,7 +135,7 @@ func madeUpPackage(p string, c *typedContract) *loadedPackage {
 		types:    tp,
 		fset:     registryFset,
 		contract: c,
-		src:      newSourceFiles(nil),
+		src:      load.NewSourceFiles(nil),
 	}
 }
 
@@ -186,7 +188,7 @@ func fuzzGenerate(t *testing.T, data []byte) {
 	target := &outputFile{path: path, abs: path, root: dir, pkg: out}
 	res := &Result{manifest: m, Package: out.name, Path: path, file: target}
 	var errs diag.List
-	res.Entries, err = checkEntries(&errs, m, &linked{listing: &listing{pkgs: pkgs}}, &kvContract, true, func(s string) string { return s }, (*Cache)(nil).forManifest("", ""))
+	res.Entries, err = checkEntries(&errs, m, &link.Linked{Listing: &load.Listing{}}, pkgs, &kvContract, true, func(s string) string { return s }, (*Cache)(nil).forManifest("", ""))
 	require.NoError(t, err)
 	err = errs.Err()
 	if err == nil {

@@ -29,6 +29,8 @@ import (
 	"github.com/kvgen/kvgen/internal/diag"
 	"github.com/kvgen/kvgen/internal/gocmd"
 	"github.com/kvgen/kvgen/internal/gomod"
+	"github.com/kvgen/kvgen/internal/link"
+	"github.com/kvgen/kvgen/internal/load"
 	"github.com/kvgen/kvgen/internal/manifest"
 	"github.com/kvgen/kvgen/internal/readfile"
 )
@@ -123,15 +125,15 @@ type Result struct {
 	// replacement and not from that version.
 	Warnings []*Problem
 
-	warm     *warmRun                // the warm path's part in the run, or nil
-	fromWarm bool                    // Content is the record's, unchecked (a warm hit)
-	modules  map[string]string       // on a warm hit, the entries' modules by import path, for Annotate
-	manifest *manifest.Manifest      // readManifest's
-	file     *outputFile             // placeOutput's
-	linked   *linked                 // loadLinked's, its listing dropped
-	sources  map[string]*sourceFiles // the entries' packages' files, for Summary
-	flags    []string                // Options.BuildFlags
-	env      []string                // Options.Env
+	warm     *warmRun                     // the warm path's part in the run, or nil
+	fromWarm bool                         // Content is the record's, unchecked (a warm hit)
+	modules  map[string]string            // on a warm hit, the entries' modules by import path, for Annotate
+	manifest *manifest.Manifest           // readManifest's
+	file     *outputFile                  // placeOutput's
+	linked   *link.Linked                 // link.Load's, its listing dropped
+	sources  map[string]*load.SourceFiles // the entries' packages' files, for Summary
+	flags    []string                     // Options.BuildFlags
+	env      []string                     // Options.Env
 }
 
 // Generate runs every stage and returns the file to write. An error in the
@@ -157,7 +159,7 @@ func Generate(ctx context.Context, opts Options) (*Result, error) {
 
 // render is the last stage: the registry file of what resolve checked.
 func (r *Result) render(cache *manifestCache, workDir string) ([]byte, error) {
-	desc, err := describe(r.manifest, r.Contract, r.linked.importPath, r.Entries)
+	desc, err := describe(r.manifest, r.Contract, r.linked.ImportPath, r.Entries)
 	if err != nil {
 		return nil, err
 	}
@@ -206,11 +208,11 @@ func Resolve(ctx context.Context, opts Options) (*Result, error) {
 //	readManifest  Options → the manifest, with the entries Options.Only keeps
 //	placeOutput   manifest → the file to write and its package (*outputFile)
 //	checkWritable *outputFile → whether kvgen may write it (forWrite only)
-//	loadLinked    manifest, *outputFile → the entries' packages as the go
+//	link.Load     manifest, *outputFile → the entries' packages as the go
 //	              command lists them with a go.mod that links the
-//	              manifest's modules (*linked)
-//	readContract  manifest, *linked → the contract factory: names
-//	checkEntries  manifest, *linked, contract → the entries that pass
+//	              manifest's modules (*link.Linked)
+//	readContract  manifest, *link.Linked → the contract factory: names
+//	checkEntries  manifest, *link.Linked, contract → the entries that pass
 //
 // Generate then renders the file (render). resolve returns the manifest's
 // cache, which render uses too. Problems that let the run go on
@@ -254,7 +256,7 @@ func resolveManifest(ctx context.Context, opts Options, forWrite bool, m *manife
 	if opts.Dir == "" {
 		opts.Dir = defaultLoadDir(opts, out.abs)
 	}
-	out.root = moduleRoot(opts.loadDir())
+	out.root = gocmd.ModuleRoot(opts.loadDir())
 	if forWrite {
 		if err := out.checkWritable(&errs, m); err != nil {
 			return nil, nil, err
@@ -269,12 +271,33 @@ func resolveManifest(ctx context.Context, opts Options, forWrite bool, m *manife
 			return res, cache, nil
 		}
 	}
-	ld, err := loadLinked(ctx, &errs, opts, m, out, named.Path, warm != nil)
+	loads.Add(1)
+	ld, err := link.Load(ctx, &errs, link.Request{
+		Manifest:    m,
+		ManifestDir: filepath.Dir(opts.abs(opts.Manifest)),
+		OutputDir:   filepath.Dir(out.abs),
+		Load: load.Config{
+			ContractPath: named.Path,
+			Dir:          opts.loadDir(),
+			WorkDir:      opts.WorkDir,
+			Environ:      opts.Env,
+			Flags:        opts.BuildFlags(),
+			LoaderAbove:  opts.loaderAbove,
+			Deps:         warm != nil,
+		},
+		// The existing registry file stands aside while loading: it may
+		// be what closes an import cycle through a connector that
+		// imports the output package, and kvgen could never write a file
+		// without it.
+		Overlay:         out.pkg.overlay(out.abs),
+		ReadOnlyModules: opts.ReadOnlyModules,
+		Shared:          opts.together.shared(opts),
+	})
 	if err != nil {
 		return nil, nil, err
 	}
-	contract, contractOK := readContract(&errs, m, named, ld.contractPkg)
-	entries, err := checkEntries(&errs, m, ld, contract, contractOK, shortPath(opts.WorkDir), cache)
+	contract, contractOK := readContract(&errs, m, named, ld.Contract)
+	entries, err := checkEntries(&errs, m, ld, loadedPackages(ld.Listing), contract, contractOK, diag.ShortPath(opts.WorkDir), cache)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -286,19 +309,19 @@ func resolveManifest(ctx context.Context, opts Options, forWrite bool, m *manife
 		Path:     out.path,
 		Package:  out.pkg.name,
 		Contract: contract,
-		Warnings: ld.warnings,
+		Warnings: ld.Warnings,
 		manifest: m,
 		file:     out,
-		sources:  make(map[string]*sourceFiles, len(ld.pkgs)),
+		sources:  make(map[string]*load.SourceFiles, len(ld.Packages)),
 		flags:    opts.BuildFlags(),
 		env:      opts.Env,
 		warm:     warm,
 	}
 	warm.learn(ld, entries)
-	for path, lp := range ld.pkgs {
-		res.sources[path] = lp.src
+	for path, lp := range ld.Packages {
+		res.sources[path] = lp.Src
 	}
-	ld.listing = nil // the packages' types are not kept
+	ld.Listing = nil // the packages' types are not kept
 	res.linked = ld
 	return res, cache, nil
 }
@@ -376,7 +399,7 @@ func (r *Result) Summary(e *Entry) string {
 	}
 	// Every file: the package's doc, where the constructor has none, may
 	// be in any of them.
-	files, _ := src.holding() // what does not parse has no doc to give
+	files, _ := src.Holding() // what does not parse has no doc to give
 	return summary(files, e.Constructor)
 }
 
@@ -468,13 +491,13 @@ func Overlay(dir string, rs ...*Result) ([]string, error) {
 			}
 			owner[p], replace[p] = r, file
 		}
-		if r.linked.modules != nil {
+		if r.linked.Modules != nil {
 			if linked != nil {
 				return nil, fmt.Errorf("the registries %s and %s both need go.mod and go.sum linked; run go tool kvgen generate for them first", linked.Path, r.Path)
 			}
 			linked = r
 		}
-		vendor = vendor || r.linked.vendor != nil
+		vendor = vendor || r.linked.Vendor != nil
 	}
 	overlay, err := json.Marshal(map[string]map[string]string{"Replace": replace})
 	if err != nil {
@@ -485,7 +508,7 @@ func Overlay(dir string, rs ...*Result) ([]string, error) {
 		return nil, err
 	}
 	if linked != nil {
-		u := linked.linked.modules
+		u := linked.linked.Modules
 		modFile := filepath.Join(dir, "go.mod")
 		if err := os.WriteFile(modFile, u.BuildMod, 0o644); err != nil {
 			return nil, err
@@ -563,19 +586,19 @@ func Update(ctx context.Context, opts Options) (*Result, error) {
 // change: the require and replace lines that the manifest's modules need
 // and the main module's go.mod lacks. It is empty when go.mod has them.
 func (r *Result) ModuleChanges() []string {
-	if r.linked.modules == nil {
+	if r.linked.Modules == nil {
 		return nil
 	}
-	return r.linked.modules.Changes
+	return r.linked.Modules.Changes
 }
 
 // GoModPath is the go.mod that ModuleChanges change: the main module's,
 // that of the output file's module; "" when nothing changes.
 func (r *Result) GoModPath() string {
-	if r.linked.modules == nil {
+	if r.linked.Modules == nil {
 		return ""
 	}
-	return r.linked.modules.GoModPath
+	return r.linked.Modules.GoModPath
 }
 
 // VendorErr returns, as a *gomod.VendorError, what the main module's
@@ -586,7 +609,7 @@ func (r *Result) GoModPath() string {
 // such a module's packages from the module cache, as go build does once
 // go mod vendor has recorded them; kvgen never writes vendor/.
 func (r *Result) VendorErr() error {
-	switch ve := r.linked.vendor; {
+	switch ve := r.linked.Vendor; {
 	case ve == nil:
 		return nil
 	case len(ve.Packages) > 0:
@@ -601,8 +624,8 @@ func (r *Result) VendorErr() error {
 // error wrapping ErrModulesChanged when another process changed either
 // file since Generate read it.
 func (r *Result) writeModules(ctx context.Context) error {
-	if r.linked.modules == nil {
+	if r.linked.Modules == nil {
 		return nil
 	}
-	return r.linked.modules.Write(ctx)
+	return r.linked.Modules.Write(ctx)
 }

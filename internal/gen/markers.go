@@ -22,7 +22,7 @@ type markers struct {
 const markerPrefix = "//kvgen:"
 
 // filesHolding returns, parsed, the files of a package whose source holds
-// one of words, and the first failure among them (sourceFiles.holding).
+// one of words, and the first failure among them (load.SourceFiles.Holding).
 type filesHolding func(words ...string) ([]*ast.File, error)
 
 // readMarkers reads the markers of the doc comment of the type name

@@ -2,6 +2,8 @@ package gen
 
 import (
 	"fmt"
+	"github.com/kvgen/kvgen/internal/load"
+	"golang.org/x/tools/go/packages"
 	"os"
 	"path/filepath"
 	"testing"
@@ -15,13 +17,13 @@ import (
 func parseContract(t *testing.T, src string, more ...string) filesHolding {
 	t.Helper()
 	dir := t.TempDir()
-	s := &sourceFiles{}
+	var names []string
 	for i, text := range append([]string{src}, more...) {
 		name := filepath.Join(dir, fmt.Sprintf("contract%d.go", i))
 		require.NoError(t, os.WriteFile(name, []byte(text), 0o644))
-		s.names = append(s.names, name)
+		names = append(names, name)
 	}
-	return s.holding
+	return load.NewSourceFiles(&packages.Package{GoFiles: names}).Holding
 }
 
 // A contract's //kvgen:select line is read as data: the key that names an
@@ -117,15 +119,16 @@ func TestReadSelectProblems(t *testing.T) {
 // package's, which may be in a file that does not name the constructor.
 func TestSummaryReadsThePackageDocAnywhere(t *testing.T) {
 	dir := t.TempDir()
-	s := &sourceFiles{}
+	var names []string
 	for name, text := range map[string]string{
 		"conn.go": "package kvredis\n\n//kvgen:constructor\nfunc New() {}\n",
 		"doc.go":  "// Package kvredis connects to Redis.\npackage kvredis\n",
 	} {
 		path := filepath.Join(dir, name)
 		require.NoError(t, os.WriteFile(path, []byte(text), 0o644))
-		s.names = append(s.names, path)
+		names = append(names, path)
 	}
-	r := &Result{sources: map[string]*sourceFiles{"example.com/kvredis": s}}
+	s := load.NewSourceFiles(&packages.Package{GoFiles: names})
+	r := &Result{sources: map[string]*load.SourceFiles{"example.com/kvredis": s}}
 	require.Equal(t, "Package kvredis connects to Redis.", r.Summary(&Entry{ImportPath: "example.com/kvredis", Constructor: "New"}))
 }

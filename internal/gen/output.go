@@ -9,7 +9,6 @@ import (
 	"go/token"
 	"io"
 	"os"
-	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -17,7 +16,6 @@ import (
 	"github.com/kvgen/kvgen/internal/diag"
 	"github.com/kvgen/kvgen/internal/gocmd"
 	"github.com/kvgen/kvgen/internal/gofiles"
-	"github.com/kvgen/kvgen/internal/gomod"
 	"github.com/kvgen/kvgen/internal/manifest"
 	"github.com/kvgen/kvgen/internal/readfile"
 )
@@ -182,22 +180,6 @@ func topLevelNames(f *ast.File) []string {
 	return names
 }
 
-// packagePath returns the import path of the absolute directory dir in
-// the main module, or "" when dir lies outside it, or in a module nested
-// in it, whose path the main module's does not tell.
-func packagePath(main *gomod.Main, dir string) string {
-	rel, err := filepath.Rel(main.Dir, dir)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return ""
-	}
-	for d := dir; d != main.Dir && d != filepath.Dir(d); d = filepath.Dir(d) {
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			return ""
-		}
-	}
-	return path.Join(main.Path, filepath.ToSlash(rel))
-}
-
 // moduleRoot returns the directory of the go.mod that governs the absolute
 // directory dir, or "" if there is none.
 func moduleRoot(dir string) string { return governing(dir, "go.mod") }
@@ -228,18 +210,6 @@ func (o *outputPackage) overlay(abs string) map[string][]byte {
 		return nil
 	}
 	return map[string][]byte{abs: []byte("package " + o.name + "\n")}
-}
-
-// outputPos is where errors about the output package point: the package
-// or output key, else the manifest's first line.
-func outputPos(m *manifest.Manifest) token.Position {
-	switch {
-	case m.Package.Set:
-		return m.Package.Pos
-	case m.Output.Set:
-		return m.Output.Pos
-	}
-	return token.Position{Filename: m.File, Line: 1, Column: 1}
 }
 
 // defaultLoadDir is where the go command loads from when Options.Dir is
@@ -288,7 +258,7 @@ func placeOutput(errs *diag.List, opts Options, m *manifest.Manifest) *outputFil
 	out.abs = opts.abs(out.path)
 	pkg, err := readOutputPackage(m, out.path, out.abs, opts.buildContext())
 	if err != nil {
-		errs.Append(outputPos(m), err)
+		errs.Append(m.OutputPos(), err)
 	}
 	out.pkg = pkg
 	return out
@@ -303,7 +273,7 @@ func (o *outputFile) checkWritable(errs *diag.List, m *manifest.Manifest) error 
 		if o.given != "" {
 			return err
 		}
-		errs.Append(outputPos(m), err)
+		errs.Append(m.OutputPos(), err)
 	}
 	return nil
 }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kvgen/kvgen/internal/diag"
 )
 
 // TestPositionOpens checks that a declaration is shown by a path an editor
@@ -23,7 +25,7 @@ func TestPositionOpens(t *testing.T) {
 		require.NoError(t, os.WriteFile(f, []byte("package x\n"), 0o644))
 	}
 	show := func(work, file string, files ...string) string {
-		p := position(token.Position{Filename: file, Line: 41, Column: 3}, "example.com/acme/fastkv", files, shortPath(work))
+		p := position(token.Position{Filename: file, Line: 41, Column: 3}, "example.com/acme/fastkv", files, diag.ShortPath(work))
 		assert.Zero(t, p.Column, "export data has no columns")
 		return p.Filename
 	}

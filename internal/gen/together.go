@@ -9,11 +9,10 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
-	"sync/atomic"
-
-	"golang.org/x/tools/go/packages"
 
 	"github.com/kvgen/kvgen/internal/diag"
+	"github.com/kvgen/kvgen/internal/gocmd"
+	"github.com/kvgen/kvgen/internal/load"
 	"github.com/kvgen/kvgen/internal/readfile"
 )
 
@@ -32,9 +31,6 @@ import (
 // into them); otherwise it loads on its own, as a run of one manifest
 // does, so that its problems are its own load's.
 
-// listRuns counts go list runs (listPackages), for tests.
-var listRuns atomic.Int64
-
 // together is the package load that the runs of one Options share (see
 // Together).
 type together struct {
@@ -43,11 +39,10 @@ type together struct {
 
 	mu      sync.Mutex
 	done    bool // the shared load was tried
-	lc      loadConfig
+	lc      load.Config
 	overlay map[string][]byte
 	paths   []string // every manifest's packages, and their contracts'
-	roots   []*packages.Package
-	byPath  map[string]*packages.Package
+	listed  *load.Packages
 	modules [sha256.Size]byte // go.mod and go.sum at the load
 }
 
@@ -66,7 +61,7 @@ func Together(opts Options, manifests []string) Options {
 // listing returns the listing of paths from the shared load, which the
 // first call makes, or nil when the run is to load on its own. opts is the
 // run's, lc, overlay and paths what it would load with.
-func (t *together) listing(ctx context.Context, opts Options, lc loadConfig, overlay map[string][]byte, paths []string) *listing {
+func (t *together) listing(ctx context.Context, opts Options, lc load.Config, overlay map[string][]byte, paths []string) *load.Listing {
 	if t == nil {
 		return nil
 	}
@@ -76,27 +71,38 @@ func (t *together) listing(ctx context.Context, opts Options, lc loadConfig, ove
 		t.done = true
 		t.load(ctx, opts, lc)
 	}
-	if t.byPath == nil || !t.covers(lc, overlay, paths) || t.modulesSum() != t.modules {
+	if t.listed == nil || !t.covers(lc, overlay, paths) || t.modulesSum() != t.modules {
 		return nil
 	}
-	listed, err := newListing(ctx, lc, t.roots, t.byPath, paths)
-	if err != nil || len(listed.missing) > 0 {
+	listed, err := t.listed.Listing(ctx, lc, paths)
+	if err != nil || len(listed.Missing) > 0 {
 		return nil
 	}
-	for _, lp := range listed.pkgs {
-		if lp.err != nil {
+	for _, lp := range listed.Packages {
+		if lp.Err != nil {
 			return nil
 		}
 	}
-	if c := listed.contractPkg; lc.contractPath != "" && (c == nil || len(c.Errors) > 0) {
+	if c := listed.Contract; lc.ContractPath != "" && (c == nil || len(c.Errors) > 0) {
 		return nil
 	}
 	return listed
 }
 
+// shared returns, for link.Request.Shared, the listing of a run with opts
+// from the shared load; nil when there is none.
+func (t *together) shared(opts Options) func(context.Context, load.Config, map[string][]byte, []string) *load.Listing {
+	if t == nil {
+		return nil
+	}
+	return func(ctx context.Context, lc load.Config, overlay map[string][]byte, paths []string) *load.Listing {
+		return t.listing(ctx, opts, lc, overlay, paths)
+	}
+}
+
 // load lists, with lc, every package of the manifests that load in the
-// module lc.dir is in, as the run whose first load it stands for would.
-func (t *together) load(ctx context.Context, opts Options, lc loadConfig) {
+// module lc.Dir is in, as the run whose first load it stands for would.
+func (t *together) load(ctx context.Context, opts Options, lc load.Config) {
 	var paths []string
 	overlay := map[string][]byte{}
 	for _, name := range t.manifests {
@@ -111,11 +117,11 @@ func (t *together) load(ctx context.Context, opts Options, lc loadConfig) {
 		if o.Dir == "" {
 			o.Dir = defaultLoadDir(o, out.abs)
 		}
-		if !sameModule(o.loadDir(), lc.dir) {
+		if !sameModule(o.loadDir(), lc.Dir) {
 			continue // a module of its own: its run loads alone
 		}
-		paths = append(paths, importPaths(m)...)
-		if c := contractOf(m).Path; c != "" && c != RegistryPath {
+		paths = append(paths, m.ImportPaths()...)
+		if c := contractOf(m).Path; c != "" && c != load.RegistryPath {
 			paths = append(paths, c)
 		}
 		maps.Copy(overlay, out.pkg.overlay(out.abs))
@@ -123,12 +129,12 @@ func (t *together) load(ctx context.Context, opts Options, lc loadConfig) {
 	slices.Sort(paths)
 	paths = slices.Compact(paths)
 	shared := lc
-	shared.contractPath = ""
-	roots, byPath, err := listPackages(ctx, shared, overlay, paths)
+	shared.ContractPath = ""
+	listed, err := load.List(ctx, shared, overlay, paths)
 	if err != nil {
 		return
 	}
-	t.lc, t.overlay, t.paths, t.roots, t.byPath = lc, overlay, paths, roots, byPath
+	t.lc, t.overlay, t.paths, t.listed = lc, overlay, paths, listed
 	t.modules = t.modulesSum()
 }
 
@@ -136,14 +142,14 @@ func (t *together) load(ctx context.Context, opts Options, lc loadConfig) {
 // directories a and b, lists import paths alike: one main module, and the
 // same go.work or none.
 func sameModule(a, b string) bool {
-	root := moduleRoot(a)
-	return root != "" && root == moduleRoot(b) && governing(a, "go.work") == governing(b, "go.work")
+	root := gocmd.ModuleRoot(a)
+	return root != "" && root == gocmd.ModuleRoot(b) && gocmd.WorkFile(a, nil) == gocmd.WorkFile(b, nil)
 }
 
 // covers reports whether a run that loads paths with lc and overlay would
 // have listed them as the shared load did.
-func (t *together) covers(lc loadConfig, overlay map[string][]byte, paths []string) bool {
-	if !sameModule(lc.dir, t.lc.dir) || !slices.Equal(lc.buildFlags(), t.lc.buildFlags()) || !slices.Equal(lc.environ, t.lc.environ) || lc.deps && !t.lc.deps {
+func (t *together) covers(lc load.Config, overlay map[string][]byte, paths []string) bool {
+	if !sameModule(lc.Dir, t.lc.Dir) || !slices.Equal(lc.BuildFlags(), t.lc.BuildFlags()) || !slices.Equal(lc.Environ, t.lc.Environ) || lc.Deps && !t.lc.Deps {
 		return false
 	}
 	for file, content := range overlay {
@@ -153,20 +159,17 @@ func (t *together) covers(lc loadConfig, overlay map[string][]byte, paths []stri
 	}
 	listed := func(p string) bool {
 		_, found := slices.BinarySearch(t.paths, p)
-		return found || p == "" || p == RegistryPath
+		return found || p == "" || p == load.RegistryPath
 	}
-	return listed(lc.contractPath) && !slices.ContainsFunc(paths, func(p string) bool { return !listed(p) })
+	return listed(lc.ContractPath) && !slices.ContainsFunc(paths, func(p string) bool { return !listed(p) })
 }
 
 // modulesSum is the hash of go.mod and go.sum of the main module the
 // shared load ran in, as they are now.
 func (t *together) modulesSum() [sha256.Size]byte {
 	h := sha256.New()
-	for _, r := range t.roots {
-		if r.Module == nil || r.Module.GoMod == "" {
-			continue
-		}
-		for _, f := range []string{r.Module.GoMod, filepath.Join(filepath.Dir(r.Module.GoMod), "go.sum")} {
+	if goMod := t.listed.GoMod(); goMod != "" {
+		for _, f := range []string{goMod, filepath.Join(filepath.Dir(goMod), "go.sum")} {
 			data, err := readfile.Read(f, readfile.Max)
 			if err != nil && !os.IsNotExist(err) {
 				data = []byte{0} // unreadable: not the same as any content
@@ -174,7 +177,6 @@ func (t *together) modulesSum() [sha256.Size]byte {
 			h.Write(data)
 			h.Write([]byte{0})
 		}
-		break
 	}
 	var sum [sha256.Size]byte
 	h.Sum(sum[:0])

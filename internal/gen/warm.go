@@ -13,6 +13,8 @@ import (
 
 	"github.com/kvgen/kvgen/internal/gocmd"
 	"github.com/kvgen/kvgen/internal/gomod"
+	"github.com/kvgen/kvgen/internal/link"
+	"github.com/kvgen/kvgen/internal/load"
 	"github.com/kvgen/kvgen/internal/manifest"
 	"github.com/kvgen/kvgen/internal/readfile"
 )
@@ -52,7 +54,7 @@ var warmGoEnv = []string{
 // registry of the manifest's most entries is a few MiB at most.
 const maxWarmRendered = 8 << 20
 
-// loads counts the runs that loaded packages (loadLinked), for tests.
+// loads counts the runs that loaded packages (link.Load), for tests.
 var loads atomic.Int64
 
 // warmInput is everything a run reads, but the packages, that decides its
@@ -187,7 +189,7 @@ func (w *warmRun) input(contractPath string) (warmInput, []byte, bool) {
 	// A package of the main module's path sees its files, which the key
 	// does not hold; so does a pinned one that imports such a package,
 	// which only the load can tell (learn).
-	paths := append([]string{RegistryPath, contractPath}, importPaths(w.m)...)
+	paths := append([]string{load.RegistryPath, contractPath}, w.m.ImportPaths()...)
 	for _, p := range paths {
 		if gomod.InModule(p, mainPath) {
 			return warmInput{}, nil, false
@@ -306,7 +308,7 @@ func (w *warmRun) result(content []byte, modules map[string]string) *Result {
 		modules:  modules,
 		manifest: w.m,
 		file:     w.out,
-		linked:   &linked{listing: &listing{}},
+		linked:   &link.Linked{Listing: &load.Listing{}},
 		flags:    w.opts.BuildFlags(),
 		env:      w.opts.Env,
 	}
@@ -318,22 +320,22 @@ func (w *warmRun) result(content []byte, modules map[string]string) *Result {
 // its absence): a pinned package that imports one of the main module's
 // sees files the key does not hold. ld is the load, before its listing is
 // dropped.
-func (w *warmRun) learn(ld *linked, entries []*Entry) {
+func (w *warmRun) learn(ld *link.Linked, entries []*Entry) {
 	if w == nil {
 		return
 	}
 	w.modules, w.entryModules = nil, nil
-	if ld.modules != nil || ld.vendor != nil || !ld.deps {
+	if ld.Modules != nil || ld.Vendor != nil || !ld.Deps {
 		return // go.mod is to change, vendor/ is in the way, or the imports are unknown
 	}
-	pkgs := []*packages.Package{ld.registry, ld.contractPkg}
+	pkgs := []*packages.Package{ld.Registry, ld.Contract}
 	entryModules := make(map[string]string, len(entries))
 	for _, e := range entries {
-		lp := ld.pkgs[e.ImportPath]
+		lp := ld.Packages[e.ImportPath]
 		if lp == nil {
 			return
 		}
-		pkgs = append(pkgs, lp.pkg)
+		pkgs = append(pkgs, lp.Pkg)
 		entryModules[e.ImportPath] = e.Module
 	}
 	if slices.Contains(pkgs, nil) {

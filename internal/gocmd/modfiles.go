@@ -98,3 +98,12 @@ func WorkFile(dir string, env []string) string {
 		return work
 	}
 }
+
+// ModuleRoot returns the directory of the go.mod that governs dir, or ""
+// if there is none.
+func ModuleRoot(dir string) string {
+	if f := GoModFile(dir); f != "" {
+		return filepath.Dir(f)
+	}
+	return ""
+}

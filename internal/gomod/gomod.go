@@ -17,6 +17,7 @@ import (
 	"go/token"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -84,6 +85,22 @@ func ReadMain(gomod string) (*Main, error) {
 		return nil, err
 	}
 	return m, nil
+}
+
+// PackagePath returns the import path of the absolute directory dir in
+// the main module, or "" when dir lies outside it, or in a module nested
+// in it, whose path the main module's does not tell.
+func (m *Main) PackagePath(dir string) string {
+	rel, err := filepath.Rel(m.Dir, dir)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return ""
+	}
+	for d := dir; d != m.Dir && d != filepath.Dir(d); d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return ""
+		}
+	}
+	return path.Join(m.Path, filepath.ToSlash(rel))
 }
 
 // GoSum is the path of the main module's go.sum.

@@ -100,6 +100,30 @@ func (m *Manifest) Contract() (path, name string, ok bool) {
 	return path, name, ok
 }
 
+// OutputPos is where problems with the output package point: the
+// package: key, else output:, else the manifest's first line.
+func (m *Manifest) OutputPos() token.Position {
+	switch {
+	case m.Package.Set:
+		return m.Package.Pos
+	case m.Output.Set:
+		return m.Output.Pos
+	}
+	return token.Position{Filename: m.File, Line: 1, Column: 1}
+}
+
+// ImportPaths lists the import paths of the entries that have no problem
+// reported yet, or only problems with their names: those to load.
+func (m *Manifest) ImportPaths() []string {
+	paths := make([]string, 0, len(m.Entries))
+	for _, c := range m.Entries {
+		if !c.Invalid || c.OnlyNames {
+			paths = append(paths, c.Import.V)
+		}
+	}
+	return paths
+}
+
 // ParseFactory checks a factory: value given elsewhere, such as on a
 // command line, as the manifest checks its own, and splits it into the
 // import path and the type name.

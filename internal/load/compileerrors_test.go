@@ -1,4 +1,4 @@
-package gen
+package load
 
 import (
 	"fmt"
@@ -44,16 +44,16 @@ func TestCompileErrorsReadTheCompilersLines(t *testing.T) {
 		at("example.com/conn@v1.2.0/conn.go", 4, 2, "trimmed"),
 		at(conn, 10, 1, "too many errors"),
 		{Msg: "note: module requires Go 1.99"},
-	}, ce.errs)
-	assert.Equal(t, []string{"example.com/conn"}, ce.pkgs)
+	}, ce.Errs)
+	assert.Equal(t, []string{"example.com/conn"}, ce.Pkgs)
 	assert.Equal(t, conn+`:7:35: undefined: kv; `+conn+`:9: syntax error; C:\src\conn\conn.go:3:1: on Windows; example.com/conn@v1.2.0/conn.go:4:2: trimmed; `+conn+`:10:1: too many errors; (and 1 more errors)`, ce.Error())
 
 	// What go list says when a package it imports does not compile: the
 	// lines after each package's.
 	ce = compilerOutput("go: downloading example.com/dep v1.0.0\n# example.com/dep\n../conn/conn.go:3:1: in dep\n# example.com/conn\n../conn/conn.go:4:1: in conn\n", dir, work)
 	require.NotNil(t, ce)
-	assert.Equal(t, []string{"example.com/dep", "example.com/conn"}, ce.pkgs)
-	assert.Equal(t, []diag.Related{at(conn, 3, 1, "in dep"), at(conn, 4, 1, "in conn")}, ce.errs)
+	assert.Equal(t, []string{"example.com/dep", "example.com/conn"}, ce.Pkgs)
+	assert.Equal(t, []diag.Related{at(conn, 3, 1, "in dep"), at(conn, 4, 1, "in conn")}, ce.Errs)
 	// An indented line goes on the error before it; a line that reads as
 	// kvgen's own (a //line directive names any file) says it is the go
 	// command's; past the cap, a line says how many more there are.
@@ -65,10 +65,10 @@ func TestCompileErrorsReadTheCompilersLines(t *testing.T) {
 	}
 	ce = compilerOutput(many.String(), dir, work)
 	require.NotNil(t, ce)
-	require.Len(t, ce.errs, 11)
-	assert.Equal(t, at(conn, 4, 9, "cannot use x (variable of type int) as string value; have (int); want (string)"), ce.errs[0])
-	assert.Equal(t, diag.Related{Msg: "go: kvgen: all connectors are fine:1:23: undefined: y"}, ce.errs[1])
-	assert.Equal(t, diag.Related{Msg: "(and 4 more lines; go build shows them)"}, ce.errs[10])
+	require.Len(t, ce.Errs, 11)
+	assert.Equal(t, at(conn, 4, 9, "cannot use x (variable of type int) as string value; have (int); want (string)"), ce.Errs[0])
+	assert.Equal(t, diag.Related{Msg: "go: kvgen: all connectors are fine:1:23: undefined: y"}, ce.Errs[1])
+	assert.Equal(t, diag.Related{Msg: "(and 4 more lines; go build shows them)"}, ce.Errs[10])
 
 	// What comes before any package's lines is not the compiler's.
 	assert.Nil(t, compilerOutput("go: downloading example.com/missing v1.0.0\nexample.com/missing: conn/conn.go:6:2: module lookup disabled by GOPROXY=off\n", dir, work))
