@@ -16,7 +16,7 @@ import (
 
 	"github.com/kvgen/kvgen/internal/gen"
 	"github.com/kvgen/kvgen/internal/gocmd"
-	"github.com/kvgen/kvgen/internal/gomod"
+	"github.com/kvgen/kvgen/internal/link"
 	"github.com/kvgen/kvgen/internal/manifest"
 	"github.com/kvgen/kvgen/internal/suggest"
 )
@@ -103,10 +103,10 @@ func (g *genFlags) command() string {
 // it also names the command that adds it, and returns true.
 func (g *genFlags) report(e *env, err error) bool {
 	e.report(g.inFlags(err))
-	if errors.As(err, new(*gomod.VendorError)) {
+	if errors.As(err, new(*link.VendorError)) {
 		return true // go mod vendor fixes it, as the error says
 	}
-	var le *gomod.LacksError
+	var le *link.LacksError
 	if !errors.As(err, &le) {
 		return false
 	}
@@ -128,7 +128,7 @@ func (g *genFlags) report(e *env, err error) bool {
 // (gen.Result.VendorErr). go mod vendor copies them once the registry file
 // imports them: while it is stale, generate comes first.
 func (g *genFlags) reportVendor(e *env, err error, stale bool) {
-	var ve *gomod.VendorError
+	var ve *link.VendorError
 	if !stale || !errors.As(err, &ve) || len(ve.Packages) == 0 {
 		e.report(err)
 		return

@@ -21,7 +21,7 @@ import (
 	"github.com/kvgen/kvgen/internal/atomicfile"
 	"github.com/kvgen/kvgen/internal/gen"
 	"github.com/kvgen/kvgen/internal/gocmd"
-	"github.com/kvgen/kvgen/internal/gomod"
+	"github.com/kvgen/kvgen/internal/link"
 	"github.com/kvgen/kvgen/internal/suggest"
 	"github.com/kvgen/kvgen/internal/templates"
 )
@@ -121,7 +121,7 @@ func scaffoldReplace(ctx context.Context, replace, dir string) (target string, f
 	if checkout == "" && ownVersion() == "" {
 		// A development build: no proxy has its version, but the host
 		// module's go.mod, which it runs from, names its checkout.
-		if main, err := gomod.FindMain(ctx, workDir(), os.Environ()); err == nil {
+		if main, err := link.FindMain(ctx, workDir(), os.Environ()); err == nil {
 			checkout, fromHost = main.ReplaceDir(kvgenModule), true
 		}
 	}
@@ -136,7 +136,7 @@ func scaffoldReplace(ctx context.Context, replace, dir string) (target string, f
 	if err != nil {
 		return "", fromHost, err
 	}
-	target, err = gomod.ReplaceTarget(newDir, abs)
+	target, err = link.ReplaceTarget(newDir, abs)
 	return target, fromHost, err
 }
 
@@ -273,8 +273,8 @@ func inWorkspace(work, dir string) bool {
 // hostPluginGoMod is pluginGoMod for a plugin of this module's build: the
 // go.mod of the module kvgen runs in is the host's.
 func hostPluginGoMod(ctx context.Context, modPath string, contract *packages.Module, dir string) ([]byte, error) {
-	host, err := gomod.FindMain(ctx, workDir(), os.Environ())
-	if errors.Is(err, gomod.ErrNoModule) {
+	host, err := link.FindMain(ctx, workDir(), os.Environ())
+	if errors.Is(err, link.ErrNoModule) {
 		host, err = nil, nil // a contract of the standard library's, outside any module
 	}
 	if err != nil {
@@ -291,7 +291,7 @@ func hostPluginGoMod(ctx context.Context, modPath string, contract *packages.Mod
 // workspace's, which no proxy serves, is replaced by its directory.
 // Directories are relative, so that no machine path lands in go.mod, and,
 // as the go command reads them, from dir as given, symbolic links and all.
-func pluginGoMod(modPath string, contract *packages.Module, host *gomod.Main, dir string) ([]byte, error) {
+func pluginGoMod(modPath string, contract *packages.Module, host *link.Main, dir string) ([]byte, error) {
 	f := new(modfile.File)
 	if err := f.AddModuleStmt(modPath); err != nil {
 		return nil, err
@@ -327,7 +327,7 @@ func pluginGoMod(modPath string, contract *packages.Module, host *gomod.Main, di
 			continue // the plugin module is its own
 		}
 		if to.Version == "" {
-			if to.Path, err = gomod.ReplaceTarget(abs, to.Path); err != nil {
+			if to.Path, err = link.ReplaceTarget(abs, to.Path); err != nil {
 				return nil, err
 			}
 		}

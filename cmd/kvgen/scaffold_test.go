@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/tools/go/packages"
 
-	"github.com/kvgen/kvgen/internal/gomod"
+	"github.com/kvgen/kvgen/internal/link"
 )
 
 // A plugin module requires the contract's module as the host builds it,
@@ -23,7 +23,7 @@ func TestPluginGoModBuildsAsTheHostDoes(t *testing.T) {
 	hostMod := "module example.com/host\n\ngo 1.26.0\n\nrequire example.com/gw v1.4.0\n\n" +
 		"replace example.com/util => ../util\n\nreplace example.com/acme => ../acme-old\n"
 	require.NoError(t, os.WriteFile(filepath.Join(hostDir, "go.mod"), []byte(hostMod), 0o644))
-	host, err := gomod.ReadMain(filepath.Join(hostDir, "go.mod"))
+	host, err := link.ReadMain(filepath.Join(hostDir, "go.mod"))
 	require.NoError(t, err)
 	const head = "module example.com/acme\n\ngo 1.26.0\n"
 	// The host's own replacement of the plugin's path is left out.
@@ -31,7 +31,7 @@ func TestPluginGoModBuildsAsTheHostDoes(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		contract *packages.Module
-		host     *gomod.Main
+		host     *link.Main
 		want     string
 	}{
 		{"the standard library's, outside any module", nil, nil, head},

@@ -65,7 +65,7 @@ func TestErrorKeepsCauseAndRelatedPositions(t *testing.T) {
 }
 
 // wrapper stands for an error type that carries a List, such as
-// gomod.LacksError.
+// link.LacksError.
 type wrapper struct{ List }
 
 func (w *wrapper) Unwrap() error { return w.List }

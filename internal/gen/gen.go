@@ -28,7 +28,6 @@ import (
 
 	"github.com/kvgen/kvgen/internal/diag"
 	"github.com/kvgen/kvgen/internal/gocmd"
-	"github.com/kvgen/kvgen/internal/gomod"
 	"github.com/kvgen/kvgen/internal/link"
 	"github.com/kvgen/kvgen/internal/load"
 	"github.com/kvgen/kvgen/internal/manifest"
@@ -60,12 +59,12 @@ type Options struct {
 	// module.
 	Dir string
 	// ReadOnlyModules makes a go.mod that lacks a module, version or
-	// replacement the manifest names an error (a *gomod.LacksError), in
+	// replacement the manifest names an error (a *link.LacksError), in
 	// the spirit of the go command's -mod=readonly. Otherwise Resolve
 	// computes the linked go.mod and go.sum, which Update writes.
 	// In a module the go command builds from its vendor directory, a
 	// vendor/modules.txt that lacks what go.mod requires is an error too
-	// (a *gomod.VendorError) with ReadOnlyModules, and otherwise
+	// (a *link.VendorError) with ReadOnlyModules, and otherwise
 	// Result.VendorErr's, as one that lacks only entries' packages always
 	// is: kvgen never writes vendor/.
 	ReadOnlyModules bool
@@ -544,7 +543,7 @@ func (o Options) BuildFlags() []string {
 // ErrModulesChanged says that another process changed go.mod or go.sum
 // while kvgen was linking the manifest's modules: nothing was written, and
 // generating again links them from the new files.
-var ErrModulesChanged = gomod.ErrChanged
+var ErrModulesChanged = link.ErrChanged
 
 // maxLinkAttempts bounds how often Update links the manifest's modules
 // again because another process changed go.mod in the meantime: each try
@@ -601,7 +600,7 @@ func (r *Result) GoModPath() string {
 	return r.linked.Modules.GoModPath
 }
 
-// VendorErr returns, as a *gomod.VendorError, what the main module's
+// VendorErr returns, as a *link.VendorError, what the main module's
 // vendor directory lacks of the linked go.mod (see ModuleChanges), or of
 // the entries' packages, when the go command builds the module from it;
 // nil when it lacks nothing, or the module is not vendored. The packages

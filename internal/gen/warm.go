@@ -12,7 +12,6 @@ import (
 	"golang.org/x/tools/go/packages"
 
 	"github.com/kvgen/kvgen/internal/gocmd"
-	"github.com/kvgen/kvgen/internal/gomod"
 	"github.com/kvgen/kvgen/internal/link"
 	"github.com/kvgen/kvgen/internal/load"
 	"github.com/kvgen/kvgen/internal/manifest"
@@ -191,7 +190,7 @@ func (w *warmRun) input(contractPath string) (warmInput, []byte, bool) {
 	// which only the load can tell (learn).
 	paths := append([]string{load.RegistryPath, contractPath}, w.m.ImportPaths()...)
 	for _, p := range paths {
-		if gomod.InModule(p, mainPath) {
+		if load.InModule(p, mainPath) {
 			return warmInput{}, nil, false
 		}
 	}

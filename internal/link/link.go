@@ -1,12 +1,15 @@
 // Package link is the stage before generation: it loads the packages of
 // a manifest's entries with a go.mod that links the modules the manifest
-// names. When go.mod lacks one (a version:, a replace:, a module nested in
-// one go.mod requires), the go command completes go.mod and go.sum in a
-// scratch directory, as go get would, and the packages are listed again
-// with that go.mod; the edits are the result's, which the caller writes or
-// builds with (-modfile). It never writes the main module's files, and
-// never vendor/: a vendored module's vendor/ that lacks what go.mod
-// requires is said, with the command that fills it.
+// names. It works out which require and replace lines go.mod lacks for
+// each entry's version: and replace: (NewPlan), and lets the go command
+// complete the module graph and go.sum in a scratch directory, as go get
+// would (Plan.Link); the packages are then listed again with that go.mod.
+//
+// It is the one package that edits go.mod and go.sum, and only when its
+// caller asks: Update.Write writes what Link made, as kvgen generate does,
+// while kvgen build uses the scratch copy through -modfile and discards
+// it. It never writes vendor/: a vendored module's vendor/ that lacks
+// what go.mod requires is said, with the command that fills it.
 package link
 
 import (
@@ -19,12 +22,11 @@ import (
 
 	"github.com/kvgen/kvgen/internal/diag"
 	"github.com/kvgen/kvgen/internal/gocmd"
-	"github.com/kvgen/kvgen/internal/gomod"
 	"github.com/kvgen/kvgen/internal/load"
 	"github.com/kvgen/kvgen/internal/manifest"
 )
 
-// Request is what to load and link.
+// Request is what to load and
 type Request struct {
 	// Manifest is the manifest whose entries' packages to load. Entries
 	// whose version: or replace: the link finds wrong are marked invalid
@@ -42,8 +44,8 @@ type Request struct {
 	// Overlay is the go command's overlay while loading.
 	Overlay map[string][]byte
 	// ReadOnlyModules makes a go.mod that lacks what the manifest names
-	// an error (a *gomod.LacksError), as does, in a vendored module, a
-	// vendor/ that lacks what go.mod requires (a *gomod.VendorError).
+	// an error (a *LacksError), as does, in a vendored module, a
+	// vendor/ that lacks what go.mod requires (a *VendorError).
 	ReadOnlyModules bool
 	// Shared, when not nil, returns what a load shared with other
 	// manifests listed of paths, or nil when the run is to list them on
@@ -65,8 +67,8 @@ type Linked struct {
 	// when go.mod lacks them: its Write writes them. Vendor is what
 	// vendor/ lacks of the go.mod linked, when the main module builds
 	// from it.
-	Modules *gomod.Update
-	Vendor  *gomod.VendorError
+	Modules *Update
+	Vendor  *VendorError
 }
 
 // Load loads the packages of the manifest's entries, and the contract's
@@ -98,7 +100,7 @@ func Load(ctx context.Context, errs *diag.List, req Request) (*Linked, error) {
 	}
 	r.main = main
 	ld := &Linked{ImportPath: main.PackagePath(req.OutputDir)}
-	plan, perr := gomod.NewPlan(m, main, req.ManifestDir)
+	plan, perr := NewPlan(m, main, req.ManifestDir)
 	errs.Append(m.OutputPos(), perr)
 	if plan == nil {
 		return nil, errs.Err()
@@ -136,8 +138,8 @@ type linkRun struct {
 	m        *manifest.Manifest
 	lc       load.Config
 	paths    []string
-	main     *gomod.Main
-	plan     *gomod.Plan
+	main     *Main
+	plan     *Plan
 	vendored bool
 }
 
@@ -176,7 +178,7 @@ func (r *linkRun) loadNested(listed *load.Listing, err error) (nested *load.List
 func (r *linkRun) linkLacks(ld *Linked) (*load.Listing, error) {
 	if r.req.ReadOnlyModules {
 		lerr := r.plan.Err()
-		if le, ok := lerr.(*gomod.LacksError); ok {
+		if le, ok := lerr.(*LacksError); ok {
 			le.Vendored = r.vendored
 		}
 		return nil, r.stop(lerr)
@@ -260,7 +262,7 @@ func (r *linkRun) explain(ld *Linked, listed *load.Listing, notes map[string]str
 // as go get would find it: at the entry's version:, else the latest. An
 // entry that no nested module provides keeps its error, which its note
 // (by import path) completes: none has it, or none could be looked up.
-func linkNested(ctx context.Context, lc load.Config, m *manifest.Manifest, main *gomod.Main, plan *gomod.Plan, listed *load.Listing) (notes map[string]string) {
+func linkNested(ctx context.Context, lc load.Config, m *manifest.Manifest, main *Main, plan *Plan, listed *load.Listing) (notes map[string]string) {
 	listed.ExplainMissing(ctx, lc, main.Requires())
 	notes = map[string]string{}
 	for i := range m.Entries {
@@ -274,14 +276,14 @@ func linkNested(ctx context.Context, lc load.Config, m *manifest.Manifest, main 
 		if c.Version.Set {
 			pos = c.Version.Pos
 		}
-		mod, version, err := gomod.Nested(ctx, main.Dir, lc.Environ, c.Import.V, nim.Module, c.Version.V)
+		mod, version, err := Nested(ctx, main.Dir, lc.Environ, c.Import.V, nim.Module, c.Version.V)
 		switch {
 		case err != nil:
 			notes[c.Import.V] = fmt.Sprintf(", and no module nested in it could be looked up: %v", err)
 		case mod == "":
 			notes[c.Import.V] = ", nor does any module nested in it"
 		default:
-			plan.Lacks = append(plan.Lacks, gomod.Lack{Pos: pos, Label: c.Label(i), Import: c.Import.V, Module: mod, Version: version})
+			plan.Lacks = append(plan.Lacks, Lack{Pos: pos, Label: c.Label(i), Import: c.Import.V, Module: mod, Version: version})
 		}
 	}
 	return notes
@@ -291,7 +293,7 @@ func linkNested(ctx context.Context, lc load.Config, m *manifest.Manifest, main 
 // main module's go.mod as it is (nil) or is to be, as an error that names
 // it, or else pkgs, the entries whose packages it lacks (unvendored); nil
 // when it lacks nothing.
-func vendorLacks(workDir string, main *gomod.Main, goMod []byte, pkgs diag.List) (*gomod.VendorError, error) {
+func vendorLacks(workDir string, main *Main, goMod []byte, pkgs diag.List) (*VendorError, error) {
 	lacks, err := main.VendorLacks(goMod)
 	if err != nil || len(lacks) == 0 && len(pkgs) == 0 {
 		return nil, err
@@ -300,7 +302,7 @@ func vendorLacks(workDir string, main *gomod.Main, goMod []byte, pkgs diag.List)
 		pkgs = nil // go mod vendor copies them with the modules
 	}
 	rel := diag.ShortPath(workDir)
-	return &gomod.VendorError{ModulesTxt: rel(main.ModulesTxt()), Dir: rel(main.Dir), Lacks: lacks, Packages: pkgs, Written: goMod != nil}, nil
+	return &VendorError{ModulesTxt: rel(main.ModulesTxt()), Dir: rel(main.Dir), Lacks: lacks, Packages: pkgs, Written: goMod != nil}, nil
 }
 
 // unvendored returns, at their entries, the packages that inVendor, the
@@ -325,7 +327,7 @@ func unvendored(m *manifest.Manifest, inVendor, cached *load.Listing) diag.List 
 
 // markBad marks invalid the entries whose version: or replace: the plan
 // found wrong, and reports whether there were any.
-func markBad(m *manifest.Manifest, plan *gomod.Plan) bool {
+func markBad(m *manifest.Manifest, plan *Plan) bool {
 	if len(plan.Bad) == 0 {
 		return false
 	}
@@ -344,13 +346,13 @@ func markBad(m *manifest.Manifest, plan *gomod.Plan) bool {
 // the go command does: to say so if there is none, and to see whether
 // linking what the manifest names puts the load right (the caller still
 // holds loadErr). The error it returns stops the run.
-func mainModule(ctx context.Context, listed *load.Listing, loadErr error, dir string, env []string) (*gomod.Main, error) {
+func mainModule(ctx context.Context, listed *load.Listing, loadErr error, dir string, env []string) (*Main, error) {
 	if loadErr == nil && listed.GoMod != "" {
-		return gomod.ReadMain(listed.GoMod)
+		return ReadMain(listed.GoMod)
 	}
-	main, err := gomod.FindMain(ctx, dir, env)
+	main, err := FindMain(ctx, dir, env)
 	if err != nil {
-		if errors.Is(err, gomod.ErrNoModule) || loadErr == nil {
+		if errors.Is(err, ErrNoModule) || loadErr == nil {
 			return nil, err
 		}
 		return nil, loadErr

@@ -34,7 +34,6 @@ import (
 	"github.com/kvgen/kvgen/internal/diag"
 	"github.com/kvgen/kvgen/internal/gocmd"
 	"github.com/kvgen/kvgen/internal/gofiles"
-	"github.com/kvgen/kvgen/internal/gomod"
 	"github.com/kvgen/kvgen/internal/problemcap"
 	"github.com/kvgen/kvgen/internal/readfile"
 	"github.com/kvgen/kvgen/internal/suggest"
@@ -655,7 +654,7 @@ func explainMissing(ctx context.Context, lc Config, mods []string, missing []*Pa
 	mainPath := mods[0]
 	byModule := map[string][]*Package{}
 	for _, lp := range missing {
-		mod := gomod.ModuleOf(lp.Pkg.PkgPath, mods)
+		mod := ModuleOf(lp.Pkg.PkgPath, mods)
 		switch first, _, _ := strings.Cut(lp.Pkg.PkgPath, "/"); {
 		case mod == "" && !strings.Contains(first, "."):
 			lp.Err = packageErrors(lp.Pkg, lc.Dir, lc.WorkDir) // a standard library path: the go command says it is not in std
@@ -789,8 +788,8 @@ func (l *Listing) ExplainNotCached(mods []string, versions map[string]string) {
 		if lp.Err == nil {
 			continue
 		}
-		mod := gomod.ModuleOf(path, mods)
-		if nc := gomod.NotCached(lp.Err.Error(), mod, versions[mod]); nc != nil {
+		mod := ModuleOf(path, mods)
+		if nc := NotCached(lp.Err.Error(), mod, versions[mod]); nc != nil {
 			lp.Err = nc
 		}
 	}

@@ -1,4 +1,4 @@
-package gomod
+package link
 
 import (
 	"errors"
@@ -36,15 +36,6 @@ func TestVendorLacks(t *testing.T) {
 	lacks, err = main.VendorLacks([]byte("module example.com/host\n\ngo 1.26.0\n\nrequire example.com/c v0.1.0\n\nreplace example.com/c => ../c2\n"))
 	require.NoError(t, err)
 	assert.Equal(t, []string{"example.com/c v0.1.0 => ../c2 (it has v0.1.0 => ../c)"}, lacks)
-}
-
-func TestNotCached(t *testing.T) {
-	nc := NotCached("go get: example.com/kv@v0.9.0: module lookup disabled by GOPROXY=off", "", "")
-	require.NotNil(t, nc)
-	assert.Equal(t, &NotCachedError{Module: "example.com/kv", Version: "v0.9.0"}, nc)
-	assert.Equal(t, &NotCachedError{Module: "example.com/kv", Version: "v0.2.0"}, NotCached("module lookup disabled by GOPROXY=off", "example.com/kv", "v0.2.0"))
-	// A dependency's, at a file position: the go command's words stay.
-	assert.Nil(t, NotCached("package example.com/conn does not build: example.com/missing: conn/conn.go:6:2: module lookup disabled by GOPROXY=off", "example.com/conn", "v0.1.0"))
 }
 
 // A version no module proxy has is said so at the entry's version:, with

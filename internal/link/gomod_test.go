@@ -1,4 +1,4 @@
-package gomod
+package link
 
 import (
 	"context"
@@ -155,23 +155,6 @@ connectors:
 	require.Len(t, list, 2)
 	assert.Contains(t, list[0].Error(), `:8:14: connector "b": version v1.4.0 of module example.com/pub disagrees with connector "a", version v1.3.0 at `)
 	assert.Contains(t, list[1].Error(), `:14:14: connector "d": module example.com/fast is in ../fast2, but connector "c" replaces it by ../fast at `)
-}
-
-func TestModuleOf(t *testing.T) {
-	mods := []string{"example.com/kv", "example.com/kv/sub", "example.com/kv/v3"}
-	for path, want := range map[string]string{
-		"example.com/kv":          "example.com/kv",
-		"example.com/kv/a":        "example.com/kv",
-		"example.com/kv/sub/b":    "example.com/kv/sub",
-		"example.com/kvx":         "",
-		"example.com/kv/v2/a":     "",
-		"example.com/kv/v3/a":     "example.com/kv/v3",
-		"example.com/kv/v1/a":     "example.com/kv",
-		"example.com/kv/v10":      "",
-		"example.com/kv/version2": "example.com/kv",
-	} {
-		assert.Equal(t, want, ModuleOf(path, mods), path)
-	}
 }
 
 func TestReplacedBy(t *testing.T) {

@@ -1,12 +1,4 @@
-// Package gomod links the modules a manifest names into the main module:
-// it works out which require and replace lines go.mod lacks for each
-// entry's version: and replace:, and lets the go command complete the
-// module graph and go.sum in a scratch directory, as go get would.
-//
-// Nothing here writes the main module's go.mod or go.sum: Link returns
-// their new contents and the caller decides. `kvgen generate` writes them;
-// `kvgen build` uses the scratch copy through -modfile and discards it.
-package gomod
+package link
 
 import (
 	"bytes"
@@ -31,6 +23,7 @@ import (
 	"github.com/kvgen/kvgen/internal/atomicfile"
 	"github.com/kvgen/kvgen/internal/diag"
 	"github.com/kvgen/kvgen/internal/gocmd"
+	"github.com/kvgen/kvgen/internal/load"
 	"github.com/kvgen/kvgen/internal/manifest"
 	"github.com/kvgen/kvgen/internal/readfile"
 	"github.com/kvgen/kvgen/internal/suggest"
@@ -193,7 +186,7 @@ func NewPlan(m *manifest.Manifest, main *Main, manifestDir string) (*Plan, error
 		pl.required[r.Mod.Path] = r.Mod.Version
 	}
 	for i, c := range m.Entries {
-		if mod := ModuleOf(c.Import.V, main.Requires()); mod != "" && mod != main.Path && !c.Invalid {
+		if mod := load.ModuleOf(c.Import.V, main.Requires()); mod != "" && mod != main.Path && !c.Invalid {
 			pos := c.Import.Pos
 			if c.Version.Set {
 				pos = c.Version.Pos
@@ -266,7 +259,7 @@ func (pl *planner) agree(i int, mod string, c claim) bool {
 // its module to be required at that version.
 func (pl *planner) versioned(i int, c manifest.Entry) {
 	main := pl.Main
-	mod := ModuleOf(c.Import.V, main.Requires())
+	mod := load.ModuleOf(c.Import.V, main.Requires())
 	if mod == main.Path {
 		pl.fail(i, c.Version.Pos, "%s: %s is in the main module, %s, which has no version of its own; drop version:", c.Label(i), c.Import.V, main.Path)
 		return
@@ -313,7 +306,7 @@ func majorMismatch(mod, importPath, version string) string {
 		mod = importPath
 		elems := strings.Split(importPath, "/")
 		for i := 1; i < len(elems); i++ {
-			if majorElem.MatchString(elems[i]) {
+			if load.IsMajorElem(elems[i]) {
 				mod = strings.Join(elems[:i+1], "/")
 				break
 			}
@@ -348,7 +341,7 @@ func (pl *planner) replaced(i int, c manifest.Entry) error {
 	case modPath == main.Path:
 		pl.fail(i, c.Replace.Pos, "%s: replace %q: that is %s, the main module, in which the registry file is generated; drop replace:, or generate the file in another module", c.Label(i), c.Replace.V, modPath)
 		return nil
-	case !InModule(c.Import.V, modPath):
+	case !load.InModule(c.Import.V, modPath):
 		pl.fail(i, c.Import.Pos, "%s: %s is not in module %s, which %s holds", c.Label(i), c.Import.V, modPath, c.Replace.V)
 		return nil
 	}
@@ -532,33 +525,6 @@ func modulePath(dir string) (string, error) {
 	}
 	return p, nil
 }
-
-// InModule reports whether importPath is a package path of module modPath.
-func InModule(importPath, modPath string) bool {
-	return importPath == modPath || strings.HasPrefix(importPath, modPath+"/")
-}
-
-// ModuleOf returns the module of mods that importPath is in, the longest
-// when modules nest, or "". A path that goes on with a major version
-// element, example.com/kv/v2/..., is taken to be in that major version's
-// module, not in example.com/kv.
-func ModuleOf(importPath string, mods []string) string {
-	best := ""
-	for _, m := range mods {
-		if !InModule(importPath, m) || len(m) <= len(best) {
-			continue
-		}
-		first, _, _ := strings.Cut(strings.TrimPrefix(importPath[len(m):], "/"), "/")
-		if majorElem.MatchString(first) {
-			continue
-		}
-		best = m
-	}
-	return best
-}
-
-// majorElem is a major version suffix of a module path: v2 and up.
-var majorElem = regexp.MustCompile(`^v([2-9]|[1-9][0-9]+)$`)
 
 // Update is the main module's go.mod and go.sum with what a plan lacked
 // added.
@@ -796,7 +762,7 @@ func directRequires(file string, lacks []Lack) ([]byte, error) {
 	}
 	direct := map[string]bool{}
 	for _, l := range lacks {
-		direct[ModuleOf(l.Import, mods)] = true
+		direct[load.ModuleOf(l.Import, mods)] = true
 	}
 	if len(lacks) == 0 {
 		return data, nil
@@ -856,9 +822,9 @@ func (m *Main) withoutWorkspace(linked []byte, plain *modfile.File) ([]byte, err
 // module cache.
 func (p *Plan) annotate(err error) error {
 	msg := err.Error()
-	if nc := notCached(msg); nc != nil {
+	if nc := load.LookupDisabled(msg); nc != nil {
 		for _, l := range p.Lacks {
-			if l.Module != "" && l.Module == nc.Module || l.Module == "" && InModule(l.Import, nc.Module) {
+			if l.Module != "" && l.Module == nc.Module || l.Module == "" && load.InModule(l.Import, nc.Module) {
 				return diag.Errorf(l.Pos, "%s: %w", l.Label, nc)
 			}
 		}
@@ -892,61 +858,6 @@ func noSuchVersion(msg, version string) bool {
 	miss := regexp.MustCompile(`/@v/` + regexp.QuoteMeta(version) + `\.(info|mod|zip): (404 Not Found|410 Gone|.*no such file or directory)`)
 	return miss.MatchString(msg) || strings.Contains(msg, "unknown revision "+version)
 }
-
-// NotCachedError is a module version the go command needed and could not
-// download, for GOPROXY=off, because the module cache lacks it.
-type NotCachedError struct {
-	// Module is its path, and Version its version, or "" when the go
-	// command looked for the module of a package.
-	Module, Version string
-}
-
-func (e *NotCachedError) Error() string {
-	mv := e.Module
-	if e.Version != "" {
-		mv += "@" + e.Version
-	}
-	return fmt.Sprintf("%s is not in the module cache, and GOPROXY=off forbids downloading it; name a version the module cache has, or download it once with a module proxy at hand: go mod download %s", mv, mv)
-}
-
-// NotCached returns, when msg, the go command's words of a package of
-// module mod, which go.mod requires at version, says that GOPROXY=off
-// kept it from looking the module up, a *NotCachedError naming the
-// module version msg names, else mod at version; otherwise nil.
-func NotCached(msg, mod, version string) error {
-	nc := notCached(msg)
-	if nc == nil {
-		// The go command's words of the package itself, its module
-		// unnamed; a dependency's name their own module.
-		if strings.TrimSpace(msg) != lookupDisabledWords || mod == "" {
-			return nil
-		}
-		nc = &NotCachedError{Module: mod}
-	}
-	if nc.Module == mod && nc.Version == "" {
-		nc.Version = version
-	}
-	return nc
-}
-
-// notCached finds in a go command's words a module it could not look up
-// for GOPROXY=off, or returns nil.
-func notCached(msg string) *NotCachedError {
-	m := lookupDisabled.FindStringSubmatch(msg)
-	if m == nil {
-		return nil
-	}
-	path, version, _ := strings.Cut(m[1], "@")
-	return &NotCachedError{Module: path, Version: version}
-}
-
-// lookupDisabled is the go command's words for a module it may not
-// download: "example.com/kv@v0.9.0: module lookup disabled by GOPROXY=off".
-var lookupDisabled = regexp.MustCompile(`((?:[A-Za-z0-9-]+\.)+[A-Za-z0-9-]+(?:/[^\s:;@]+)*(?:@[^\s:;]+)?): ` + lookupDisabledWords)
-
-// lookupDisabledWords are the go command's words for a module GOPROXY=off
-// keeps it from downloading.
-const lookupDisabledWords = "module lookup disabled by GOPROXY=off"
 
 // changes lists what differs between two go.mod files, in the terms of go
 // get's own report: added, upgraded, downgraded, removed, replaced.
