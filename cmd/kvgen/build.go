@@ -7,7 +7,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/kvgen/kvgen/internal/gen/deploy"
+	"github.com/kvgen/kvgen/internal/deploy"
 	"github.com/kvgen/kvgen/internal/imagebuild"
 	"github.com/kvgen/kvgen/internal/readfile"
 )

@@ -20,9 +20,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvgen/kvgen/internal/gen"
 	"github.com/kvgen/kvgen/internal/kvgentest"
 	"github.com/kvgen/kvgen/internal/manifest"
+	"github.com/kvgen/kvgen/internal/pipeline"
 )
 
 // The documents whose blocks TestDocs runs and whose links TestDocLinks
@@ -310,7 +310,7 @@ func committedManifest(t *testing.T, root, text string) string {
 func checkCommitted(t *testing.T, root, file string) {
 	t.Helper()
 	dir := filepath.Join(root, filepath.Dir(file))
-	res, err := gen.Generate(context.Background(), gen.Options{WorkDir: dir, Env: os.Environ(), Manifest: filepath.Base(file)})
+	res, err := pipeline.Generate(context.Background(), pipeline.Options{WorkDir: dir, Env: os.Environ(), Manifest: filepath.Base(file)})
 	if !assert.NoError(t, err, "generating %s", file) {
 		return
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/kvgen/kvgen/internal/gocmd"
 	"github.com/kvgen/kvgen/internal/link"
 	"github.com/kvgen/kvgen/internal/manifest"
+	"github.com/kvgen/kvgen/internal/pipeline"
 	"github.com/kvgen/kvgen/internal/suggest"
 )
 
@@ -55,17 +56,17 @@ func (g *genFlags) register(fs *flag.FlagSet, several bool) {
 }
 
 // each runs one for every -manifest given (connectors.yaml if none),
-// with options whose runs share one package load (gen.Together), and
+// with options whose runs share one package load (pipeline.Together), and
 // reports in -json each run's fields under "registries" when there are
 // several. It returns the highest exit code of the runs.
-func (g *genFlags) each(e *env, fs *flag.FlagSet, base gen.Options, one func(opts gen.Options) (fields map[string]any, code int)) int {
+func (g *genFlags) each(e *env, fs *flag.FlagSet, base pipeline.Options, one func(opts pipeline.Options) (fields map[string]any, code int)) int {
 	if len(g.manifests) == 0 {
 		g.manifests = manifestList{"connectors.yaml"}
 	}
 	if len(g.manifests) > 1 && g.output != "" {
 		return usageErrorf(e, fs, "-o names one registry file; give one -manifest with it")
 	}
-	opts := gen.Together(base, g.manifests)
+	opts := pipeline.Together(base, g.manifests)
 	if len(g.manifests) == 1 {
 		g.manifest, opts.Manifest = g.manifests[0], g.manifests[0]
 		_, code := one(opts)
@@ -125,7 +126,7 @@ func (g *genFlags) report(e *env, err error) bool {
 }
 
 // reportVendor reports err, what vendor/ lacks of the entries' packages
-// (gen.Result.VendorErr). go mod vendor copies them once the registry file
+// (pipeline.Result.VendorErr). go mod vendor copies them once the registry file
 // imports them: while it is stale, generate comes first.
 func (g *genFlags) reportVendor(e *env, err error, stale bool) {
 	var ve *link.VendorError
@@ -139,14 +140,14 @@ func (g *genFlags) reportVendor(e *env, err error, stale bool) {
 
 // inFlags words a problem with the file -o names as a problem on -o.
 func (g *genFlags) inFlags(err error) error {
-	if oe, ok := err.(*gen.OutputError); ok {
+	if oe, ok := err.(*pipeline.OutputError); ok {
 		return errors.New(oe.In("-o"))
 	}
 	return err
 }
 
-func (g *genFlags) options(e *env) gen.Options {
-	return gen.Options{WorkDir: workDir(), Env: os.Environ(), Manifest: g.manifest, Output: g.output, Tags: splitTags(g.tags), Cache: e.cache}
+func (g *genFlags) options(e *env) pipeline.Options {
+	return pipeline.Options{WorkDir: workDir(), Env: os.Environ(), Manifest: g.manifest, Output: g.output, Tags: splitTags(g.tags), Cache: e.cache}
 }
 
 // workDir is the working directory that kvgen's paths are relative to; ""
@@ -217,7 +218,7 @@ func runGenerate(ctx context.Context, e *env, args []string) int {
 		e.errorf("-mod=%s: want mod or readonly", *mod)
 		return exitUsage
 	}
-	return g.each(e, fs, opts, func(opts gen.Options) (map[string]any, int) {
+	return g.each(e, fs, opts, func(opts pipeline.Options) (map[string]any, int) {
 		r := map[string]any{"file": nil, "written": false, "modules": []string{}}
 		code := generateOne(ctx, e, &g, opts, r)
 		if len(g.manifests) == 1 {
@@ -231,15 +232,15 @@ func runGenerate(ctx context.Context, e *env, args []string) int {
 
 // generateOne generates the registry of opts.Manifest, setting in r the
 // fields of its report.
-func generateOne(ctx context.Context, e *env, g *genFlags, opts gen.Options, r map[string]any) int {
+func generateOne(ctx context.Context, e *env, g *genFlags, opts pipeline.Options, r map[string]any) int {
 	// go.mod and go.sum are linked first, again as long as another
 	// process changes them meanwhile, and the registry written after.
-	res, err := gen.Update(ctx, opts)
+	res, err := pipeline.Update(ctx, opts)
 	if res == nil {
 		g.report(e, err)
 		// -o naming no Go file is the command line's fault, not the
 		// input's; a file there that kvgen may not write is the input's.
-		if oe := (*gen.OutputError)(nil); errors.As(err, &oe) && oe.Err == nil {
+		if oe := (*pipeline.OutputError)(nil); errors.As(err, &oe) && oe.Err == nil {
 			return exitUsage
 		}
 		return exitError
@@ -293,7 +294,7 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 	opts := g.options(e)
 	opts.ReadOnlyModules = true
 	opts.Warm = true // the file on disk is current if it is what an unchanged tree rendered
-	return g.each(e, fs, opts, func(opts gen.Options) (map[string]any, int) {
+	return g.each(e, fs, opts, func(opts pipeline.Options) (map[string]any, int) {
 		r := map[string]any{"file": nil}
 		code := checkOne(ctx, e, &g, opts, r)
 		if len(g.manifests) == 1 {
@@ -305,8 +306,8 @@ func runCheck(ctx context.Context, e *env, args []string) int {
 
 // checkOne checks the registry of opts.Manifest, setting in r the fields
 // of its report.
-func checkOne(ctx context.Context, e *env, g *genFlags, opts gen.Options, r map[string]any) int {
-	res, err := gen.Generate(ctx, opts)
+func checkOne(ctx context.Context, e *env, g *genFlags, opts pipeline.Options, r map[string]any) int {
+	res, err := pipeline.Generate(ctx, opts)
 	if err != nil {
 		if g.report(e, err) {
 			return exitError // like a stale file: generate fixes it
@@ -351,7 +352,7 @@ type listed struct {
 	Declared    string   `json:"declared"`
 }
 
-func toListed(res *gen.Result, e *gen.Entry) listed {
+func toListed(res *pipeline.Result, e *gen.Entry) listed {
 	return listed{
 		Name: e.Name, Aliases: e.Aliases, Import: e.ImportPath, Constructor: e.Constructor, Roles: res.Contract.RolesOf(e),
 		Module: e.Module, Version: e.ModuleVersion, Description: e.Manifest.Description.V, Doc: res.Summary(e),
@@ -364,7 +365,7 @@ func toListed(res *gen.Result, e *gen.Entry) listed {
 // (a deployment manifest's modules) is linked as kvgen build links it, in
 // a temporary copy: a listing changes nothing.
 func resolveListed(ctx context.Context, e *env, g genFlags) ([]listed, *gen.Contract, error) {
-	res, err := gen.Resolve(ctx, g.options(e))
+	res, err := pipeline.Resolve(ctx, g.options(e))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kvgen/kvgen/internal/gen/deploy"
+	"github.com/kvgen/kvgen/internal/deploy"
 	"github.com/kvgen/kvgen/internal/imagebuild"
 	"github.com/kvgen/kvgen/internal/ociimage"
 	"github.com/kvgen/kvgen/internal/readfile"

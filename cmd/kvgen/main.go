@@ -64,11 +64,11 @@ import (
 	"syscall"
 	"unicode/utf8"
 
+	"github.com/kvgen/kvgen/internal/deploy"
 	"github.com/kvgen/kvgen/internal/diag"
-	"github.com/kvgen/kvgen/internal/gen"
-	"github.com/kvgen/kvgen/internal/gen/deploy"
 	"github.com/kvgen/kvgen/internal/load"
 	"github.com/kvgen/kvgen/internal/manifest"
+	"github.com/kvgen/kvgen/internal/pipeline"
 	"github.com/kvgen/kvgen/internal/suggest"
 )
 
@@ -184,7 +184,7 @@ type env struct {
 	ctx context.Context
 	// cache is this kvgen's cache of checks and renders, nil for none;
 	// run saves it once the command is done, unless a signal stopped it.
-	cache *gen.Cache
+	cache *pipeline.Cache
 	// asJSON, set by -json, makes report and errorf give their problems to
 	// json, the report run prints on stdout once the command is done,
 	// instead of printing them.
@@ -322,7 +322,7 @@ func errorPaths(err error) []string {
 
 // warn prints warnings, one a line as the compiler prints errors, on
 // stderr even with -json: they do not change the outcome.
-func (e *env) warn(ws []*gen.Problem) {
+func (e *env) warn(ws []*pipeline.Problem) {
 	for _, w := range ws {
 		fmt.Fprintln(e.stderr, w)
 	}
@@ -498,7 +498,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	if dir != "" {
-		e.cache = gen.OpenCache(dir, generatorIdentity())
+		e.cache = pipeline.OpenCache(dir, generatorIdentity())
 	}
 	code := c.run(ctx, e, args)
 	if ctx.Err() == nil {

@@ -17,8 +17,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kvgen/kvgen/internal/deploy"
 	"github.com/kvgen/kvgen/internal/diag"
-	"github.com/kvgen/kvgen/internal/gen/deploy"
 )
 
 // A report's list is written an item at a time, as the items come, and

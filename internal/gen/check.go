@@ -1,3 +1,9 @@
+// Package gen is kvgen's generator. It takes a manifest and its entries'
+// packages as the go command listed them (package load), checks every
+// constructor against the contract with go/types (Check), and renders the
+// static registry file (Render). It writes nothing, and links nothing:
+// package link, the stage before it, makes the go.mod the packages were
+// listed with, and package pipeline runs both for the commands.
 package gen
 
 import (
@@ -13,7 +19,6 @@ import (
 	"golang.org/x/tools/go/packages"
 
 	"github.com/kvgen/kvgen/internal/diag"
-	"github.com/kvgen/kvgen/internal/link"
 	"github.com/kvgen/kvgen/internal/load"
 	"github.com/kvgen/kvgen/internal/manifest"
 	"github.com/kvgen/kvgen/internal/suggest"
@@ -244,9 +249,19 @@ func linkedVersion(m *packages.Module) string {
 	}
 }
 
-// summary returns the first sentence of the doc comment of the function
-// constructor, or else of the package documentation. Directives such as
-// the constructor marker are not part of it.
+// Summary returns the first sentence of the doc comment of the function
+// constructor, or else of its package's documentation, from src, the
+// package's files: what a listing shows of an entry. Directives such as
+// the constructor marker are not part of it. It is "" when there is none,
+// or the files cannot be parsed.
+func Summary(src *load.SourceFiles, constructor string) string {
+	// Every file: the package's doc, where the constructor has none, may
+	// be in any of them.
+	files, _ := src.Holding() // what does not parse has no doc to give
+	return summary(files, constructor)
+}
+
+// summary is Summary of the package's files.
 func summary(files []*ast.File, constructor string) string {
 	pkgDoc := ""
 	for _, f := range files {
@@ -329,12 +344,21 @@ func position(p token.Position, pkgPath string, files []string, rel func(string)
 	return p
 }
 
-// checkEntries checks every entry of m against its package, of pkgs
-// (loadedPackages of ld), and returns those that pass. An entry whose check the cache
-// remembers needs no types, and the packages of the others are decoded
-// together, in parallel, if they are not yet. Without contractOK, the
-// contract could not be read, and only what does not need it is checked.
-func checkEntries(errs *diag.List, m *manifest.Manifest, ld *link.Linked, pkgs map[string]*loadedPackage, contract *Contract, contractOK bool, rel func(string) string, cache *manifestCache) ([]*Entry, error) {
+// Check checks every entry of m against its package as l lists it, and
+// returns those that pass, in manifest order; the problems it finds are
+// added to errs. outPath is the import path of the package the registry
+// goes into, "" if unknown; rel shows a file's path as messages show it;
+// memo, when not nil, remembers checks that passed. An entry whose check
+// memo remembers needs no types, and the packages of the others are
+// decoded together, in parallel. Without contractOK, the contract could
+// not be read, and only what does not need it is checked.
+func Check(errs *diag.List, m *manifest.Manifest, l *load.Listing, outPath string, contract *Contract, contractOK bool, rel func(string) string, memo Memo) ([]*Entry, error) {
+	return checkEntries(errs, m, l, loadedPackages(l), outPath, contract, contractOK, rel, memo)
+}
+
+// checkEntries is Check with the packages of l as pkgs, by import path:
+// tests make them up, with their types.
+func checkEntries(errs *diag.List, m *manifest.Manifest, ld *load.Listing, pkgs map[string]*loadedPackage, outPath string, contract *Contract, contractOK bool, rel func(string) string, memo Memo) ([]*Entry, error) {
 	type miss struct {
 		index   int
 		e       *Entry
@@ -347,14 +371,13 @@ func checkEntries(errs *diag.List, m *manifest.Manifest, ld *link.Linked, pkgs m
 	var todo []*loadedPackage
 	// What every entry's check reads of the contract: a changed contract
 	// is checked afresh.
-	shared := checkInput{
+	shared := CheckInput{
 		RegistryExport: exportName(ld.Registry),
 		ContractExport: exportName(ld.Contract),
 		Factory:        contract.String(),
 		Roles:          contract.Roles,
 		Registry:       contract.Registry,
 	}
-	outPath := ld.ImportPath
 	entries := make([]*Entry, len(m.Entries))
 	for i, c := range m.Entries {
 		// A roles: problem does not stop the check: the constructor is
@@ -383,8 +406,8 @@ func checkEntries(errs *diag.List, m *manifest.Manifest, ld *link.Linked, pkgs m
 		if link {
 			in := shared
 			in.PackageExport, in.ImportPath, in.Constructor, in.EntryRoles = exportName(lp.pkg), e.ImportPath, e.Constructor, e.Roles
-			key = cache.key(in)
-			if r, ok := cache.get(key); ok {
+			key = memoKey(memo, in)
+			if r, ok := memoGet(memo, key); ok {
 				e.Adapt = r.Adapt
 				e.Decl = position(token.Position{Filename: r.DeclFile, Line: r.DeclLine}, e.ImportPath, lp.pkg.GoFiles, rel)
 				entries[i] = e
@@ -404,10 +427,28 @@ func checkEntries(errs *diag.List, m *manifest.Manifest, ld *link.Linked, pkgs m
 	for _, ms := range misses {
 		if ok, decl := checkTypes(errs, ms.e, ms.index, ms.namePos, ms.lp, rel); ok && ms.link {
 			entries[ms.index] = ms.e
-			cache.put(ms.key, cachedCheck{Adapt: ms.e.Adapt, DeclFile: decl.Filename, DeclLine: decl.Line})
+			if memo != nil {
+				memo.Put(ms.key, Checked{Adapt: ms.e.Adapt, DeclFile: decl.Filename, DeclLine: decl.Line})
+			}
 		}
 	}
 	return slices.DeleteFunc(entries, func(e *Entry) bool { return e == nil }), nil
+}
+
+// memoKey is memo's key of in, "" without a memo.
+func memoKey(memo Memo, in CheckInput) string {
+	if memo == nil {
+		return ""
+	}
+	return memo.Key(in)
+}
+
+// memoGet is what memo remembers under key; nothing without a memo.
+func memoGet(memo Memo, key string) (Checked, bool) {
+	if memo == nil || key == "" {
+		return Checked{}, false
+	}
+	return memo.Get(key)
 }
 
 // loadedPackages are the packages of l, by import path, for checkEntries

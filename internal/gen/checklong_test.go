@@ -1,7 +1,6 @@
 package gen
 
 import (
-	"github.com/kvgen/kvgen/internal/link"
 	"github.com/kvgen/kvgen/internal/load"
 	"strings"
 	"testing"
@@ -22,7 +21,7 @@ func TestLongConstructorNameIsShortened(t *testing.T) {
 	_, c := registryPackage(t)
 	lp := madeUpPackage("example.com/a", c)
 	var errs diag.List
-	entries, err := checkEntries(&errs, m, &link.Linked{Listing: &load.Listing{}}, map[string]*loadedPackage{"example.com/a": lp}, &kvContract, true, func(s string) string { return s }, (*Cache)(nil).forManifest("", ""))
+	entries, err := checkEntries(&errs, m, &load.Listing{}, map[string]*loadedPackage{"example.com/a": lp}, "", &kvContract, true, func(s string) string { return s }, nil)
 	require.NoError(t, err)
 	assert.Empty(t, entries)
 	require.Error(t, errs.Err())

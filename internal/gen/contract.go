@@ -188,9 +188,9 @@ func (c renderContract) typeName() string {
 	return c.PkgName + "." + c.Name
 }
 
-// contractOf returns the contract a manifest names, before its types are
+// ContractOf returns the contract a manifest names, before its types are
 // read.
-func contractOf(m *manifest.Manifest) *Contract {
+func ContractOf(m *manifest.Manifest) *Contract {
 	path, name, ok := m.Contract()
 	if !ok {
 		path, name, _ = manifest.ParseFactory(DefaultFactory)
@@ -461,12 +461,12 @@ func (c Contract) withMarkers(mk markers) Contract {
 
 // ReadMarkers reads the markers of the contract factory names
 // (IMPORT/PATH.TypeName; "" for [DefaultFactory]) from its package's
-// source, listed as the go command lists it in opts' WorkDir (or Dir),
-// with opts' Env and Tags: the contract's Path, Name, Roles, Registry and
-// Select, and nothing of its types. The package is neither type-checked
-// nor built: kvgen build -for reads which entries a config selects with
-// it, before anything loads.
-func ReadMarkers(ctx context.Context, opts Options, factory string) (*Contract, error) {
+// source, listed as the go command lists it in dir, with env and the
+// build flags: the contract's Path, Name, Roles, Registry and Select, and
+// nothing of its types. The package is neither type-checked nor built:
+// kvgen build -for reads which entries a config selects with it, before
+// anything loads.
+func ReadMarkers(ctx context.Context, dir string, env, flags []string, factory string) (*Contract, error) {
 	if factory == "" {
 		factory = DefaultFactory
 	}
@@ -474,10 +474,7 @@ func ReadMarkers(ctx context.Context, opts Options, factory string) (*Contract, 
 	if err != nil {
 		return nil, err
 	}
-	if opts, err = withDefaults(ctx, opts); err != nil {
-		return nil, err
-	}
-	cfg := &packages.Config{Context: ctx, Dir: opts.loadDir(), Env: opts.Env, BuildFlags: opts.BuildFlags(), Mode: packages.NeedName | packages.NeedFiles}
+	cfg := &packages.Config{Context: ctx, Dir: dir, Env: env, BuildFlags: flags, Mode: packages.NeedName | packages.NeedFiles}
 	if err := gocmd.CheckModuleFiles(cfg.Dir, cfg.Env); err != nil {
 		return nil, err
 	}
@@ -508,12 +505,12 @@ func ReadMarkers(ctx context.Context, opts Options, factory string) (*Contract, 
 	return &c, nil
 }
 
-// readContract reads the type that m's factory: names (named, by default
+// ReadContract reads the type that m's factory: names (named, by default
 // DefaultFactory) from pkg, its package as listed: its types from the
 // export data, and the markers of its doc comment from the source. It
 // returns the contract filled in; a problem is reported at factory:, and
 // then it returns named, with ok false.
-func readContract(errs *diag.List, m *manifest.Manifest, named *Contract, pkg *packages.Package) (c *Contract, ok bool) {
+func ReadContract(errs *diag.List, m *manifest.Manifest, named *Contract, pkg *packages.Package) (c *Contract, ok bool) {
 	at := func(format string, args ...any) (*Contract, bool) {
 		pos := m.Factory.Pos
 		if !m.Factory.Set {

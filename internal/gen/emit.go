@@ -19,11 +19,11 @@ import (
 	"github.com/kvgen/kvgen/internal/manifest"
 )
 
-// renderInput is everything emit renders the registry file from, and the
-// render key is its hash (see Result.render): what emit comes to read
-// must be a field here, and is then in the key, as
+// RenderInput is everything Render renders the registry file from, and
+// a cache's key of the file is its hash: what Render comes to read must
+// be a field here, and is then in the key, as
 // TestRenderKeyHoldsEveryField checks field by field.
-type renderInput struct {
+type RenderInput struct {
 	// Manifest is the manifest's path as the file names it.
 	Manifest string
 	// Package is the file's package name.
@@ -59,9 +59,21 @@ type renderEntry struct {
 	Description string
 }
 
-// newRenderInput is what emit reads of the file's inputs.
-func newRenderInput(manifestFile, pkgName string, c *Contract, desc string, entries []*Entry, declared map[string]bool) renderInput {
-	in := renderInput{
+// NewRenderInput is what Render reads of the registry file's inputs: the
+// manifest m, named in the file as shownManifest, its checked entries and
+// their contract, the file's package, its import path (importPath, "" if
+// unknown) and the names the package's other files declare.
+func NewRenderInput(m *manifest.Manifest, shownManifest, pkgName, importPath string, c *Contract, entries []*Entry, declared map[string]bool) (RenderInput, error) {
+	desc, err := describe(m, c, importPath, entries)
+	if err != nil {
+		return RenderInput{}, err
+	}
+	return newRenderInput(shownManifest, pkgName, c, desc, entries, declared), nil
+}
+
+// newRenderInput is NewRenderInput with the description made.
+func newRenderInput(manifestFile, pkgName string, c *Contract, desc string, entries []*Entry, declared map[string]bool) RenderInput {
+	in := RenderInput{
 		Manifest: manifestFile,
 		Package:  pkgName,
 		Contract: renderContract{Path: c.Path, Name: c.Name, PkgName: c.PkgName, Interface: c.Interface,
@@ -100,7 +112,7 @@ func describe(m *manifest.Manifest, contract *Contract, importPath string, entri
 	return inspect.Encode(d)
 }
 
-// emit renders the registry file. Every manifest string reaches the file
+// Render renders the registry file. Every manifest string reaches the file
 // through jen.Lit, so no value can change the code around it.
 //
 // The entries are a package-level slice of composite literals holding only
@@ -114,7 +126,7 @@ func describe(m *manifest.Manifest, contract *Contract, importPath string, entri
 // The registry is a registry.Table of the contract's factory type, which
 // the contract's registry function (//kvgen:registry) turns into the
 // registry a host uses, if it names one.
-func emit(in renderInput) ([]byte, error) {
+func Render(in RenderInput) ([]byte, error) {
 	c, entries := in.Contract, in.Entries
 	f := jen.NewFile(in.Package)
 	name := commentName(in.Manifest)

@@ -28,7 +28,7 @@ func BenchmarkEmit(b *testing.B) {
 		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
 			size := 0
 			for b.Loop() {
-				src, err := emit(newRenderInput("connectors.yaml", "kvcase", &kvContract, "desc", entries, map[string]bool{}))
+				src, err := Render(newRenderInput("connectors.yaml", "kvcase", &kvContract, "desc", entries, map[string]bool{}))
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -45,7 +45,7 @@ func BenchmarkEmit(b *testing.B) {
 func BenchmarkGroupImports(b *testing.B) {
 	registryPackage(b)
 	for _, n := range []int{400, 10000} {
-		src, err := emit(newRenderInput("connectors.yaml", "kvcase", &kvContract, "desc", benchEntries(n), map[string]bool{}))
+		src, err := Render(newRenderInput("connectors.yaml", "kvcase", &kvContract, "desc", benchEntries(n), map[string]bool{}))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -3,7 +3,6 @@ package gen
 import (
 	"bytes"
 	"errors"
-	"github.com/kvgen/kvgen/internal/link"
 	"github.com/kvgen/kvgen/internal/load"
 	"go/ast"
 	"go/format"
@@ -28,10 +27,11 @@ import (
 )
 
 // FuzzGenerate feeds manifests through the generator: parse and validate,
-// check every entry against a package, emit, and write. What it accepts
-// must be written as a gofmt'd file that go/parser parses and go/types
-// checks against the real registry package; what it rejects must be
-// errors inside the manifest, with nothing written.
+// check every entry against a package, and render. What it accepts must
+// render as a gofmt'd file that go/parser parses and go/types checks
+// against the real registry package; what it rejects must be errors
+// inside the manifest. Where the file may be written is the pipeline's
+// to decide (its writable tests).
 //
 // The body stays fast by not running the go command per input: each entry's
 // package is made up in memory, in the type universe of the registry
@@ -39,7 +39,7 @@ import (
 // declared as a kv.Factory. An entry without a constructor finds no
 // marker and is rejected, as it would be in a package without one.
 func FuzzGenerate(f *testing.F) {
-	seeds, err := filepath.Glob("testdata/*/connectors.yaml")
+	seeds, err := filepath.Glob("../pipeline/testdata/*/connectors.yaml")
 	require.NoError(f, err)
 	seeds = append(seeds, "../../connectors.yaml", "../../examples/kvserver/deploy/edge.yaml", "../../examples/kvserver/deploy/datacenter.yaml")
 	for _, s := range seeds {
@@ -177,47 +177,23 @@ func fuzzGenerate(t *testing.T, data []byte) {
 			lp.types.Scope().Insert(types.NewFunc(token.NoPos, lp.types, ctor, sig))
 		}
 	}
-	out := &outputPackage{name: "kvcase", declared: map[string]bool{}}
+	pkgName := "kvcase"
 	if m.Package.Set {
-		out.name = m.Package.V
+		pkgName = m.Package.V
 	}
-
-	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module example.com/kvcase\n"), 0o644))
-	path := filepath.Join(dir, filepath.FromSlash(m.Output.V))
-	target := &outputFile{path: path, abs: path, root: dir, pkg: out}
-	res := &Result{manifest: m, Package: out.name, Path: path, file: target}
 	var errs diag.List
-	res.Entries, err = checkEntries(&errs, m, &link.Linked{Listing: &load.Listing{}}, pkgs, &kvContract, true, func(s string) string { return s }, (*Cache)(nil).forManifest("", ""))
+	entries, err := checkEntries(&errs, m, &load.Listing{}, pkgs, "", &kvContract, true, func(s string) string { return s }, nil)
 	require.NoError(t, err)
-	err = errs.Err()
-	if err == nil {
-		desc, derr := describe(m, &kvContract, "", res.Entries)
-		require.NoError(t, derr)
-		res.Content, err = emit(newRenderInput(m.File, res.Package, &kvContract, desc, res.Entries, out.declared))
-		require.NoError(t, err, "emitting what was checked must work")
-	}
-	if err == nil {
-		err = target.writable(m)
-	}
-	if err == nil {
-		_, err = res.Write()
-	}
-	if err != nil {
-		ents, rerr := os.ReadDir(dir)
-		require.NoError(t, rerr)
-		require.Len(t, ents, 1, "a rejected manifest writes nothing; found %v after: %v", ents, err)
+	if err := errs.Err(); err != nil {
+		assertInManifest(t, err, file, data)
 		return
 	}
-
-	// Accepted: the file on disk is what was generated, and it compiles.
-	got, err := os.ReadFile(res.Path)
+	desc, err := describe(m, &kvContract, "", entries)
 	require.NoError(t, err)
-	require.Equal(t, res.Content, got)
-	rel, err := filepath.Rel(dir, res.file.resolved)
-	require.NoError(t, err)
-	require.False(t, rel == ".." || len(rel) > 2 && rel[:3] == ".."+string(filepath.Separator), "written outside the module: %s", res.file.resolved)
+	got, err := Render(newRenderInput(m.File, pkgName, &kvContract, desc, entries, map[string]bool{}))
+	require.NoError(t, err, "rendering what was checked must work")
 
+	// Accepted: the file compiles.
 	first, _, _ := bytes.Cut(got, []byte("\n"))
 	require.Regexp(t, generatedHeaderLine, string(first))
 	formatted, err := format.Source(got)
@@ -225,10 +201,10 @@ func fuzzGenerate(t *testing.T, data []byte) {
 	require.Equal(t, string(formatted), string(got), "the file is gofmt'd")
 
 	fset := token.NewFileSet()
-	af, err := parser.ParseFile(fset, res.Path, got, parser.ParseComments)
+	af, err := parser.ParseFile(fset, "registry_gen.go", got, parser.ParseComments)
 	require.NoError(t, err, "%s", got)
 	require.True(t, ast.IsGenerated(af))
-	require.Equal(t, out.name, af.Name.Name)
+	require.Equal(t, pkgName, af.Name.Name)
 	imports := map[string]*types.Package{kvPath: reg}
 	for _, p := range reg.Imports() {
 		// context, which adapters name: export data holds the part of
@@ -246,7 +222,7 @@ func fuzzGenerate(t *testing.T, data []byte) {
 		return nil, errors.New("unexpected import " + p)
 	})}
 	info := &types.Info{Types: map[ast.Expr]types.TypeAndValue{}}
-	_, err = conf.Check(out.name, fset, []*ast.File{af}, info)
+	_, err = conf.Check(pkgName, fset, []*ast.File{af}, info)
 	require.NoError(t, err, "%s", got)
 	assertStaticEntries(t, af, info, got)
 

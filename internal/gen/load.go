@@ -101,7 +101,7 @@ func readContractTypes(fset *token.FileSet, imports map[string]*types.Package, p
 	}
 	tc, _, problem := typeContract(pkg, *c)
 	if tc == nil {
-		return nil, errors.New(problem) // readContract reported it already
+		return nil, errors.New(problem) // ReadContract reported it already
 	}
 	return tc, nil
 }

@@ -129,6 +129,5 @@ func TestSummaryReadsThePackageDocAnywhere(t *testing.T) {
 		names = append(names, path)
 	}
 	s := load.NewSourceFiles(&packages.Package{GoFiles: names})
-	r := &Result{sources: map[string]*load.SourceFiles{"example.com/kvredis": s}}
-	require.Equal(t, "Package kvredis connects to Redis.", r.Summary(&Entry{ImportPath: "example.com/kvredis", Constructor: "New"}))
+	require.Equal(t, "Package kvredis connects to Redis.", Summary(s, "New"))
 }

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kvgen/kvgen/internal/gen/deploy"
+	"github.com/kvgen/kvgen/internal/deploy"
 	"github.com/kvgen/kvgen/internal/gocmd"
 	"github.com/kvgen/kvgen/internal/ociimage"
 	"github.com/kvgen/kvgen/internal/suggest"

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvgen/kvgen/internal/gen/deploy"
+	"github.com/kvgen/kvgen/internal/deploy"
 	"github.com/kvgen/kvgen/internal/ociimage"
 )
 

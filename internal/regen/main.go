@@ -3,7 +3,7 @@
 //
 //   - the API files under api/ (internal/apitext);
 //   - the manifest's JSON Schema, docs/connectors.schema.json;
-//   - gen's golden files, internal/gen/testdata/*/want (its TestGolden, with -update);
+//   - the pipeline's golden files, internal/pipeline/testdata/*/want (its TestGolden, with -update);
 //   - the example modules' registries, by go generate in each.
 //
 // Run it from anywhere inside the repository, after a change to what any
@@ -56,7 +56,7 @@ func run() error {
 	if err := atomicfile.Write(filepath.Join(root, "docs", "connectors.schema.json"), manifest.Schema()); err != nil {
 		return err
 	}
-	if err := goCmd(root, "test", "-count=1", "-short", "-run", "^TestGolden$", "./internal/gen", "-update"); err != nil {
+	if err := goCmd(root, "test", "-count=1", "-short", "-run", "^TestGolden$", "./internal/pipeline", "-update"); err != nil {
 		return err
 	}
 	for _, dir := range generated {

@@ -1,4 +1,4 @@
-package gen
+package pipeline
 
 import "github.com/kvgen/kvgen/internal/load"
 

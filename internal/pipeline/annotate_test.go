@@ -1,6 +1,7 @@
-package gen
+package pipeline
 
 import (
+	"github.com/kvgen/kvgen/internal/gen"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -13,7 +14,7 @@ func TestAnnotatePointsAtTheEntry(t *testing.T) {
 	t.Parallel()
 	m, err := manifest.Parse("edge.yaml", []byte("version: 1\nconnectors:\n  - name: acme\n    import: example.com/acme/conn\n    constructor: New\n"))
 	require.NoError(t, err)
-	r := &Result{manifest: m, Entries: []*Entry{{ImportPath: "example.com/acme/conn", Module: "example.com/acme"}}}
+	r := &Result{manifest: m, Entries: []*gen.Entry{{ImportPath: "example.com/acme/conn", Module: "example.com/acme"}}}
 	got := r.Annotate("example.com/acme@v1.0.0: missing go.sum entry\nexample.com/acmebar: unrelated\nother line\n")
 	assert.Equal(t, `edge.yaml:4:13: connector "acme": example.com/acme@v1.0.0: missing go.sum entry
 example.com/acmebar: unrelated

@@ -1,4 +1,4 @@
-package gen_test
+package pipeline_test
 
 import (
 	"bytes"
@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvgen/kvgen/internal/gen"
 	"github.com/kvgen/kvgen/internal/kvgentest"
+	"github.com/kvgen/kvgen/internal/pipeline"
 )
 
 const warmConnector = `// Package warmconn is a connector.
@@ -83,28 +83,28 @@ func warmHost(t *testing.T, files map[string]string) (string, []string) {
 // the file goes into an overlay, whose go build flags it keeps.
 type warmRunner struct {
 	t     *testing.T
-	opts  gen.Options
+	opts  pipeline.Options
 	cache string
 	flags []string // the last overlay's
 }
 
 // run generates and writes the file, or its overlay, and reports whether
 // the run loaded packages.
-func (w *warmRunner) run() (*gen.Result, bool) {
+func (w *warmRunner) run() (*pipeline.Result, bool) {
 	w.t.Helper()
 	opts := w.opts
-	opts.Cache = gen.OpenCache(w.cache, "kvgen test")
-	before := gen.Loads()
-	res, err := gen.Generate(context.Background(), opts)
+	opts.Cache = pipeline.OpenCache(w.cache, "kvgen test")
+	before := pipeline.Loads()
+	res, err := pipeline.Generate(context.Background(), opts)
 	opts.Cache.Save()
 	require.NoError(w.t, err)
 	if opts.ForOverlay {
-		w.flags, err = gen.Overlay(w.t.TempDir(), res)
+		w.flags, err = pipeline.Overlay(w.t.TempDir(), res)
 	} else {
 		_, err = res.Write()
 	}
 	require.NoError(w.t, err)
-	return res, gen.Loads() != before
+	return res, pipeline.Loads() != before
 }
 
 // appender returns a change that appends s to the file name in dir.
@@ -150,7 +150,7 @@ func TestWarmFollowsEveryInput(t *testing.T) {
 	})
 	// -trimpath, as kvgen build loads: the standard library for the
 	// GOOS step below is the one the suite compiles first for Windows.
-	w := &warmRunner{t: t, opts: gen.Options{WorkDir: dir, Env: env, Manifest: "connectors.yaml", Warm: true, TrimPath: true}, cache: t.TempDir()}
+	w := &warmRunner{t: t, opts: pipeline.Options{WorkDir: dir, Env: env, Manifest: "connectors.yaml", Warm: true, TrimPath: true}, cache: t.TempDir()}
 	first, loaded := w.run()
 	require.True(t, loaded, "the first run loads")
 	warm, loaded := w.run()
@@ -209,8 +209,8 @@ func TestWarmFollowsEveryInput(t *testing.T) {
 func TestWarmNeedsWarm(t *testing.T) {
 	dir, env := warmHost(t, map[string]string{"connectors.yaml": warmManifest})
 	for _, w := range []*warmRunner{
-		{t: t, opts: gen.Options{WorkDir: dir, Env: env, Manifest: "connectors.yaml"}, cache: t.TempDir()},
-		{t: t, opts: gen.Options{WorkDir: dir, Env: env, Manifest: "connectors.yaml", Warm: true}, cache: ""},
+		{t: t, opts: pipeline.Options{WorkDir: dir, Env: env, Manifest: "connectors.yaml"}, cache: t.TempDir()},
+		{t: t, opts: pipeline.Options{WorkDir: dir, Env: env, Manifest: "connectors.yaml", Warm: true}, cache: ""},
 	} {
 		for range 2 {
 			_, loaded := w.run()
@@ -271,7 +271,7 @@ func TestWarmOnlyPinned(t *testing.T) {
 		{"kvgen replaced by a directory", kvgenDir, os.Environ()},
 	} {
 		for _, overlay := range []bool{false, true} {
-			w := &warmRunner{t: t, opts: gen.Options{WorkDir: c.dir, Env: c.env, Manifest: "connectors.yaml", Warm: true, ForOverlay: overlay}, cache: t.TempDir()}
+			w := &warmRunner{t: t, opts: pipeline.Options{WorkDir: c.dir, Env: c.env, Manifest: "connectors.yaml", Warm: true, ForOverlay: overlay}, cache: t.TempDir()}
 			for i := range 3 {
 				_, loaded := w.run()
 				assert.True(t, loaded, "%s, for an overlay %v: run %d", c.name, overlay, i+1)
@@ -298,7 +298,7 @@ func buildHost(t *testing.T) (string, []string) {
 // loads them again, once.
 func TestWarmOverlayFollowsEveryInput(t *testing.T) {
 	dir, env := buildHost(t)
-	w := &warmRunner{t: t, cache: t.TempDir(), opts: gen.Options{
+	w := &warmRunner{t: t, cache: t.TempDir(), opts: pipeline.Options{
 		WorkDir: dir, Env: env, Manifest: "deploy.yaml", Output: filepath.Join("srv", "connectors_gen.go"),
 		Dir: ".", TrimPath: true, Warm: true, ForOverlay: true,
 	}}
@@ -361,7 +361,7 @@ func TestChecksumMismatchIsNamed(t *testing.T) {
 		forged = append(forged, line)
 	}
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.sum"), []byte(strings.Join(forged, "")), 0o644))
-	_, err = gen.Generate(context.Background(), gen.Options{WorkDir: dir, Env: env, Manifest: "connectors.yaml"})
+	_, err = pipeline.Generate(context.Background(), pipeline.Options{WorkDir: dir, Env: env, Manifest: "connectors.yaml"})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "example.com/warmconn")
 	assert.Contains(t, err.Error(), "checksum mismatch")
@@ -382,7 +382,7 @@ func TestGoEnvFileChoosesTheOutputPackagesFiles(t *testing.T) {
 	// other windows builds, which would otherwise compile the standard
 	// library for windows once more, for this test alone.
 	env := append(os.Environ(), "GOENV="+goenv, "GOFLAGS="+os.Getenv("GOFLAGS"))
-	_, err := gen.Generate(context.Background(), gen.Options{WorkDir: dir, Env: env, Manifest: "connectors.yaml",
-		Warm: true, Cache: gen.OpenCache(t.TempDir(), "kvgen test")})
+	_, err := pipeline.Generate(context.Background(), pipeline.Options{WorkDir: dir, Env: env, Manifest: "connectors.yaml",
+		Warm: true, Cache: pipeline.OpenCache(t.TempDir(), "kvgen test")})
 	require.ErrorContains(t, err, "already declares Registry")
 }

@@ -1,18 +1,19 @@
-// Package gen is the kvgen generator: it parses a connectors.yaml manifest,
-// resolves every entry's package with the go command, checks each
-// constructor against the registry contract with go/types, and renders the
-// static registry file. It returns results and errors, and reads no state
-// of the process (Options carries the working directory and environment).
-// Generate writes nothing; Update writes go.mod, go.sum and the registry
-// file, and Cache.Save the cache. The terminal and the exit code are the
-// command's alone.
+// Package pipeline runs kvgen's stages for a command: it parses a
+// connectors.yaml manifest, places the registry file, has package link
+// load every entry's package with a go.mod that links the manifest's
+// modules, and has the generator (package gen) check each constructor
+// against the contract and render the static registry file. It returns
+// results and errors, and reads no state of the process (Options carries
+// the working directory and environment). Generate writes nothing; Update
+// writes go.mod, go.sum and the registry file, and Cache.Save the cache.
+// The terminal and the exit code are the command's alone.
 //
 // The kvgen command is built on it, and is its only caller: programs run
 // the command and read its -json reports (see examples/driver), so that
 // this package can change without breaking them. Its errors are data (see
 // Problems), which the command reports. Deployment builds are in
-// internal/gen/deploy.
-package gen
+// internal/deploy.
+package pipeline
 
 import (
 	"bytes"
@@ -27,6 +28,7 @@ import (
 	"strings"
 
 	"github.com/kvgen/kvgen/internal/diag"
+	"github.com/kvgen/kvgen/internal/gen"
 	"github.com/kvgen/kvgen/internal/gocmd"
 	"github.com/kvgen/kvgen/internal/link"
 	"github.com/kvgen/kvgen/internal/load"
@@ -105,7 +107,7 @@ type Options struct {
 // Result is a generated registry file, not yet written anywhere.
 type Result struct {
 	// Entries are the checked connectors, in manifest order.
-	Entries []*Entry
+	Entries []*gen.Entry
 	// Path is the file to write, as a path relative to Options.WorkDir
 	// when the manifest's path was; messages show it.
 	Path string
@@ -114,7 +116,7 @@ type Result struct {
 	// Content is the gofmt'd file.
 	Content []byte
 	// Contract is what the constructors were checked against.
-	Contract *Contract
+	Contract *gen.Contract
 	// Written says that Update wrote the registry file: it did not hold
 	// Content.
 	Written bool
@@ -158,11 +160,10 @@ func Generate(ctx context.Context, opts Options) (*Result, error) {
 
 // render is the last stage: the registry file of what resolve checked.
 func (r *Result) render(cache *manifestCache, workDir string) ([]byte, error) {
-	desc, err := describe(r.manifest, r.Contract, r.linked.ImportPath, r.Entries)
+	in, err := gen.NewRenderInput(r.manifest, r.shownManifest(workDir), r.Package, r.linked.ImportPath, r.Contract, r.Entries, r.file.pkg.declared)
 	if err != nil {
 		return nil, err
 	}
-	in := newRenderInput(r.shownManifest(workDir), r.Package, r.Contract, desc, r.Entries, r.file.pkg.declared)
 	key := cache.hash(in)
 	// An existing file that is what these inputs rendered last time is
 	// what they render now: kvgen check on an unchanged tree stops here,
@@ -170,7 +171,7 @@ func (r *Result) render(cache *manifestCache, workDir string) ([]byte, error) {
 	if old, err := readfile.Read(r.file.abs, readfile.Max); err == nil && cache.rendered(key, old) {
 		return old, nil
 	}
-	content, err := emit(in)
+	content, err := gen.Render(in)
 	if err != nil {
 		return nil, err
 	}
@@ -261,7 +262,7 @@ func resolveManifest(ctx context.Context, opts Options, forWrite bool, m *manife
 			return nil, nil, err
 		}
 	}
-	named := contractOf(m)
+	named := gen.ContractOf(m)
 	cache := opts.Cache.forManifest(opts.abs(opts.Manifest), out.path)
 	var warm *warmRun
 	if forWrite && errs.Err() == nil {
@@ -295,8 +296,8 @@ func resolveManifest(ctx context.Context, opts Options, forWrite bool, m *manife
 	if err != nil {
 		return nil, nil, err
 	}
-	contract, contractOK := readContract(&errs, m, named, ld.Contract)
-	entries, err := checkEntries(&errs, m, ld, loadedPackages(ld.Listing), contract, contractOK, diag.ShortPath(opts.WorkDir), cache)
+	contract, contractOK := gen.ReadContract(&errs, m, named, ld.Contract)
+	entries, err := gen.Check(&errs, m, ld.Listing, ld.ImportPath, contract, contractOK, diag.ShortPath(opts.WorkDir), cache)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -331,10 +332,10 @@ func withDefaults(ctx context.Context, opts Options) (Options, error) {
 		opts.Manifest = "connectors.yaml"
 	}
 	if !filepath.IsAbs(opts.WorkDir) {
-		return opts, fmt.Errorf("gen: Options.WorkDir must be an absolute directory, got %q", opts.WorkDir)
+		return opts, fmt.Errorf("pipeline: Options.WorkDir must be an absolute directory, got %q", opts.WorkDir)
 	}
 	if opts.Env == nil {
-		return opts, errors.New("gen: Options.Env is nil; give the go commands an environment, such as os.Environ()")
+		return opts, errors.New("pipeline: Options.Env is nil; give the go commands an environment, such as os.Environ()")
 	}
 	// Whatever GOFLAGS says, loading never writes go.mod or go.sum: the
 	// go.mod that generate links is written by Update alone. A run that
@@ -391,15 +392,12 @@ func readManifest(errs *diag.List, opts Options) (*manifest.Manifest, error) {
 // has none (a package may hold more than one connector, or much else
 // besides): what a listing shows of an entry. It is "" when there is none,
 // or e's package's files cannot be parsed.
-func (r *Result) Summary(e *Entry) string {
+func (r *Result) Summary(e *gen.Entry) string {
 	src := r.sources[e.ImportPath]
 	if src == nil {
 		return ""
 	}
-	// Every file: the package's doc, where the constructor has none, may
-	// be in any of them.
-	files, _ := src.Holding() // what does not parse has no doc to give
-	return summary(files, e.Constructor)
+	return gen.Summary(src, e.Constructor)
 }
 
 // Difference is how the file at a Result's Path differs from its Content.
@@ -460,10 +458,10 @@ func firstDifferentLine(a, b []byte) int {
 // when the build is done.
 func Overlay(dir string, rs ...*Result) ([]string, error) {
 	if !filepath.IsAbs(dir) {
-		return nil, fmt.Errorf("gen: Overlay wants an absolute directory, got %q", dir)
+		return nil, fmt.Errorf("pipeline: Overlay wants an absolute directory, got %q", dir)
 	}
 	if len(rs) == 0 {
-		return nil, errors.New("gen: Overlay wants a registry")
+		return nil, errors.New("pipeline: Overlay wants a registry")
 	}
 	dir, err := os.MkdirTemp(dir, "overlay-")
 	if err != nil {
@@ -627,4 +625,15 @@ func (r *Result) writeModules(ctx context.Context) error {
 		return nil
 	}
 	return r.linked.Modules.Write(ctx)
+}
+
+// ReadMarkers reads the markers of the contract factory names
+// (IMPORT/PATH.TypeName; "" for gen.DefaultFactory), listed as the go
+// command lists it for opts: see gen.ReadMarkers.
+func ReadMarkers(ctx context.Context, opts Options, factory string) (*gen.Contract, error) {
+	opts, err := withDefaults(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return gen.ReadMarkers(ctx, opts.loadDir(), opts.Env, opts.BuildFlags(), factory)
 }

@@ -1,4 +1,4 @@
-package gen_test
+package pipeline_test
 
 import (
 	"flag"
@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvgen/kvgen/internal/gen"
 	"github.com/kvgen/kvgen/internal/kvgentest"
+	"github.com/kvgen/kvgen/internal/pipeline"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/*/want")
@@ -35,7 +35,7 @@ func TestGolden(t *testing.T) {
 			dir := caseModule(t, src)
 			// The first run loads the connectors by name and fills a check
 			// cache; the full run makes a second (secondRunAgrees).
-			opts, cache := gen.Options{WorkDir: dir, Env: os.Environ(), Manifest: "connectors.yaml"}, t.TempDir()
+			opts, cache := pipeline.Options{WorkDir: dir, Env: os.Environ(), Manifest: "connectors.yaml"}, t.TempDir()
 			res, err := generateCached(opts, cache, "golden")
 			if !testing.Short() {
 				secondRunAgrees(t, opts, cache, res, err)
@@ -69,9 +69,9 @@ func TestGolden(t *testing.T) {
 // comes out the same to the byte, errors included: the cache answers for
 // the constructors that passed, and the rest are checked again from the
 // loader's listing.
-func secondRunAgrees(t *testing.T, opts gen.Options, cache string, res *gen.Result, err error) {
+func secondRunAgrees(t *testing.T, opts pipeline.Options, cache string, res *pipeline.Result, err error) {
 	t.Helper()
-	cres, cerr := generateCached(gen.ThroughLoader(opts), cache, "golden")
+	cres, cerr := generateCached(pipeline.ThroughLoader(opts), cache, "golden")
 	if err != nil {
 		require.Error(t, cerr, "warm run through the loader")
 		assert.Equal(t, err.Error(), cerr.Error(), "warm run through the loader")
@@ -95,7 +95,7 @@ func cwd(t *testing.T) string {
 func caseModule(t *testing.T, src string) string {
 	t.Helper()
 	dir := kvgentest.Module(t, "example.com/kvcase", nil)
-	copyTree(t, filepath.Join(kvgentest.Root(t), "internal", "gen", "testdata", "_shared"), dir)
+	copyTree(t, filepath.Join(kvgentest.Root(t), "internal", "pipeline", "testdata", "_shared"), dir)
 	copyTree(t, src, dir)
 	require.NoError(t, os.RemoveAll(filepath.Join(dir, "want")))
 	return dir

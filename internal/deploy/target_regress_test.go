@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvgen/kvgen/internal/gen/deploy"
+	"github.com/kvgen/kvgen/internal/deploy"
 )
 
 // Every target go tool dist list lists parses, 386 ports included: a

@@ -1,4 +1,4 @@
-package gen_test
+package pipeline_test
 
 import (
 	"context"
@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvgen/kvgen/internal/gen"
 	"github.com/kvgen/kvgen/internal/kvgentest"
+	"github.com/kvgen/kvgen/internal/pipeline"
 )
 
 // Manifests generated together list their packages in one go list run,
@@ -32,13 +32,13 @@ func TestManifestsTogetherShareOneLoad(t *testing.T) {
 	})
 	t.Chdir(dir)
 	ctx := context.Background()
-	opts := gen.Options{WorkDir: dir, Env: os.Environ()}
-	generate := func(opts gen.Options, manifest string) (*gen.Result, error) {
+	opts := pipeline.Options{WorkDir: dir, Env: os.Environ()}
+	generate := func(opts pipeline.Options, manifest string) (*pipeline.Result, error) {
 		opts.Manifest = manifest
-		return gen.Generate(ctx, opts)
+		return pipeline.Generate(ctx, opts)
 	}
 
-	alone := map[string]*gen.Result{}
+	alone := map[string]*pipeline.Result{}
 	var aloneErr error
 	for _, m := range []string{"a.yaml", "b.yaml"} {
 		res, err := generate(opts, m)
@@ -49,20 +49,20 @@ func TestManifestsTogetherShareOneLoad(t *testing.T) {
 	require.Error(t, aloneErr)
 
 	manifests := []string{"a.yaml", "b.yaml", "bad.yaml"}
-	shared := gen.Together(opts, manifests)
-	before := gen.ListRuns()
+	shared := pipeline.Together(opts, manifests)
+	before := pipeline.ListRuns()
 	for _, m := range manifests[:2] {
 		res, err := generate(shared, m)
 		require.NoError(t, err)
 		assert.Equal(t, string(alone[m].Content), string(res.Content), m)
 		assert.Equal(t, alone[m].Entries[0].Module, res.Entries[0].Module)
 	}
-	assert.Equal(t, int64(1), gen.ListRuns()-before, "both manifests' packages are listed in one go list run")
+	assert.Equal(t, int64(1), pipeline.ListRuns()-before, "both manifests' packages are listed in one go list run")
 
 	// The manifest whose package is missing loads alone, and says what it
 	// says alone.
 	_, err := generate(shared, "bad.yaml")
 	require.Error(t, err)
 	assert.Equal(t, aloneErr.Error(), err.Error())
-	assert.Equal(t, int64(2), gen.ListRuns()-before)
+	assert.Equal(t, int64(2), pipeline.ListRuns()-before)
 }

@@ -1,4 +1,4 @@
-package gen
+package pipeline
 
 import (
 	"crypto/sha256"
@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/kvgen/kvgen/internal/atomicfile"
+	"github.com/kvgen/kvgen/internal/gen"
 	"github.com/kvgen/kvgen/internal/readfile"
 )
 
@@ -76,7 +77,7 @@ func (c *Cache) Save() {
 // output, read from its file the first time.
 func (c *Cache) forManifest(manifestAbs, output string) *manifestCache {
 	if c == nil {
-		return &manifestCache{used: map[string]cachedCheck{}}
+		return &manifestCache{used: map[string]gen.Checked{}}
 	}
 	sum := sha256.Sum256([]byte(cacheFormat + "\x00" + manifestAbs + "\x00" + output))
 	path := filepath.Join(c.dir, "check", hex.EncodeToString(sum[:16])+".json")
@@ -85,7 +86,7 @@ func (c *Cache) forManifest(manifestAbs, output string) *manifestCache {
 	if f, ok := c.manifests[path]; ok {
 		return f
 	}
-	f := &manifestCache{path: path, salt: cacheFormat + " " + c.identity, used: map[string]cachedCheck{}}
+	f := &manifestCache{path: path, salt: cacheFormat + " " + c.identity, used: map[string]gen.Checked{}}
 	if data, err := readfile.Read(path, readfile.Max); err == nil {
 		if json.Unmarshal(data, &f.data) != nil {
 			f.data = cacheFile{}
@@ -106,13 +107,13 @@ type manifestCache struct {
 
 	mu      sync.Mutex
 	data    cacheFile
-	used    map[string]cachedCheck // entries this run used or made
+	used    map[string]gen.Checked // entries this run used or made
 	changed bool
 }
 
 type cacheFile struct {
 	// Entries are checks that passed, by key.
-	Entries map[string]cachedCheck `json:"entries"`
+	Entries map[string]gen.Checked `json:"entries"`
 	// Render is the key of the last rendered file's inputs, and
 	// Content the SHA-256 of what was rendered.
 	Render  string `json:"render,omitempty"`
@@ -127,44 +128,15 @@ type cacheFile struct {
 	Builds []*warmRecord `json:"builds,omitempty"`
 }
 
-// cachedCheck is what a passing check found that the registry needs.
-type cachedCheck struct {
-	Adapt    bool   `json:"adapt,omitempty"`
-	DeclFile string `json:"decl_file"`
-	DeclLine int    `json:"decl_line"`
-}
-
 // cacheFormat changes whenever the cache file's layout changes, or what a
 // check concludes or what the renderer writes from the same inputs
 // changes in a way a version number might not show (a development build).
 // The keys need no help: they encode their inputs' fields by name.
 const cacheFormat = "kvgen-check-1"
 
-// checkInput is what checking one constructor against the contract
-// reads, and the key of what the check found is its hash (key): a field
-// added here is in the key, and what the check comes to read must be
-// added here.
-type checkInput struct {
-	// RegistryExport, ContractExport and PackageExport are the names of
-	// the export files of the registry package, the contract's package
-	// and the constructor's package in the go command's build cache: each
-	// the hash of the file's content, wherever the cache lies.
-	RegistryExport, ContractExport, PackageExport string
-	// Factory, Roles and Registry are the contract as the manifest names
-	// it and as its markers declare it: markers are comments, which export
-	// data leaves out.
-	Factory  string
-	Roles    []Role
-	Registry string
-	// ImportPath and Constructor name the constructor, and EntryRoles are
-	// the roles the entry serves (nil for every role).
-	ImportPath, Constructor string
-	EntryRoles              []string
-}
-
-// key names the check of one entry: "" when there is no cache, or an
+// Key names the check of one entry: "" when there is no cache, or an
 // export file is missing, so that nothing is cached.
-func (c *manifestCache) key(in checkInput) string {
+func (c *manifestCache) Key(in gen.CheckInput) string {
 	if in.RegistryExport == "" || in.ContractExport == "" || in.PackageExport == "" {
 		return ""
 	}
@@ -186,9 +158,10 @@ func (c *manifestCache) hash(in any) string {
 	return hashFields(c.salt, string(data))
 }
 
-func (c *manifestCache) get(key string) (cachedCheck, bool) {
+// Get returns the check remembered under key.
+func (c *manifestCache) Get(key string) (gen.Checked, bool) {
 	if key == "" {
-		return cachedCheck{}, false
+		return gen.Checked{}, false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -202,7 +175,8 @@ func (c *manifestCache) get(key string) (cachedCheck, bool) {
 	return r, ok
 }
 
-func (c *manifestCache) put(key string, r cachedCheck) {
+// Put remembers under key a check that passed.
+func (c *manifestCache) Put(key string, r gen.Checked) {
 	if key == "" {
 		return
 	}

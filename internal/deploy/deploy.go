@@ -31,6 +31,7 @@ import (
 	"github.com/kvgen/kvgen/internal/gocmd"
 	"github.com/kvgen/kvgen/internal/gofiles"
 	"github.com/kvgen/kvgen/internal/manifest"
+	"github.com/kvgen/kvgen/internal/pipeline"
 	"github.com/kvgen/kvgen/internal/suggest"
 )
 
@@ -50,16 +51,16 @@ type Options struct {
 	// registries one build links, as a program with a registry per
 	// contract has them: each stands in for the file its output: key
 	// names, the file kvgen generate writes for it. Their packages are
-	// loaded in one go list run (see gen.Together), and their modules
+	// loaded in one go list run (see pipeline.Together), and their modules
 	// must be those go.mod already requires: kvgen generate links them.
 	Manifests []string
 	// Tags are build tags, for loading the connectors' packages and for
 	// go build.
 	Tags []string
 	// ReadOnlyModules and Cache are as for kvgen generate (see
-	// gen.Options).
+	// pipeline.Options).
 	ReadOnlyModules bool
-	Cache           *gen.Cache
+	Cache           *pipeline.Cache
 	// Only keeps the manifest's entries of those names, as ForConfig
 	// does; give one of the two.
 	Only []string
@@ -92,7 +93,7 @@ type Options struct {
 	// "compiling ./cmd/server: done in 1.2s"), for the caller to show,
 	// of the connectors ForConfig keeps ("linking what dc.json creates:
 	// filesystem, redis, MultiConnector", in the manifest's order), and of
-	// the registry's warnings (see gen.Result.Warnings).
+	// the registry's warnings (see pipeline.Result.Warnings).
 	Progress func(string)
 	// GoOutput receives what the go commands print, under Verbose.
 	GoOutput io.Writer
@@ -158,7 +159,7 @@ func Build(ctx context.Context, opts Options) error {
 		}
 		// The contract says how a config selects entries, in a marker
 		// read from its package's source.
-		c, err := gen.ReadMarkers(ctx, opts.genOptions(), m.Factory.V)
+		c, err := pipeline.ReadMarkers(ctx, opts.genOptions(), m.Factory.V)
 		if err != nil {
 			return err
 		}
@@ -236,8 +237,8 @@ func (o Options) check() error {
 // once. The registry goes into an overlay, so that on an unchanged tree
 // of pinned modules the warm path hands back the file the last build
 // rendered, and the build costs what go build costs.
-func (o Options) genOptions() gen.Options {
-	return gen.Options{
+func (o Options) genOptions() pipeline.Options {
+	return pipeline.Options{
 		WorkDir: o.WorkDir, Env: o.Env, Manifest: o.Manifest, Tags: o.Tags,
 		ReadOnlyModules: o.ReadOnlyModules, Cache: o.Cache, Only: o.Only,
 		Dir: ".", TrimPath: true, Warm: true, ForOverlay: true,
@@ -265,14 +266,14 @@ func (b *builder) run(ctx context.Context) error {
 
 type builder struct {
 	opts   Options
-	gen    gen.Options   // how the registry is generated
-	output string        // the binary, for this target
-	env0   []string      // the go commands' environment, for this target
-	prefix string        // what progress lines start with: the target, if named
-	regs   []*gen.Result // the registries, a manifest's each
-	tmp    string        // scratch directory: go.mod, go.sum, overlay
-	goTmp  string        // the go commands' GOTMPDIR, inside tmp
-	flags  []string      // go build's flags for the registry: overlay, go.mod, tags
+	gen    pipeline.Options   // how the registry is generated
+	output string             // the binary, for this target
+	env0   []string           // the go commands' environment, for this target
+	prefix string             // what progress lines start with: the target, if named
+	regs   []*pipeline.Result // the registries, a manifest's each
+	tmp    string             // scratch directory: go.mod, go.sum, overlay
+	goTmp  string             // the go commands' GOTMPDIR, inside tmp
+	flags  []string           // go build's flags for the registry: overlay, go.mod, tags
 }
 
 func (b *builder) step(name string, f func(context.Context) error, ctx context.Context) error {
@@ -299,11 +300,11 @@ func (b *builder) generate(ctx context.Context) error {
 			return err
 		}
 		opts.Output = target
-		res, err := gen.Generate(ctx, opts)
+		res, err := pipeline.Generate(ctx, opts)
 		if err != nil {
 			return err
 		}
-		b.regs = []*gen.Result{res}
+		b.regs = []*pipeline.Result{res}
 	} else if err := b.generateEach(ctx, opts); err != nil {
 		return err
 	}
@@ -318,7 +319,7 @@ func (b *builder) generate(ctx context.Context) error {
 		}
 	}
 	var err error
-	b.flags, err = gen.Overlay(b.tmp, b.regs...)
+	b.flags, err = pipeline.Overlay(b.tmp, b.regs...)
 	return err
 }
 
@@ -326,16 +327,16 @@ func (b *builder) generate(ctx context.Context) error {
 // its own output, with one package load. A manifest whose modules go.mod
 // lacks is an error: linking them is kvgen generate's, into the files the
 // program is built from.
-func (b *builder) generateEach(ctx context.Context, opts gen.Options) error {
-	opts = gen.Together(opts, b.opts.Manifests)
+func (b *builder) generateEach(ctx context.Context, opts pipeline.Options) error {
+	opts = pipeline.Together(opts, b.opts.Manifests)
 	var lacking []string
 	for i, m := range b.opts.Manifests {
 		opts.Manifest = m
-		res, err := gen.Generate(ctx, opts)
+		res, err := pipeline.Generate(ctx, opts)
 		if err != nil {
 			return err
 		}
-		if j := slices.IndexFunc(b.regs, func(r *gen.Result) bool { return r.Path == res.Path }); j >= 0 {
+		if j := slices.IndexFunc(b.regs, func(r *pipeline.Result) bool { return r.Path == res.Path }); j >= 0 {
 			return fmt.Errorf("%s and %s both generate %s, and one file holds one registry: give one of them", b.opts.Manifests[j], b.opts.Manifests[i], res.Path)
 		}
 		// The registry stands in for a file the program compiles, as the
@@ -452,7 +453,7 @@ func goFilesIn(dir string) ([]string, error) {
 // temporary go.mod, which the go command refuses in it.
 func (b *builder) env() []string {
 	env := b.env0
-	if slices.ContainsFunc(b.regs, func(r *gen.Result) bool { return r.ModuleChanges() != nil }) {
+	if slices.ContainsFunc(b.regs, func(r *pipeline.Result) bool { return r.ModuleChanges() != nil }) {
 		env = gocmd.WithoutWorkspace(env)
 	}
 	return gocmd.WithTempDir(env, b.goTmp)

@@ -1,4 +1,4 @@
-package gen_test
+package pipeline_test
 
 import (
 	"context"
@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvgen/kvgen/internal/gen"
 	"github.com/kvgen/kvgen/internal/kvgentest"
+	"github.com/kvgen/kvgen/internal/pipeline"
 )
 
 // TestCacheFollowsEdits edits a connector between runs that share a check
@@ -106,7 +106,7 @@ var _ = store.Conn{}
 		}
 		write("conn/conn.go", connHeader+step.conn+"\n")
 		for _, run := range []string{"first", "second"} {
-			res, err := generateCached(gen.Options{WorkDir: cwd(t), Env: os.Environ(), Manifest: "connectors.yaml"}, cache, "edits")
+			res, err := generateCached(pipeline.Options{WorkDir: cwd(t), Env: os.Environ(), Manifest: "connectors.yaml"}, cache, "edits")
 			if step.wantErr != "" {
 				require.Error(t, err, "%s, %s run", step.name, run)
 				assert.Contains(t, err.Error(), step.wantErr, "%s, %s run", step.name, run)
@@ -119,7 +119,7 @@ var _ = store.Conn{}
 			assert.Equal(t, step.wantDeclAt, e.Decl.Line, "%s, %s run", step.name, run)
 			assert.Equal(t, filepath.Join("conn", "conn.go"), e.Decl.Filename, "%s, %s run", step.name, run)
 
-			uncached, err := gen.Generate(context.Background(), gen.Options{WorkDir: cwd(t), Env: os.Environ(), Manifest: "connectors.yaml"})
+			uncached, err := pipeline.Generate(context.Background(), pipeline.Options{WorkDir: cwd(t), Env: os.Environ(), Manifest: "connectors.yaml"})
 			require.NoError(t, err)
 			assert.Equal(t, string(uncached.Content), string(res.Content), "%s, %s run", step.name, run)
 			_, err = res.Write()
@@ -135,7 +135,7 @@ var _ = store.Conn{}
 // file is read back as the result, and a hand edit to it is still seen.
 func TestCacheUpToDateFile(t *testing.T) {
 	inCase(t, "basic")
-	opts, cache := gen.Options{WorkDir: cwd(t), Env: os.Environ(), Manifest: "connectors.yaml"}, t.TempDir()
+	opts, cache := pipeline.Options{WorkDir: cwd(t), Env: os.Environ(), Manifest: "connectors.yaml"}, t.TempDir()
 	res, err := generateCached(opts, cache, "test")
 	require.NoError(t, err)
 	_, err = res.Write()
@@ -175,7 +175,7 @@ func TestCacheUpToDateFile(t *testing.T) {
 // constructor is checked against the new contract.
 func TestCacheFollowsTheContract(t *testing.T) {
 	inCase(t, "ok_contract_func")
-	opts, cache := gen.Options{WorkDir: cwd(t), Env: os.Environ(), Manifest: "connectors.yaml"}, t.TempDir()
+	opts, cache := pipeline.Options{WorkDir: cwd(t), Env: os.Environ(), Manifest: "connectors.yaml"}, t.TempDir()
 	for range 2 {
 		_, err := generateCached(opts, cache, "test")
 		require.NoError(t, err)
@@ -198,7 +198,7 @@ func TestCacheBelongsToOneGenerator(t *testing.T) {
 	cache := t.TempDir()
 	entries := func(identity string) []string {
 		t.Helper()
-		_, err := generateCached(gen.Options{WorkDir: cwd(t), Env: os.Environ(), Manifest: "connectors.yaml"}, cache, identity)
+		_, err := generateCached(pipeline.Options{WorkDir: cwd(t), Env: os.Environ(), Manifest: "connectors.yaml"}, cache, identity)
 		require.NoError(t, err)
 		files, err := filepath.Glob(filepath.Join(cache, "check", "*.json"))
 		require.NoError(t, err)
@@ -226,9 +226,9 @@ func TestCacheBelongsToOneGenerator(t *testing.T) {
 // generateCached runs Generate with the cache that dir holds for the
 // generator identity names, as kvgen runs it: opened for the run, and
 // saved after it, whether it failed or not.
-func generateCached(opts gen.Options, dir, identity string) (*gen.Result, error) {
-	opts.Cache = gen.OpenCache(dir, identity)
-	res, err := gen.Generate(context.Background(), opts)
+func generateCached(opts pipeline.Options, dir, identity string) (*pipeline.Result, error) {
+	opts.Cache = pipeline.OpenCache(dir, identity)
+	res, err := pipeline.Generate(context.Background(), opts)
 	opts.Cache.Save()
 	return res, err
 }
@@ -238,8 +238,8 @@ func generateCached(opts gen.Options, dir, identity string) (*gen.Result, error)
 func TestCacheIsWrittenOnlyBySave(t *testing.T) {
 	inCase(t, "basic")
 	cacheDir := t.TempDir()
-	cache := gen.OpenCache(cacheDir, "test")
-	_, err := gen.Generate(context.Background(), gen.Options{WorkDir: cwd(t), Env: os.Environ(), Manifest: "connectors.yaml", Cache: cache})
+	cache := pipeline.OpenCache(cacheDir, "test")
+	_, err := pipeline.Generate(context.Background(), pipeline.Options{WorkDir: cwd(t), Env: os.Environ(), Manifest: "connectors.yaml", Cache: cache})
 	require.NoError(t, err)
 	ents, err := os.ReadDir(cacheDir)
 	require.NoError(t, err)
@@ -254,5 +254,5 @@ func TestCacheIsWrittenOnlyBySave(t *testing.T) {
 // does, and runs the rest of the test in it.
 func inCase(t *testing.T, name string) {
 	t.Helper()
-	t.Chdir(caseModule(t, filepath.Join(kvgentest.Root(t), "internal", "gen", "testdata", name)))
+	t.Chdir(caseModule(t, filepath.Join(kvgentest.Root(t), "internal", "pipeline", "testdata", name)))
 }

@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvgen/kvgen/internal/gen"
 	"github.com/kvgen/kvgen/internal/kvgentest"
+	"github.com/kvgen/kvgen/internal/pipeline"
 )
 
 // TestBuildWarm: a second build of an unchanged tree whose connector and
@@ -45,7 +45,7 @@ func TestBuildWarm(t *testing.T) {
 		var lines []string
 		opts := Options{
 			WorkDir: dir, Env: p.Env, Manifest: "deploy.yaml", Package: "./srv", Binary: bin, Only: only,
-			Cache:    gen.OpenCache(cacheDir, "kvgen test"),
+			Cache:    pipeline.OpenCache(cacheDir, "kvgen test"),
 			Progress: func(s string) { lines = append(lines, timing.ReplaceAllString(s, "done")) },
 		}
 		b := &builder{opts: opts, gen: opts.genOptions(), output: bin, env0: opts.Env}

@@ -1,4 +1,4 @@
-package gen_test
+package pipeline_test
 
 import (
 	"os"

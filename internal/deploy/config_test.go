@@ -12,15 +12,16 @@ import (
 
 	"github.com/kvgen/kvgen/internal/gen"
 	"github.com/kvgen/kvgen/internal/manifest"
+	"github.com/kvgen/kvgen/internal/pipeline"
 )
 
 // kvContract is the KV connector contract with the markers its package's
 // source declares, read as kvgen build -for reads them.
 func kvContract(t *testing.T) *gen.Contract {
 	t.Helper()
-	root, err := filepath.Abs("../../..")
+	root, err := filepath.Abs("../..")
 	require.NoError(t, err)
-	c, err := gen.ReadMarkers(context.Background(), gen.Options{WorkDir: root, Env: os.Environ()}, "")
+	c, err := pipeline.ReadMarkers(context.Background(), pipeline.Options{WorkDir: root, Env: os.Environ()}, "")
 	require.NoError(t, err)
 	require.NotNil(t, c.Select, "registry/kv's Factory declares how a transfer config selects connectors")
 	return c

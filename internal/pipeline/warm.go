@@ -1,4 +1,4 @@
-package gen
+package pipeline
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"golang.org/x/mod/modfile"
 	"golang.org/x/tools/go/packages"
 
+	"github.com/kvgen/kvgen/internal/gen"
 	"github.com/kvgen/kvgen/internal/gocmd"
 	"github.com/kvgen/kvgen/internal/link"
 	"github.com/kvgen/kvgen/internal/load"
@@ -319,7 +320,7 @@ func (w *warmRun) result(content []byte, modules map[string]string) *Result {
 // its absence): a pinned package that imports one of the main module's
 // sees files the key does not hold. ld is the load, before its listing is
 // dropped.
-func (w *warmRun) learn(ld *link.Linked, entries []*Entry) {
+func (w *warmRun) learn(ld *link.Linked, entries []*gen.Entry) {
 	if w == nil {
 		return
 	}
@@ -429,4 +430,4 @@ func newWarmRunAfter(w *warmRun) *warmRun {
 }
 
 // contractPathOf is the import path of the package of m's contract.
-func contractPathOf(m *manifest.Manifest) string { return contractOf(m).Path }
+func contractPathOf(m *manifest.Manifest) string { return gen.ContractOf(m).Path }

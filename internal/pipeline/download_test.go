@@ -1,4 +1,4 @@
-package gen_test
+package pipeline_test
 
 import (
 	"context"
@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvgen/kvgen/internal/gen"
 	"github.com/kvgen/kvgen/internal/kvgentest"
+	"github.com/kvgen/kvgen/internal/pipeline"
 )
 
 // A connector whose module's dependency cannot be downloaded does not
@@ -46,7 +46,7 @@ func New(ctx context.Context, cfg kv.Config, role kv.Role) (kv.Connector, error)
 	require.NoError(t, os.WriteFile("go.sum", sum, 0o644))
 	t.Setenv("GOPROXY", "off")
 
-	_, err = gen.Generate(context.Background(), gen.Options{WorkDir: cwd(t), Env: os.Environ(), Manifest: "connectors.yaml"})
+	_, err = pipeline.Generate(context.Background(), pipeline.Options{WorkDir: cwd(t), Env: os.Environ(), Manifest: "connectors.yaml"})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `connectors.yaml:6:13: connector "conn": package "example.com/conn": package example.com/conn does not build: `)
 	assert.Contains(t, err.Error(), "example.com/missing: conn/conn.go:6:2: module lookup disabled by GOPROXY=off")
@@ -65,7 +65,7 @@ func TestPackageInANestedModuleSaysToReplaceIt(t *testing.T) {
 		"connectors.yaml":          "version: 1\npackage: kvcase\noutput: reg_gen.go\nconnectors:\n  - name: nest\n    import: example.com/kvcase/plugins/nestkv\n    constructor: New\n",
 	})
 	t.Setenv("GOPROXY", "off")
-	_, err := gen.Generate(context.Background(), gen.Options{WorkDir: cwd(t), Env: os.Environ(), Manifest: "connectors.yaml"})
+	_, err := pipeline.Generate(context.Background(), pipeline.Options{WorkDir: cwd(t), Env: os.Environ(), Manifest: "connectors.yaml"})
 	require.Error(t, err)
 	assert.Equal(t, `connectors.yaml:6:13: connector "nest": package "example.com/kvcase/plugins/nestkv": directory plugins/nestkv is in a module of its own (plugins/nestkv/go.mod), which go.mod does not require; give the entry replace: with that module's directory, relative to the manifest`, err.Error())
 	assert.NoFileExists(t, "reg_gen.go")

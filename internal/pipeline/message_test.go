@@ -1,4 +1,4 @@
-package gen_test
+package pipeline_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvgen/kvgen/internal/diag"
-	"github.com/kvgen/kvgen/internal/gen"
+	"github.com/kvgen/kvgen/internal/pipeline"
 )
 
 // A manifest value is shown quoted, and every error is one line of
@@ -28,7 +28,7 @@ func TestErrorsAreOneLineOfPrintableText(t *testing.T) {
 		"  - name: \"d\\nconnectors.yaml:1:1: forged\"\n    import: example.com/d\n    \"\\e[2J\\n\": 1\n"
 	require.NoError(t, os.WriteFile("connectors.yaml", []byte(manifest), 0o644))
 
-	_, err := gen.Generate(context.Background(), gen.Options{WorkDir: cwd(t), Env: os.Environ(), Manifest: "connectors.yaml"})
+	_, err := pipeline.Generate(context.Background(), pipeline.Options{WorkDir: cwd(t), Env: os.Environ(), Manifest: "connectors.yaml"})
 	require.Error(t, err)
 	text := err.Error()
 	lines := strings.Split(text, "\n")
@@ -49,7 +49,7 @@ func TestErrorsAreOneLineOfPrintableText(t *testing.T) {
 func TestOutputFlagIsQuoted(t *testing.T) {
 	guardModule(t, "reg_gen.go")
 	out := t.TempDir() + "/x\x1b[2J\n/reg_gen.go"
-	_, err := gen.Generate(context.Background(), gen.Options{WorkDir: cwd(t), Env: os.Environ(), Manifest: "connectors.yaml", Output: out})
+	_, err := pipeline.Generate(context.Background(), pipeline.Options{WorkDir: cwd(t), Env: os.Environ(), Manifest: "connectors.yaml", Output: out})
 	require.Error(t, err)
 	assert.NotRegexp(t, "[\x00-\x1f\x7f]", err.Error())
 	assert.Contains(t, err.Error(), `x\x1b[2J\n/reg_gen.go" is outside the module`)
@@ -64,8 +64,8 @@ func TestCompileErrorsAreLinesOfTheirOwn(t *testing.T) {
 	require.NoError(t, err)
 	dir := caseModule(t, src)
 	work, name := filepath.Dir(dir), filepath.Base(dir)
-	opts := gen.Options{WorkDir: work, Env: os.Environ(), Manifest: filepath.Join(name, "connectors.yaml")}
-	_, err = gen.Generate(context.Background(), opts)
+	opts := pipeline.Options{WorkDir: work, Env: os.Environ(), Manifest: filepath.Join(name, "connectors.yaml")}
+	_, err = pipeline.Generate(context.Background(), opts)
 	require.Error(t, err)
 	lines := strings.Split(err.Error(), "\n")
 	require.Len(t, lines, 2, err.Error())

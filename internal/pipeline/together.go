@@ -1,4 +1,4 @@
-package gen
+package pipeline
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/kvgen/kvgen/internal/diag"
+	"github.com/kvgen/kvgen/internal/gen"
 	"github.com/kvgen/kvgen/internal/gocmd"
 	"github.com/kvgen/kvgen/internal/load"
 	"github.com/kvgen/kvgen/internal/readfile"
@@ -121,7 +122,7 @@ func (t *together) load(ctx context.Context, opts Options, lc load.Config) {
 			continue // a module of its own: its run loads alone
 		}
 		paths = append(paths, m.ImportPaths()...)
-		if c := contractOf(m).Path; c != "" && c != load.RegistryPath {
+		if c := gen.ContractOf(m).Path; c != "" && c != load.RegistryPath {
 			paths = append(paths, c)
 		}
 		maps.Copy(overlay, out.pkg.overlay(out.abs))
