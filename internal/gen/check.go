@@ -372,8 +372,8 @@ func checkEntries(errs *diag.List, m *manifest.Manifest, ld *load.Listing, pkgs 
 	// What every entry's check reads of the contract: a changed contract
 	// is checked afresh.
 	shared := CheckInput{
-		RegistryExport: exportName(ld.Registry),
-		ContractExport: exportName(ld.Contract),
+		RegistryExport: exportName(ld.RegistryPkg),
+		ContractExport: exportName(ld.ContractPkg),
 		Factory:        contract.String(),
 		Roles:          contract.Roles,
 		Registry:       contract.Registry,
@@ -420,7 +420,7 @@ func checkEntries(errs *diag.List, m *manifest.Manifest, ld *load.Listing, pkgs 
 		misses = append(misses, miss{i, e, namePos, lp, key, link})
 	}
 	if len(todo) > 0 {
-		if err := decode(todo, ld.Contract, contract); err != nil {
+		if err := decode(todo, ld.ContractPkg, contract); err != nil {
 			return nil, err
 		}
 	}

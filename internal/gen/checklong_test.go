@@ -1,7 +1,6 @@
 package gen
 
 import (
-	"github.com/kvgen/kvgen/internal/load"
 	"strings"
 	"testing"
 
@@ -9,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvgen/kvgen/internal/diag"
+	"github.com/kvgen/kvgen/internal/load"
 	"github.com/kvgen/kvgen/internal/manifest"
 )
 

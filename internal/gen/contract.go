@@ -57,8 +57,8 @@ type Contract struct {
 	// adapter is what an adapter function of a function contract
 	// declares, in terms the generated file renders.
 	adapter adapterSig
-	// typ is the contract's type, as LoadContract read it; a Result,
-	// which keeps no types, has none.
+	// typ is the contract's type, as LoadContract read it; a contract
+	// read for a run's result, which keeps no types, has none.
 	typ types.Type
 	// module is the module LoadContract found its package in.
 	module *packages.Module
@@ -507,10 +507,12 @@ func ReadMarkers(ctx context.Context, dir string, env, flags []string, factory s
 
 // ReadContract reads the type that m's factory: names (named, by default
 // DefaultFactory) from pkg, its package as listed: its types from the
-// export data, and the markers of its doc comment from the source. It
-// returns the contract filled in; a problem is reported at factory:, and
-// then it returns named, with ok false.
-func ReadContract(errs *diag.List, m *manifest.Manifest, named *Contract, pkg *packages.Package) (c *Contract, ok bool) {
+// export data, and the markers of its doc comment from the source;
+// missing, when not nil, is why no module provides pkg
+// (load.Listing.ContractMissing). It returns the contract filled in; a
+// problem is reported at factory:, and then it returns named, with ok
+// false.
+func ReadContract(errs *diag.List, m *manifest.Manifest, named *Contract, pkg *packages.Package, missing error) (c *Contract, ok bool) {
 	at := func(format string, args ...any) (*Contract, bool) {
 		pos := m.Factory.Pos
 		if !m.Factory.Set {
@@ -522,6 +524,8 @@ func ReadContract(errs *diag.List, m *manifest.Manifest, named *Contract, pkg *p
 	switch {
 	case pkg == nil:
 		return at("package %s was not loaded", suggest.Quote(named.Path))
+	case missing != nil:
+		return at("package %s: %v", suggest.Quote(named.Path), missing)
 	case len(pkg.Errors) > 0:
 		// Without the position, which may lie in the loader package.
 		return at("package %s: %s", suggest.Quote(named.Path), load.FoldLines(pkg.Errors[0].Msg))

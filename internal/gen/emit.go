@@ -221,7 +221,7 @@ func entryFields(e renderEntry, c renderContract) []jen.Code {
 // their own ahead of the others, as goimports leaves a file that a person
 // wrote. Only the import block changes, so the file stays gofmt'd without
 // being formatted a second time, which at 10,000 entries took a third of
-// the time emit did.
+// the time rendering did.
 func groupImports(src []byte) ([]byte, error) {
 	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, "", src, parser.ImportsOnly)

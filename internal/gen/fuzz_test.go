@@ -3,7 +3,6 @@ package gen
 import (
 	"bytes"
 	"errors"
-	"github.com/kvgen/kvgen/internal/load"
 	"go/ast"
 	"go/format"
 	"go/parser"
@@ -23,6 +22,7 @@ import (
 	"golang.org/x/tools/go/packages"
 
 	"github.com/kvgen/kvgen/internal/diag"
+	"github.com/kvgen/kvgen/internal/load"
 	"github.com/kvgen/kvgen/internal/manifest"
 )
 
@@ -41,6 +41,7 @@ import (
 func FuzzGenerate(f *testing.F) {
 	seeds, err := filepath.Glob("../pipeline/testdata/*/connectors.yaml")
 	require.NoError(f, err)
+	require.NotEmpty(f, seeds, "the pipeline's golden manifests seed the generator's fuzzing")
 	seeds = append(seeds, "../../connectors.yaml", "../../examples/kvserver/deploy/edge.yaml", "../../examples/kvserver/deploy/datacenter.yaml")
 	for _, s := range seeds {
 		data, err := os.ReadFile(s)
@@ -56,8 +57,7 @@ func FuzzGenerate(f *testing.F) {
 }
 
 // hostileManifests are seeds that each try to get something past the
-// generator: into the code, out of a comment or a string, or out of the
-// module.
+// generator: into the code, or out of a comment or a string.
 var hostileManifests = []string{
 	"version: 1\noutput: \"x\\u202egen.go\"\nconnectors: []\n",
 	"version: 1\noutput: \"x\\npackage evil.go\"\nconnectors: []\n",

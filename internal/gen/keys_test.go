@@ -11,17 +11,6 @@ import (
 	"github.com/kvgen/kvgen/internal/kvgentest"
 )
 
-// A changed input to a constructor's check is a new key: every field of
-// CheckInput, whose JSON a cache hashes, walked by reflection so that no field can be left out.
-func TestCheckKeyHoldsEveryField(t *testing.T) {
-	in := CheckInput{
-		RegistryExport: "aaaa-d", ContractExport: "bbbb-d", PackageExport: "cccc-d",
-		Factory: "example.com/text.Transform", Roles: []Role{{Name: "worker", Interface: "Worker"}}, Registry: "NewRegistry",
-		ImportPath: "example.com/shout", Constructor: "New", EntryRoles: []string{"worker"},
-	}
-	kvgentest.EachChange(t, &in, func() string { return jsonKey(t, in) }, nil)
-}
-
 // A changed input to the registry file is a new render key, so that
 // kvgen check renders the file again: every field of RenderInput, walked
 // by reflection, the contract's adapter too, whose types differ here only

@@ -2,13 +2,14 @@ package gen
 
 import (
 	"fmt"
-	"github.com/kvgen/kvgen/internal/load"
-	"golang.org/x/tools/go/packages"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/tools/go/packages"
+
+	"github.com/kvgen/kvgen/internal/load"
 )
 
 // parseContract returns a contract package's files, src and then more,

@@ -39,7 +39,7 @@ type Main struct {
 	data []byte
 	file *modfile.File
 	sum  []byte     // go.sum; nil when there is none
-	work *workspace // what go.work gives it, after UseWorkspace
+	work *workspace // what go.work gives it, after useWorkspace
 }
 
 // ErrNoModule says that a directory is in no module.
@@ -80,10 +80,10 @@ func ReadMain(gomod string) (*Main, error) {
 	return m, nil
 }
 
-// PackagePath returns the import path of the absolute directory dir in
+// packagePath returns the import path of the absolute directory dir in
 // the main module, or "" when dir lies outside it, or in a module nested
 // in it, whose path the main module's does not tell.
-func (m *Main) PackagePath(dir string) string {
+func (m *Main) packagePath(dir string) string {
 	rel, err := filepath.Rel(m.Dir, dir)
 	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 		return ""
@@ -536,11 +536,11 @@ type Update struct {
 	GoMod, GoSum []byte
 	// BuildMod is the go.mod that loads and builds outside workspace
 	// mode, with GoSum: GoMod, and, in workspace mode, what go.work gives
-	// the main module (see Main.UseWorkspace).
+	// the main module (see Main.useWorkspace).
 	BuildMod []byte
 	// ModFile is the scratch go.mod that holds GoMod, for the go
 	// command's -modfile, with its go.sum beside it; it lasts as long as
-	// the directory given to Link, and gen's results, whose scratch
+	// the directory given to Link, and Load's results, whose scratch
 	// directory is gone when they are returned, leave it empty.
 	ModFile string
 	// Changes say what changed, one line each.

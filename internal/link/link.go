@@ -26,7 +26,7 @@ import (
 	"github.com/kvgen/kvgen/internal/manifest"
 )
 
-// Request is what to load and
+// Request is what to load, and how.
 type Request struct {
 	// Manifest is the manifest whose entries' packages to load. Entries
 	// whose version: or replace: the link finds wrong are marked invalid
@@ -56,7 +56,9 @@ type Request struct {
 // Linked is what Load makes: the entries' packages as the go command
 // listed them, with the go.mod that links the manifest's modules.
 type Linked struct {
-	*load.Listing
+	// Listing is the packages as the go command listed them with the
+	// linked go.mod.
+	Listing *load.Listing
 	// ImportPath is the import path of the package the file goes into,
 	// "" if unknown.
 	ImportPath string
@@ -99,7 +101,7 @@ func Load(ctx context.Context, errs *diag.List, req Request) (*Linked, error) {
 		return nil, r.stop(merr)
 	}
 	r.main = main
-	ld := &Linked{ImportPath: main.PackagePath(req.OutputDir)}
+	ld := &Linked{ImportPath: main.packagePath(req.OutputDir)}
 	plan, perr := NewPlan(m, main, req.ManifestDir)
 	errs.Append(m.OutputPos(), perr)
 	if plan == nil {
@@ -189,7 +191,7 @@ func (r *linkRun) linkLacks(ld *Linked) (*load.Listing, error) {
 	}
 	// The scratch go.mod is used outside workspace mode: it takes in
 	// what go.work gives the main module.
-	if err := r.main.UseWorkspace(r.lc.Environ); err != nil {
+	if err := r.main.useWorkspace(r.lc.Environ); err != nil {
 		return nil, r.stop(err)
 	}
 	if ld.Modules, err = r.plan.Link(r.ctx, scratch, r.lc.Environ); err != nil {
@@ -302,7 +304,7 @@ func vendorLacks(workDir string, main *Main, goMod []byte, pkgs diag.List) (*Ven
 		pkgs = nil // go mod vendor copies them with the modules
 	}
 	rel := diag.ShortPath(workDir)
-	return &VendorError{ModulesTxt: rel(main.ModulesTxt()), Dir: rel(main.Dir), Lacks: lacks, Packages: pkgs, Written: goMod != nil}, nil
+	return &VendorError{modulesTxt: rel(main.modulesTxt()), Dir: rel(main.Dir), Lacks: lacks, Packages: pkgs, Written: goMod != nil}, nil
 }
 
 // unvendored returns, at their entries, the packages that inVendor, the

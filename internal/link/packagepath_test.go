@@ -18,10 +18,10 @@ func TestPackagePath(t *testing.T) {
 	require.NoError(t, os.MkdirAll(filepath.Join(root, "nested", "srv"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(root, "nested", "go.mod"), []byte("module example.com/nested\n"), 0o644))
 
-	assert.Equal(t, "example.com/m", main.PackagePath(root))
-	assert.Equal(t, "example.com/m/srv/gen", main.PackagePath(filepath.Join(root, "srv", "gen")))
-	assert.Empty(t, main.PackagePath(filepath.Join(root, "nested", "srv")), "in a nested module")
-	assert.Empty(t, main.PackagePath(filepath.Join(root, "nested")), "a nested module's root")
-	assert.Empty(t, main.PackagePath(filepath.Dir(root)), "outside the module")
-	assert.Empty(t, main.PackagePath(root+"-sibling"), "outside, though the name starts alike")
+	assert.Equal(t, "example.com/m", main.packagePath(root))
+	assert.Equal(t, "example.com/m/srv/gen", main.packagePath(filepath.Join(root, "srv", "gen")))
+	assert.Empty(t, main.packagePath(filepath.Join(root, "nested", "srv")), "in a nested module")
+	assert.Empty(t, main.packagePath(filepath.Join(root, "nested")), "a nested module's root")
+	assert.Empty(t, main.packagePath(filepath.Dir(root)), "outside the module")
+	assert.Empty(t, main.packagePath(root+"-sibling"), "outside, though the name starts alike")
 }

@@ -39,8 +39,8 @@ func (m *Main) Vendored(env []string) bool {
 	return m.file.Go != nil && semver.Compare("v"+m.file.Go.Version, "v1.14") >= 0
 }
 
-// ModulesTxt is the path of the main module's vendor/modules.txt.
-func (m *Main) ModulesTxt() string {
+// modulesTxt is the path of the main module's vendor/modules.txt.
+func (m *Main) modulesTxt() string {
 	return filepath.Join(m.Dir, "vendor", "modules.txt")
 }
 
@@ -57,7 +57,7 @@ func (m *Main) VendorLacks(goMod []byte) ([]string, error) {
 			return nil, err
 		}
 	}
-	txt, err := readfile.Read(m.ModulesTxt(), readfile.Max)
+	txt, err := readfile.Read(m.modulesTxt(), readfile.Max)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
@@ -117,9 +117,9 @@ func (m *Main) VendorLacks(goMod []byte) ([]string, error) {
 // the go command builds from it and refuses to until go mod vendor
 // records them.
 type VendorError struct {
-	// ModulesTxt is vendor/modules.txt, and Dir the main module's
+	// modulesTxt is vendor/modules.txt, and Dir the main module's
 	// directory, as messages show them.
-	ModulesTxt, Dir string
+	modulesTxt, Dir string
 	// Lacks are what it lacks, as VendorLacks says them.
 	Lacks []string
 	// Packages, when it lacks no module, are the entries whose packages
@@ -137,11 +137,11 @@ func (e *VendorError) Error() string {
 		in = " in " + e.Dir
 	}
 	if len(e.Lacks) == 0 {
-		return fmt.Sprintf("%s lacks packages the registry file imports, of modules go.mod requires; the go command builds from vendor/, so run go mod vendor%s", e.ModulesTxt, in)
+		return fmt.Sprintf("%s lacks packages the registry file imports, of modules go.mod requires; the go command builds from vendor/, so run go mod vendor%s", e.modulesTxt, in)
 	}
 	what := "go.mod requires"
 	if e.Written {
 		what = "go.mod now requires"
 	}
-	return fmt.Sprintf("%s lacks what %s: %s; the go command builds from vendor/, so run go mod vendor%s", e.ModulesTxt, what, strings.Join(e.Lacks, ", "), in)
+	return fmt.Sprintf("%s lacks what %s: %s; the go command builds from vendor/, so run go mod vendor%s", e.modulesTxt, what, strings.Join(e.Lacks, ", "), in)
 }

@@ -18,14 +18,14 @@ type workspace struct {
 	replace []*modfile.Replace // go.work's replace lines, New made absolute when a directory
 }
 
-// UseWorkspace reads the go.work that puts the go command, run in the
+// useWorkspace reads the go.work that puts the go command, run in the
 // main module with env, in workspace mode, if any. Link, which runs the
 // go command outside workspace mode on a scratch go.mod (-modfile is
 // refused in it), then links the modules go.work uses, and its
 // replacements, into the go.mod that loads and builds (Update.BuildMod),
 // and leaves them out of the one the main module is to have
 // (Update.GoMod): the workspace provides them there.
-func (m *Main) UseWorkspace(env []string) error {
+func (m *Main) useWorkspace(env []string) error {
 	path := gocmd.WorkFile(m.Dir, env)
 	if path == "" {
 		return nil

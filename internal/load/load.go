@@ -90,7 +90,7 @@ func NewSourceFiles(p *packages.Package) *SourceFiles {
 	return s
 }
 
-// holding returns, parsed, the files whose source holds one of words (with
+// Holding returns, parsed, the files whose source holds one of words (with
 // none, every file), and the first failure among them or among the files
 // that could not be read. A file that does not spell out a name or a
 // marker cannot declare or mark it, so a reader looking for one parses a
@@ -160,16 +160,16 @@ func Load(ctx context.Context, lc Config, overlay map[string][]byte, paths []str
 	return listed.Listing(ctx, lc, paths)
 }
 
-// Packages is what one go list run listed: its roots, and every package
-// by import path.
-type Packages struct {
+// Listed is what one go list run listed: its roots, and every package by
+// import path.
+type Listed struct {
 	roots  []*packages.Package
 	byPath map[string]*packages.Package
 }
 
 // GoMod is the main module's go.mod as the go command used it, "" when it
 // named none.
-func (ps *Packages) GoMod() string {
+func (ps *Listed) GoMod() string {
 	for _, r := range ps.roots {
 		if r.Name == "kvgenload" && r.Module != nil {
 			return r.Module.GoMod
@@ -179,8 +179,9 @@ func (ps *Packages) GoMod() string {
 }
 
 // Listing is what the go list run said of paths, which it listed with lc,
-// of the registry package and of lc's contract package.
-func (ps *Packages) Listing(ctx context.Context, lc Config, paths []string) (*Listing, error) {
+// of the registry package and of lc's contract package. To say why a
+// package did not build, it may run the go command again.
+func (ps *Listed) Listing(ctx context.Context, lc Config, paths []string) (*Listing, error) {
 	return newListing(ctx, lc, ps.roots, ps.byPath, paths)
 }
 
@@ -196,11 +197,17 @@ func newListing(ctx context.Context, lc Config, roots []*packages.Package, byPat
 	if err != nil {
 		return nil, err
 	}
-	out := &Listing{Registry: reg, Packages: make(map[string]*Package, len(paths)), Deps: lc.Deps}
+	out := &Listing{RegistryPkg: reg, Packages: make(map[string]*Package, len(paths)), Deps: lc.Deps}
 	if lc.ContractPath != "" {
-		out.Contract = byPath[lc.ContractPath]
+		out.ContractPkg = byPath[lc.ContractPath]
+		if c := out.ContractPkg; c != nil && c.Module == nil && len(c.Errors) > 0 {
+			// No module provides it; ExplainMissing says why, as it
+			// does for an entry's package.
+			out.contract = &Package{Pkg: c}
+			out.Missing = append(out.Missing, out.contract)
+		}
 	}
-	out.GoMod = (&Packages{roots: roots}).GoMod()
+	out.GoMod = (&Listed{roots: roots}).GoMod()
 	var noExport []*Package
 	for _, path := range paths {
 		if _, dup := out.Packages[path]; dup {
@@ -244,7 +251,7 @@ func newListing(ctx context.Context, lc Config, roots []*packages.Package, byPat
 // List runs the one go list: the registry package, the contract's, and
 // the connectors' paths, by name or, past maxPatternBytes, through the
 // loader package.
-func List(ctx context.Context, lc Config, overlay map[string][]byte, paths []string) (*Packages, error) {
+func List(ctx context.Context, lc Config, overlay map[string][]byte, paths []string) (*Listed, error) {
 	// The loader package lives in the main module, so the go command's
 	// report of it names the main module's go.mod: no go env run needed.
 	ov := make(map[string][]byte, len(overlay)+1)
@@ -301,7 +308,7 @@ func List(ctx context.Context, lc Config, overlay map[string][]byte, paths []str
 		}
 		return true
 	}, nil)
-	return &Packages{roots: roots, byPath: byPath}, nil
+	return &Listed{roots: roots, byPath: byPath}, nil
 }
 
 // listedRegistry returns reg, the registry package as listed, or why it
@@ -342,11 +349,12 @@ func listedRegistry(ctx context.Context, lc Config, reg *packages.Package, paths
 // Listing is what the go command said of the connectors' packages and of
 // the registry package, before any export data is read.
 type Listing struct {
-	Registry *packages.Package
-	// Contract is the package of the type a manifest's factory: names,
-	// or nil.
-	Contract *packages.Package
-	Packages map[string]*Package // by import path
+	// RegistryPkg is the registry package, as listed.
+	RegistryPkg *packages.Package
+	// ContractPkg is the package of the type a manifest's factory:
+	// names, or nil.
+	ContractPkg *packages.Package
+	Packages    map[string]*Package // by import path
 	// GoMod is the main module's go.mod as the go command used it.
 	GoMod string
 	// Deps is whether every package the listed ones import, directly or
@@ -356,6 +364,19 @@ type Listing struct {
 	// their errors say why.
 	Missing   []*Package
 	explained bool
+	// contract is ContractPkg among Missing, or nil.
+	contract *Package
+}
+
+// ContractMissing says why no module provides the contract's package,
+// once ExplainMissing has: which module of go.mod lacks it, and what is
+// nearest. It is nil when a module provides the package, or when no
+// module of go.mod could: the go command's own words say that best.
+func (l *Listing) ContractMissing() error {
+	if l.contract == nil || errors.Is(l.contract.Err, errNoModule) {
+		return nil
+	}
+	return l.contract.Err
 }
 
 // ExplainMissing says why no module provides each missing package.
@@ -446,6 +467,10 @@ func goListError(ctx context.Context, lc Config, args ...string) string {
 	return gocmd.HideModFile(string(bytes.TrimSpace(stderr)), lc.Dir, lc.BuildFlags())
 }
 
+// packageErrors condenses a package's errors into one line, keeping the
+// go command's own words. When they are the compiler's, it returns a
+// *CompileError: the go command ran in dir and named the package's files
+// relative to it, and the error shows them as the user's working
 // directory, workDir, reaches them.
 func packageErrors(p *packages.Package, dir, workDir string) error {
 	if ce := compileErrors(p, dir, workDir); ce != nil {
@@ -580,8 +605,6 @@ func FoldLines(s string) string {
 	}
 	return strings.Join(parts, "; ")
 }
-
-// linked is what loadLinked makes: the entries' packages as the go
 
 // Config says how the go command lists the packages.
 type Config struct {

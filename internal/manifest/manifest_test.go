@@ -158,7 +158,22 @@ var badManifests = []struct {
 	{
 		name: "yaml syntax error",
 		src:  head + "  - name: a\n    import: example.com/a\n  - name: b: c\n",
-		want: []string{"connectors.yaml:5:3: invalid YAML: mapping values are not allowed in this context"},
+		want: []string{`connectors.yaml:5:3: invalid YAML: mapping values are not allowed in this context; a key is indented more than the keys beside it, or a value that holds ": " needs quotes`},
+	},
+	{
+		name: "key indented more than its neighbours",
+		src:  head + "  - name: a\n     import: example.com/a\n",
+		want: []string{`connectors.yaml:4:6: invalid YAML: mapping values are not allowed in this context; a key is indented more than the keys beside it, or a value that holds ": " needs quotes`},
+	},
+	{
+		name: "unclosed quote",
+		src:  head + "  - name: \"a\n    import: example.com/a\n",
+		want: []string{"connectors.yaml:3:11: invalid YAML: found unexpected end of stream; this quoted value is not closed"},
+	},
+	{
+		name: "unclosed quote after closed ones",
+		src:  head + "  - name: 'it''s' # a \"comment\n    aliases: [\"x\\\"y\", \"z]\n",
+		want: []string{"connectors.yaml:4:23: invalid YAML: found unexpected end of stream; this quoted value is not closed"},
 	},
 	{
 		name: "unclosed flow list",

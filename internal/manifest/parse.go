@@ -212,7 +212,59 @@ func (p *parser) syntaxError(err error) {
 	if indent == len(text) {
 		indent = 0
 	}
+	if strings.Contains(msg, "unexpected end of stream") {
+		// A quote that opens a value and never closes: yaml.v3 names
+		// where the scan began, not the quote.
+		if off, ok := p.unclosedQuote(line); ok {
+			p.errs.Add(p.offset(off), "invalid YAML: %s; this quoted value is not closed", msg)
+			return
+		}
+	}
+	for words, hint := range yamlHints {
+		if strings.Contains(msg, words) {
+			msg += "; " + hint
+			break
+		}
+	}
 	p.errs.Add(p.offset(start+indent), "invalid YAML: %s", msg)
+}
+
+// yamlHints say, after yaml.v3's words for a syntax error, what usually
+// causes it in a manifest.
+var yamlHints = map[string]string{
+	"mapping values are not allowed in this context": `a key is indented more than the keys beside it, or a value that holds ": " needs quotes`,
+	"did not find expected key":                      "a line is indented unlike the keys beside it",
+}
+
+// unclosedQuote finds, from line on, a quote that opens a value and is
+// not closed on its line: where an unclosed quoted value begins.
+func (p *parser) unclosedQuote(line int) (int, bool) {
+	for l := line; l <= len(p.lineStarts); l++ {
+		start, text := p.lineText(l)
+		for i := 0; i < len(text); i++ {
+			q := text[i]
+			if q == '#' && (i == 0 || text[i-1] == ' ') {
+				break // a comment
+			}
+			if q != '"' && q != '\'' || i > 0 && text[i-1] != ' ' && text[i-1] != '[' && text[i-1] != ',' {
+				continue
+			}
+			end := bytes.IndexByte(text[i+1:], q)
+			for q == '"' && end > 0 && text[i+end] == '\\' {
+				next := bytes.IndexByte(text[i+end+2:], q)
+				if next < 0 {
+					end = -1
+					break
+				}
+				end += next + 1
+			}
+			if end < 0 {
+				return start + i, true
+			}
+			i += end + 1
+		}
+	}
+	return 0, false
 }
 
 // lineText returns the offset and text of a YAML line, without its line break.

@@ -1,12 +1,12 @@
 package pipeline
 
 import (
-	"github.com/kvgen/kvgen/internal/gen"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kvgen/kvgen/internal/gen"
 	"github.com/kvgen/kvgen/internal/manifest"
 )
 

@@ -20,8 +20,8 @@ import (
 // constructor against the contract found, so that a run whose packages
 // have not changed reads no export data, and what was last rendered.
 //
-// It cannot go stale: an entry's key is the hash of a checkInput, with the
-// generator's own identity, and a checkInput holds the names of the
+// It cannot go stale: an entry's key is the hash of a gen.CheckInput,
+// with the generator's own identity, and a gen.CheckInput holds the names of the
 // export files the check reads in the go command's build cache, each the
 // hash of that file's content (and export data holds every type the
 // package's API reaches), with the rest of what the check reads. Any
@@ -30,7 +30,7 @@ import (
 // always current.
 //
 // Besides the checks, the cache keeps the hash of the last file rendered
-// for the manifest and the key of the renderInput it was rendered from, so
+// for the manifest and the key of the gen.RenderInput it was rendered from, so
 // that kvgen check on an unchanged tree compares hashes instead of
 // rendering; and the warm record (warm.go), with which a run that nothing
 // can have changed loads no package at all.

@@ -180,24 +180,6 @@ func topLevelNames(f *ast.File) []string {
 	return names
 }
 
-// moduleRoot returns the directory of the go.mod that governs the absolute
-// directory dir, or "" if there is none.
-func moduleRoot(dir string) string { return governing(dir, "go.mod") }
-
-// governing returns the nearest directory, from the absolute directory dir
-// up, that holds a file called name, as the go command finds go.mod and
-// go.work; "" if there is none.
-func governing(dir, name string) string {
-	for d := dir; ; d = filepath.Dir(d) {
-		if fi, err := os.Stat(filepath.Join(d, name)); err == nil && fi.Mode().IsRegular() {
-			return d
-		}
-		if filepath.Dir(d) == d {
-			return ""
-		}
-	}
-}
-
 // overlay stands in for an existing registry file while the connectors'
 // packages load. A connector that imports the package the registry goes
 // into would otherwise fail to load through the old file's import of it,
@@ -228,7 +210,7 @@ func defaultLoadDir(opts Options, out string) string {
 		}
 		d = filepath.Dir(d)
 	}
-	if moduleRoot(d) == "" {
+	if gocmd.ModuleRoot(d) == "" {
 		return opts.abs(filepath.Dir(opts.Manifest))
 	}
 	return d

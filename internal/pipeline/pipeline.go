@@ -36,14 +36,14 @@ import (
 	"github.com/kvgen/kvgen/internal/readfile"
 )
 
-// Options says what to generate. gen reads no state of the process it runs
-// in: the working directory and the environment come from here.
+// Options says what to generate. The pipeline reads no state of the
+// process it runs in: the working directory and the environment come from here.
 type Options struct {
 	// WorkDir is the absolute directory that the relative paths of
 	// Manifest, Output and Dir are relative to: the command's working
 	// directory.
 	WorkDir string
-	// Env is the environment of the go commands gen runs, as os/exec
+	// Env is the environment of the go commands the pipeline runs, as os/exec
 	// takes it; the command passes its own (os.Environ()). It must not be
 	// nil.
 	Env []string
@@ -99,7 +99,7 @@ type Options struct {
 	// file on disk; the Result has no Entries and no Contract.
 	ForOverlay bool
 
-	loaderAbove int       // see loadConfig
+	loaderAbove int       // see load.Config.LoaderAbove
 	together    *together // see Together
 	goEnv       []string  // the values of warmGoEnv, once asked (see withDefaults)
 }
@@ -205,14 +205,14 @@ func Resolve(ctx context.Context, opts Options) (*Result, error) {
 // resolve runs the stages of a run up to rendering, each taking what
 // those before it made:
 //
-//	readManifest  Options → the manifest, with the entries Options.Only keeps
-//	placeOutput   manifest → the file to write and its package (*outputFile)
-//	checkWritable *outputFile → whether kvgen may write it (forWrite only)
-//	link.Load     manifest, *outputFile → the entries' packages as the go
-//	              command lists them with a go.mod that links the
-//	              manifest's modules (*link.Linked)
-//	readContract  manifest, *link.Linked → the contract factory: names
-//	checkEntries  manifest, *link.Linked, contract → the entries that pass
+//	readManifest     Options → the manifest, with the entries Options.Only keeps
+//	placeOutput      manifest → the file to write and its package (*outputFile)
+//	checkWritable    *outputFile → whether kvgen may write it (forWrite only)
+//	link.Load        manifest, *outputFile → the entries' packages as the go
+//	                 command lists them with a go.mod that links the
+//	                 manifest's modules (*link.Linked)
+//	gen.ReadContract manifest, *link.Linked → the contract factory: names
+//	gen.Check        manifest, *link.Linked, contract → the entries that pass
 //
 // Generate then renders the file (render). resolve returns the manifest's
 // cache, which render uses too. Problems that let the run go on
@@ -296,7 +296,7 @@ func resolveManifest(ctx context.Context, opts Options, forWrite bool, m *manife
 	if err != nil {
 		return nil, nil, err
 	}
-	contract, contractOK := gen.ReadContract(&errs, m, named, ld.Contract)
+	contract, contractOK := gen.ReadContract(&errs, m, named, ld.Listing.ContractPkg, ld.Listing.ContractMissing())
 	entries, err := gen.Check(&errs, m, ld.Listing, ld.ImportPath, contract, contractOK, diag.ShortPath(opts.WorkDir), cache)
 	if err != nil {
 		return nil, nil, err
@@ -312,13 +312,13 @@ func resolveManifest(ctx context.Context, opts Options, forWrite bool, m *manife
 		Warnings: ld.Warnings,
 		manifest: m,
 		file:     out,
-		sources:  make(map[string]*load.SourceFiles, len(ld.Packages)),
+		sources:  make(map[string]*load.SourceFiles, len(ld.Listing.Packages)),
 		flags:    opts.BuildFlags(),
 		env:      opts.Env,
 		warm:     warm,
 	}
 	warm.learn(ld, entries)
-	for path, lp := range ld.Packages {
+	for path, lp := range ld.Listing.Packages {
 		res.sources[path] = lp.Src
 	}
 	ld.Listing = nil // the packages' types are not kept

@@ -43,7 +43,7 @@ type together struct {
 	lc      load.Config
 	overlay map[string][]byte
 	paths   []string // every manifest's packages, and their contracts'
-	listed  *load.Packages
+	listed  *load.Listed
 	modules [sha256.Size]byte // go.mod and go.sum at the load
 }
 
@@ -84,7 +84,7 @@ func (t *together) listing(ctx context.Context, opts Options, lc load.Config, ov
 			return nil
 		}
 	}
-	if c := listed.Contract; lc.ContractPath != "" && (c == nil || len(c.Errors) > 0) {
+	if c := listed.ContractPkg; lc.ContractPath != "" && (c == nil || len(c.Errors) > 0) {
 		return nil
 	}
 	return listed

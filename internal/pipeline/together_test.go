@@ -19,17 +19,7 @@ func TestManifestsTogetherShareOneLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the go command")
 	}
-	dir := kvgentest.Module(t, "example.com/together", map[string]string{
-		"text/text.go":   "package text\n\n// Transform changes its input.\ntype Transform func(in string) string\n",
-		"shout/shout.go": "package shout\n\nimport \"strings\"\n\nfunc New(in string) string { return strings.ToUpper(in) }\n",
-		"quiet/quiet.go": "package quiet\n\nimport \"strings\"\n\nfunc New(in string) string { return strings.ToLower(in) }\n",
-		"a.yaml":         "version: 1\nfactory: example.com/together/text.Transform\npackage: a\noutput: a/registry_gen.go\nplugins:\n  - {name: shout, import: example.com/together/shout, constructor: New}\n",
-		"b.yaml":         "version: 1\nfactory: example.com/together/text.Transform\npackage: b\noutput: b/registry_gen.go\nplugins:\n  - {name: quiet, import: example.com/together/quiet, constructor: New}\n",
-		"bad.yaml":       "version: 1\nfactory: example.com/together/text.Transform\npackage: c\noutput: c/registry_gen.go\nplugins:\n  - {name: gone, import: example.com/together/gone, constructor: New}\n",
-		"a/doc.go":       "package a\n",
-		"b/doc.go":       "package b\n",
-		"c/doc.go":       "package c\n",
-	})
+	dir := togetherModule(t)
 	t.Chdir(dir)
 	ctx := context.Background()
 	opts := pipeline.Options{WorkDir: dir, Env: os.Environ()}
@@ -65,4 +55,54 @@ func TestManifestsTogetherShareOneLoad(t *testing.T) {
 	require.Error(t, err)
 	assert.Equal(t, aloneErr.Error(), err.Error())
 	assert.Equal(t, int64(2), pipeline.ListRuns()-before)
+}
+
+// A run that shares the load of manifests generated together lists its
+// packages again when go.mod changed after the shared load: a run before
+// it may have linked modules into it. The go.mod compared is the main
+// module's, as the loader package names it, whichever root the go command
+// lists first (with every dependency, as the warm path lists, another
+// module's package may come first).
+func TestManifestsTogetherLoadAgainAfterGoModChanges(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the go command")
+	}
+	dir := togetherModule(t)
+	t.Chdir(dir)
+	ctx := context.Background()
+	opts := pipeline.Options{WorkDir: dir, Env: os.Environ(), Warm: true, Cache: pipeline.OpenCache(t.TempDir(), "kvgen-test")}
+	shared := pipeline.Together(opts, []string{"a.yaml", "b.yaml"})
+	before := pipeline.ListRuns()
+	shared.Manifest = "a.yaml"
+	_, err := pipeline.Generate(ctx, shared)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), pipeline.ListRuns()-before)
+
+	f, err := os.OpenFile("go.mod", os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString("\n// changed by another run\n")
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+
+	shared.Manifest = "b.yaml"
+	_, err = pipeline.Generate(ctx, shared)
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), pipeline.ListRuns()-before, "b.yaml lists its packages again, go.mod having changed")
+}
+
+// togetherModule is a module of two plugins of one contract, each in a
+// manifest of its own (a.yaml, b.yaml), and a manifest whose plugin's
+// package is missing (bad.yaml).
+func togetherModule(t *testing.T) string {
+	return kvgentest.Module(t, "example.com/together", map[string]string{
+		"text/text.go":   "package text\n\n// Transform changes its input.\ntype Transform func(in string) string\n",
+		"shout/shout.go": "package shout\n\nimport \"strings\"\n\nfunc New(in string) string { return strings.ToUpper(in) }\n",
+		"quiet/quiet.go": "package quiet\n\nimport \"strings\"\n\nfunc New(in string) string { return strings.ToLower(in) }\n",
+		"a.yaml":         "version: 1\nfactory: example.com/together/text.Transform\npackage: a\noutput: a/registry_gen.go\nplugins:\n  - {name: shout, import: example.com/together/shout, constructor: New}\n",
+		"b.yaml":         "version: 1\nfactory: example.com/together/text.Transform\npackage: b\noutput: b/registry_gen.go\nplugins:\n  - {name: quiet, import: example.com/together/quiet, constructor: New}\n",
+		"bad.yaml":       "version: 1\nfactory: example.com/together/text.Transform\npackage: c\noutput: c/registry_gen.go\nplugins:\n  - {name: gone, import: example.com/together/gone, constructor: New}\n",
+		"a/doc.go":       "package a\n",
+		"b/doc.go":       "package b\n",
+		"c/doc.go":       "package c\n",
+	})
 }

@@ -308,7 +308,7 @@ func (w *warmRun) result(content []byte, modules map[string]string) *Result {
 		modules:  modules,
 		manifest: w.m,
 		file:     w.out,
-		linked:   &link.Linked{Listing: &load.Listing{}},
+		linked:   &link.Linked{},
 		flags:    w.opts.BuildFlags(),
 		env:      w.opts.Env,
 	}
@@ -325,13 +325,13 @@ func (w *warmRun) learn(ld *link.Linked, entries []*gen.Entry) {
 		return
 	}
 	w.modules, w.entryModules = nil, nil
-	if ld.Modules != nil || ld.Vendor != nil || !ld.Deps {
+	if ld.Modules != nil || ld.Vendor != nil || !ld.Listing.Deps {
 		return // go.mod is to change, vendor/ is in the way, or the imports are unknown
 	}
-	pkgs := []*packages.Package{ld.Registry, ld.Contract}
+	pkgs := []*packages.Package{ld.Listing.RegistryPkg, ld.Listing.ContractPkg}
 	entryModules := make(map[string]string, len(entries))
 	for _, e := range entries {
-		lp := ld.Packages[e.ImportPath]
+		lp := ld.Listing.Packages[e.ImportPath]
 		if lp == nil {
 			return
 		}
