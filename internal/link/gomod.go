@@ -149,7 +149,7 @@ type Plan struct {
 	// Lacks are the entries go.mod does not satisfy, in manifest order.
 	Lacks []Lack
 	// Bad holds the indexes of the entries whose version: or replace:
-	// is wrong; NewPlan's error says why, and the plan leaves them out.
+	// is wrong; newPlan's error says why, and the plan leaves them out.
 	Bad map[int]bool
 	// Warnings are what the run may go on despite, each at its manifest
 	// key and saying "warning:": a version: that go.mod's replace line
@@ -165,7 +165,7 @@ type entryAt struct {
 	label string
 }
 
-// NewPlan compares the main module's go.mod with what the manifest's
+// newPlan compares the main module's go.mod with what the manifest's
 // entries name: an entry with replace: needs its module required and
 // replaced by that directory; an entry with version: needs its module
 // required at that version or a higher one. Pruning modules no entry names is left to
@@ -175,7 +175,7 @@ type entryAt struct {
 //
 // replace: directories are relative to manifestDir, the absolute directory
 // of the manifest.
-func NewPlan(m *manifest.Manifest, main *Main, manifestDir string) (*Plan, error) {
+func newPlan(m *manifest.Manifest, main *Main, manifestDir string) (*Plan, error) {
 	pl := &planner{
 		Plan:        &Plan{Main: main, Modules: map[int]string{}, Bad: map[int]bool{}, named: map[string]entryAt{}},
 		manifestDir: manifestDir,

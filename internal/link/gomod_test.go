@@ -36,7 +36,7 @@ func plan(t *testing.T, dir, yaml string) (*Plan, error) {
 	require.NoError(t, err)
 	main, err := FindMain(context.Background(), filepath.Join(dir, "host"), os.Environ())
 	require.NoError(t, err)
-	return NewPlan(m, main, filepath.Dir(file))
+	return newPlan(m, main, filepath.Dir(file))
 }
 
 func TestPlan(t *testing.T) {

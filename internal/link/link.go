@@ -1,7 +1,7 @@
 // Package link is the stage before generation: it loads the packages of
 // a manifest's entries with a go.mod that links the modules the manifest
 // names. It works out which require and replace lines go.mod lacks for
-// each entry's version: and replace: (NewPlan), and lets the go command
+// each entry's version: and replace: (newPlan), and lets the go command
 // complete the module graph and go.sum in a scratch directory, as go get
 // would (Plan.Link); the packages are then listed again with that go.mod.
 //
@@ -102,7 +102,7 @@ func Load(ctx context.Context, errs *diag.List, req Request) (*Linked, error) {
 	}
 	r.main = main
 	ld := &Linked{ImportPath: main.packagePath(req.OutputDir)}
-	plan, perr := NewPlan(m, main, req.ManifestDir)
+	plan, perr := newPlan(m, main, req.ManifestDir)
 	errs.Append(m.OutputPos(), perr)
 	if plan == nil {
 		return nil, errs.Err()
@@ -278,7 +278,7 @@ func linkNested(ctx context.Context, lc load.Config, m *manifest.Manifest, main 
 		if c.Version.Set {
 			pos = c.Version.Pos
 		}
-		mod, version, err := Nested(ctx, main.Dir, lc.Environ, c.Import.V, nim.Module, c.Version.V)
+		mod, version, err := nestedModule(ctx, main.Dir, lc.Environ, c.Import.V, nim.Module, c.Version.V)
 		switch {
 		case err != nil:
 			notes[c.Import.V] = fmt.Sprintf(", and no module nested in it could be looked up: %v", err)
@@ -296,7 +296,7 @@ func linkNested(ctx context.Context, lc load.Config, m *manifest.Manifest, main 
 // it, or else pkgs, the entries whose packages it lacks (unvendored); nil
 // when it lacks nothing.
 func vendorLacks(workDir string, main *Main, goMod []byte, pkgs diag.List) (*VendorError, error) {
-	lacks, err := main.VendorLacks(goMod)
+	lacks, err := main.vendorLacks(goMod)
 	if err != nil || len(lacks) == 0 && len(pkgs) == 0 {
 		return nil, err
 	}

@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-// Nested finds the module nested inside outer, a module go.mod requires,
+// nestedModule finds the module nested inside outer, a module go.mod requires,
 // that provides the package importPath at version ("" for the latest),
 // as go get PKG@VERSION tries module paths, the longest first. It never
 // answers outer itself: a package that outer's required version lacks is
@@ -22,7 +22,7 @@ import (
 // receivers, the AWS SDK's services): a host that imports the outer
 // module's package requires it, and the plugin's package lies under its
 // path.
-func Nested(ctx context.Context, dir string, env []string, importPath, outer, version string) (mod, modVersion string, err error) {
+func nestedModule(ctx context.Context, dir string, env []string, importPath, outer, version string) (mod, modVersion string, err error) {
 	if version == "" {
 		version = "latest"
 	}

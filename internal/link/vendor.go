@@ -44,12 +44,12 @@ func (m *Main) modulesTxt() string {
 	return filepath.Join(m.Dir, "vendor", "modules.txt")
 }
 
-// VendorLacks lists, in go.mod's terms, what vendor/modules.txt lacks of
+// vendorLacks lists, in go.mod's terms, what vendor/modules.txt lacks of
 // goMod, the main module's go.mod as it is (nil) or is to be: each module
 // goMod requires, at that version, marked as required explicitly, and
 // replaced as goMod replaces it, as go mod vendor records them. The go
 // command refuses to build from a vendor directory that lacks any of it.
-func (m *Main) VendorLacks(goMod []byte) ([]string, error) {
+func (m *Main) vendorLacks(goMod []byte) ([]string, error) {
 	f := m.file
 	if goMod != nil {
 		var err error
@@ -120,7 +120,7 @@ type VendorError struct {
 	// modulesTxt is vendor/modules.txt, and Dir the main module's
 	// directory, as messages show them.
 	modulesTxt, Dir string
-	// Lacks are what it lacks, as VendorLacks says them.
+	// Lacks are what it lacks, as Main.vendorLacks says them.
 	Lacks []string
 	// Packages, when it lacks no module, are the entries whose packages
 	// it lacks, each at its entry: go mod vendor copies only the

@@ -25,7 +25,7 @@ func TestVendorLacks(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, main.Vendored([]string{"GOWORK=off", "GOFLAGS= "}))
 	assert.False(t, main.Vendored([]string{"GOWORK=off", "GOFLAGS=-mod=readonly"}))
-	lacks, err := main.VendorLacks(nil)
+	lacks, err := main.vendorLacks(nil)
 	require.NoError(t, err)
 	assert.Equal(t, []string{
 		"example.com/b v0.2.0 (it has v0.1.0)",
@@ -33,7 +33,7 @@ func TestVendorLacks(t *testing.T) {
 		"example.com/e v0.1.0",
 	}, lacks)
 
-	lacks, err = main.VendorLacks([]byte("module example.com/host\n\ngo 1.26.0\n\nrequire example.com/c v0.1.0\n\nreplace example.com/c => ../c2\n"))
+	lacks, err = main.vendorLacks([]byte("module example.com/host\n\ngo 1.26.0\n\nrequire example.com/c v0.1.0\n\nreplace example.com/c => ../c2\n"))
 	require.NoError(t, err)
 	assert.Equal(t, []string{"example.com/c v0.1.0 => ../c2 (it has v0.1.0 => ../c)"}, lacks)
 }

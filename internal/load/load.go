@@ -812,7 +812,7 @@ func (l *Listing) ExplainNotCached(mods []string, versions map[string]string) {
 			continue
 		}
 		mod := ModuleOf(path, mods)
-		if nc := NotCached(lp.Err.Error(), mod, versions[mod]); nc != nil {
+		if nc := notCached(lp.Err.Error(), mod, versions[mod]); nc != nil {
 			lp.Err = nc
 		}
 	}

@@ -53,11 +53,11 @@ func (e *NotCachedError) Error() string {
 	return fmt.Sprintf("%s is not in the module cache, and GOPROXY=off forbids downloading it; name a version the module cache has, or download it once with a module proxy at hand: go mod download %s", mv, mv)
 }
 
-// NotCached returns, when msg, the go command's words of a package of
+// notCached returns, when msg, the go command's words of a package of
 // module mod, which go.mod requires at version, says that GOPROXY=off
 // kept it from looking the module up, a *NotCachedError naming the
 // module version msg names, else mod at version; otherwise nil.
-func NotCached(msg, mod, version string) error {
+func notCached(msg, mod, version string) error {
 	nc := LookupDisabled(msg)
 	if nc == nil {
 		// The go command's words of the package itself, its module

@@ -10,12 +10,12 @@ import (
 // A module version GOPROXY=off kept the go command from looking up is said
 // to be missing from the module cache, with the command that fetches it.
 func TestNotCached(t *testing.T) {
-	nc := NotCached("go get: example.com/kv@v0.9.0: module lookup disabled by GOPROXY=off", "", "")
+	nc := notCached("go get: example.com/kv@v0.9.0: module lookup disabled by GOPROXY=off", "", "")
 	require.NotNil(t, nc)
 	assert.Equal(t, &NotCachedError{Module: "example.com/kv", Version: "v0.9.0"}, nc)
-	assert.Equal(t, &NotCachedError{Module: "example.com/kv", Version: "v0.2.0"}, NotCached("module lookup disabled by GOPROXY=off", "example.com/kv", "v0.2.0"))
+	assert.Equal(t, &NotCachedError{Module: "example.com/kv", Version: "v0.2.0"}, notCached("module lookup disabled by GOPROXY=off", "example.com/kv", "v0.2.0"))
 	// A dependency's, at a file position: the go command's words stay.
-	assert.Nil(t, NotCached("package example.com/conn does not build: example.com/missing: conn/conn.go:6:2: module lookup disabled by GOPROXY=off", "example.com/conn", "v0.1.0"))
+	assert.Nil(t, notCached("package example.com/conn does not build: example.com/missing: conn/conn.go:6:2: module lookup disabled by GOPROXY=off", "example.com/conn", "v0.1.0"))
 }
 
 func TestModuleOf(t *testing.T) {
