@@ -359,6 +359,9 @@ func Check(errs *diag.List, m *manifest.Manifest, l *load.Listing, outPath strin
 // checkEntries is Check with the packages of l as pkgs, by import path:
 // tests make them up, with their types.
 func checkEntries(errs *diag.List, m *manifest.Manifest, ld *load.Listing, pkgs map[string]*loadedPackage, outPath string, contract *Contract, contractOK bool, rel func(string) string, memo Memo) ([]*Entry, error) {
+	if memo == nil {
+		memo = noMemo{}
+	}
 	type miss struct {
 		index   int
 		e       *Entry
@@ -406,8 +409,8 @@ func checkEntries(errs *diag.List, m *manifest.Manifest, ld *load.Listing, pkgs 
 		if link {
 			in := shared
 			in.PackageExport, in.ImportPath, in.Constructor, in.EntryRoles = exportName(lp.pkg), e.ImportPath, e.Constructor, e.Roles
-			key = memoKey(memo, in)
-			if r, ok := memoGet(memo, key); ok {
+			key = memo.Key(in)
+			if r, ok := memo.Get(key); ok {
 				e.Adapt = r.Adapt
 				e.Decl = position(token.Position{Filename: r.DeclFile, Line: r.DeclLine}, e.ImportPath, lp.pkg.GoFiles, rel)
 				entries[i] = e
@@ -427,28 +430,10 @@ func checkEntries(errs *diag.List, m *manifest.Manifest, ld *load.Listing, pkgs 
 	for _, ms := range misses {
 		if ok, decl := checkTypes(errs, ms.e, ms.index, ms.namePos, ms.lp, rel); ok && ms.link {
 			entries[ms.index] = ms.e
-			if memo != nil {
-				memo.Put(ms.key, Checked{Adapt: ms.e.Adapt, DeclFile: decl.Filename, DeclLine: decl.Line})
-			}
+			memo.Put(ms.key, Checked{Adapt: ms.e.Adapt, DeclFile: decl.Filename, DeclLine: decl.Line})
 		}
 	}
 	return slices.DeleteFunc(entries, func(e *Entry) bool { return e == nil }), nil
-}
-
-// memoKey is memo's key of in, "" without a memo.
-func memoKey(memo Memo, in CheckInput) string {
-	if memo == nil {
-		return ""
-	}
-	return memo.Key(in)
-}
-
-// memoGet is what memo remembers under key; nothing without a memo.
-func memoGet(memo Memo, key string) (Checked, bool) {
-	if memo == nil || key == "" {
-		return Checked{}, false
-	}
-	return memo.Get(key)
 }
 
 // loadedPackages are the packages of l, by import path, for checkEntries

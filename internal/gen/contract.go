@@ -506,13 +506,12 @@ func ReadMarkers(ctx context.Context, dir string, env, flags []string, factory s
 }
 
 // ReadContract reads the type that m's factory: names (named, by default
-// DefaultFactory) from pkg, its package as listed: its types from the
-// export data, and the markers of its doc comment from the source;
-// missing, when not nil, is why no module provides pkg
-// (load.Listing.ContractMissing). It returns the contract filled in; a
-// problem is reported at factory:, and then it returns named, with ok
-// false.
-func ReadContract(errs *diag.List, m *manifest.Manifest, named *Contract, pkg *packages.Package, missing error) (c *Contract, ok bool) {
+// DefaultFactory) from its package as l lists it: its types from the
+// export data, and the markers of its doc comment from the source. It
+// returns the contract filled in; a problem is reported at factory:, and
+// then it returns named, with ok false.
+func ReadContract(errs *diag.List, m *manifest.Manifest, named *Contract, l *load.Listing) (c *Contract, ok bool) {
+	pkg, missing := l.ContractPkg, l.ContractMissing()
 	at := func(format string, args ...any) (*Contract, bool) {
 		pos := m.Factory.Pos
 		if !m.Factory.Set {

@@ -12,6 +12,13 @@ type Memo interface {
 	Put(key string, c Checked)
 }
 
+// noMemo is the Memo of a nil Memo: it remembers nothing.
+type noMemo struct{}
+
+func (noMemo) Key(CheckInput) string      { return "" }
+func (noMemo) Get(string) (Checked, bool) { return Checked{}, false }
+func (noMemo) Put(string, Checked)        {}
+
 // CheckInput is what checking one constructor against the contract
 // reads, and the key of what the check found is its hash (Memo.Key): a field
 // added here is in the key, and what the check comes to read must be

@@ -81,7 +81,7 @@ type Linked struct {
 // out.
 func Load(ctx context.Context, errs *diag.List, req Request) (*Linked, error) {
 	m, env := req.Manifest, req.Load.Environ
-	r := &linkRun{ctx: ctx, errs: errs, req: req, m: m, lc: req.Load}
+	r := &linkRun{ctx: ctx, errs: errs, req: req, lc: req.Load}
 	var err error
 	// What a go command stopped by a signal leaves goes with tmp.
 	if r.lc.Tmp, err = gocmd.TempDir(env); err != nil {
@@ -137,7 +137,6 @@ type linkRun struct {
 	ctx      context.Context
 	errs     *diag.List
 	req      Request
-	m        *manifest.Manifest
 	lc       load.Config
 	paths    []string
 	main     *Main
@@ -168,7 +167,7 @@ func (r *linkRun) loadNested(listed *load.Listing, err error) (nested *load.List
 		nested, nerr = load.Load(r.ctx, nlc, r.req.Overlay, r.paths)
 	}
 	if nerr == nil && len(nested.Missing) > 0 {
-		notes = linkNested(r.ctx, nlc, r.m, r.main, r.plan, nested)
+		notes = linkNested(r.ctx, nlc, r.req.Manifest, r.main, r.plan, nested)
 	}
 	return nested, notes
 }
@@ -222,7 +221,7 @@ func (r *linkRun) linkLacks(ld *Linked) (*load.Listing, error) {
 // module cache's (loadNested). Its errors are the run's to return.
 func (r *linkRun) reloadUnvendored(ld *Linked, listed *load.Listing, err error, nested *load.Listing) (*load.Listing, error) {
 	var verr error
-	if ld.Vendor, verr = vendorLacks(r.lc.WorkDir, r.main, nil, unvendored(r.m, listed, nested)); verr != nil {
+	if ld.Vendor, verr = vendorLacks(r.lc.WorkDir, r.main, nil, unvendored(r.req.Manifest, listed, nested)); verr != nil {
 		return nil, r.stop(verr)
 	}
 	if ld.Vendor != nil {

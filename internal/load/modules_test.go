@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/tools/go/packages"
 )
 
 // A module version GOPROXY=off kept the go command from looking up is said
@@ -33,4 +34,14 @@ func TestModuleOf(t *testing.T) {
 	} {
 		assert.Equal(t, want, ModuleOf(path, mods), path)
 	}
+}
+
+// The main module's go.mod is the one the loader package names, whichever
+// root the go command lists first: listed with every dependency, another
+// module's package (the registry's) may come before it.
+func TestGoModIsTheLoaderPackages(t *testing.T) {
+	registry := &packages.Package{Name: "registry", Module: &packages.Module{Path: RegistryPath, GoMod: "/mod/kvgen/go.mod"}}
+	loader := &packages.Package{Name: "kvgenload", Module: &packages.Module{Path: "example.com/host", GoMod: "/src/host/go.mod"}}
+	assert.Equal(t, "/src/host/go.mod", (&Listed{roots: []*packages.Package{registry, loader}}).GoMod())
+	assert.Empty(t, (&Listed{roots: []*packages.Package{registry}}).GoMod(), "no loader package, no main module's go.mod")
 }

@@ -272,31 +272,11 @@ func resolveManifest(ctx context.Context, opts Options, forWrite bool, m *manife
 		}
 	}
 	loads.Add(1)
-	ld, err := link.Load(ctx, &errs, link.Request{
-		Manifest:    m,
-		ManifestDir: filepath.Dir(opts.abs(opts.Manifest)),
-		OutputDir:   filepath.Dir(out.abs),
-		Load: load.Config{
-			ContractPath: named.Path,
-			Dir:          opts.loadDir(),
-			WorkDir:      opts.WorkDir,
-			Environ:      opts.Env,
-			Flags:        opts.BuildFlags(),
-			LoaderAbove:  opts.loaderAbove,
-			Deps:         warm != nil,
-		},
-		// The existing registry file stands aside while loading: it may
-		// be what closes an import cycle through a connector that
-		// imports the output package, and kvgen could never write a file
-		// without it.
-		Overlay:         out.pkg.overlay(out.abs),
-		ReadOnlyModules: opts.ReadOnlyModules,
-		Shared:          opts.together.shared(opts),
-	})
+	ld, err := link.Load(ctx, &errs, linkRequest(opts, m, out, named.Path, warm != nil))
 	if err != nil {
 		return nil, nil, err
 	}
-	contract, contractOK := gen.ReadContract(&errs, m, named, ld.Listing.ContractPkg, ld.Listing.ContractMissing())
+	contract, contractOK := gen.ReadContract(&errs, m, named, ld.Listing)
 	entries, err := gen.Check(&errs, m, ld.Listing, ld.ImportPath, contract, contractOK, diag.ShortPath(opts.WorkDir), cache)
 	if err != nil {
 		return nil, nil, err
@@ -321,9 +301,36 @@ func resolveManifest(ctx context.Context, opts Options, forWrite bool, m *manife
 	for path, lp := range ld.Listing.Packages {
 		res.sources[path] = lp.Src
 	}
-	ld.Listing = nil // the packages' types are not kept
+	ld.Listing = nil // the listing is not kept
 	res.linked = ld
 	return res, cache, nil
+}
+
+// linkRequest is what link.Load loads for a run with opts of m, whose
+// registry file is out: the contract's package at contractPath too, and,
+// with deps, every package the listed ones import.
+func linkRequest(opts Options, m *manifest.Manifest, out *outputFile, contractPath string, deps bool) link.Request {
+	return link.Request{
+		Manifest:    m,
+		ManifestDir: filepath.Dir(opts.abs(opts.Manifest)),
+		OutputDir:   filepath.Dir(out.abs),
+		Load: load.Config{
+			ContractPath: contractPath,
+			Dir:          opts.loadDir(),
+			WorkDir:      opts.WorkDir,
+			Environ:      opts.Env,
+			Flags:        opts.BuildFlags(),
+			LoaderAbove:  opts.loaderAbove,
+			Deps:         deps,
+		},
+		// The existing registry file stands aside while loading: it may
+		// be what closes an import cycle through a connector that
+		// imports the output package, and kvgen could never write a file
+		// without it.
+		Overlay:         out.pkg.overlay(out.abs),
+		ReadOnlyModules: opts.ReadOnlyModules,
+		Shared:          opts.together.shared(opts),
+	}
 }
 
 // withDefaults checks opts and fills in what it leaves out.
