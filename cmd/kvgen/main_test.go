@@ -146,10 +146,10 @@ func TestScripts(t *testing.T) {
 // removed from it first, so that no script passes on a module a proxy no
 // longer has. The test holds a lock on it while it runs.
 func scriptGoEnv(t *testing.T, user map[string]string, goproxy string) map[string]string {
-	base, err := os.UserCacheDir()
+	gopath, err := testenv.ScriptGoPath()
 	if err != nil {
 		t.Logf("the scripts' module cache is a new one, for this run only: %v", err)
-		base = t.TempDir()
+		base := t.TempDir()
 		// Registered after TempDir's, so run before it: the go command
 		// makes a module cache read-only.
 		t.Cleanup(func() {
@@ -157,8 +157,8 @@ func scriptGoEnv(t *testing.T, user map[string]string, goproxy string) map[strin
 				t.Error(err)
 			}
 		})
+		gopath = filepath.Join(base, "gopath")
 	}
-	gopath := filepath.Join(base, "kvgen-test", "gopath")
 	if err := os.MkdirAll(gopath, 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -154,13 +154,18 @@ func KVGen(t testing.TB) string {
 	if kvgen.bin == "" && kvgen.err == nil {
 		bin := filepath.Join(dir, "kvgen")
 		// Without the -trimpath Main adds, as go tool builds kvgen (it
-		// takes no build flags, and ignores those in GOFLAGS): kvgen's
-		// packages and their dependencies, from this module cache, are
-		// then compiled in one configuration, the one testall compiles
-		// first for go tool, not in a second one as well.
+		// takes no build flags, and ignores those in GOFLAGS), and from
+		// the scripts' module cache (testenv.ToolEnv): kvgen's packages
+		// and their dependencies are then compiled in one configuration,
+		// the one testall compiles first and the scripts' go tool kvgen
+		// builds, not in a second one as well.
 		// Not stamped with this checkout's revision either: that runs git
 		// status in it (Main says why not).
-		res, err := run(Root(t), []string{"GOFLAGS=" + userGoFlags}, BuildTimeout, "go", "build", "-buildvcs=false", "-o", bin, "./cmd/kvgen")
+		env, err := testenv.ToolEnv(nil)
+		var res Result
+		if err == nil {
+			res, err = run(Root(t), append(env, "GOFLAGS="+userGoFlags), BuildTimeout, "go", "build", "-buildvcs=false", "-o", bin, "./cmd/kvgen")
+		}
 		if err == nil && res.Code != 0 {
 			err = fmt.Errorf("go build ./cmd/kvgen: exit %d\n%s", res.Code, res.Stderr)
 		}

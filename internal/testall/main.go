@@ -145,7 +145,8 @@ func download(root string) error {
 // it in the tests' GOFLAGS, and kvgen build adds it) for kvgen's runtime,
 // the connectors and the example server; without it, kvgen as go tool
 // builds it (go tool takes no build flags, and ignores those in GOFLAGS),
-// and as kvgentest.KVGen does, to share it; the static binaries images
+// from the scripts' module cache, as the scripts and kvgentest.KVGen
+// build it, to share it; the static binaries images
 // hold; the other platforms the image and cross-compiling tests build
 // for; and the Redis connector, which the datacenter deployment adds (its
 // image is for linux/amd64 alone, so go-redis is not compiled for arm64). All
@@ -159,19 +160,20 @@ var prebuilds = []struct {
 	dir  string
 	env  []string
 	args []string
+	tool bool // from the scripts' module cache (testenv.ToolEnv)
 }{
-	{".", nil, []string{"-trimpath", "./registry/...", "./examples/..."}},
-	{".", nil, []string{"./cmd/kvgen"}},
-	{"examples/kvserver", nil, []string{"-trimpath", "./..."}},
-	{"examples/kvserver", nil, []string{"tool"}},
-	{"examples/kvserver", []string{"CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64"}, []string{"-trimpath", "."}},
-	{"examples/kvserver", []string{"GOOS=linux", "GOARCH=arm64"}, []string{"-trimpath", "."}},
-	{"examples/external/redis", nil, []string{"-trimpath", "."}},
-	{"examples/external/redis", []string{"CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64"}, []string{"-trimpath", "."}},
+	{".", nil, []string{"-trimpath", "./registry/...", "./examples/..."}, false},
+	{".", nil, []string{"./cmd/kvgen"}, true},
+	{"examples/kvserver", nil, []string{"-trimpath", "./..."}, false},
+	{"examples/kvserver", nil, []string{"tool"}, true},
+	{"examples/kvserver", []string{"CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64"}, []string{"-trimpath", "."}, false},
+	{"examples/kvserver", []string{"GOOS=linux", "GOARCH=arm64"}, []string{"-trimpath", "."}, false},
+	{"examples/external/redis", nil, []string{"-trimpath", "."}, false},
+	{"examples/external/redis", []string{"CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64"}, []string{"-trimpath", "."}, false},
 	// What build_targets' host and the warm path's GOOS test link for
 	// Windows: the runtime and the memory connector, not the conformance
 	// suite, which would bring the testing package's dependencies.
-	{".", []string{"GOOS=windows", "GOARCH=amd64"}, []string{"-trimpath", "./registry", "./registry/kv", "./examples/connectors/memory"}},
+	{".", []string{"GOOS=windows", "GOARCH=amd64"}, []string{"-trimpath", "./registry", "./registry/kv", "./examples/connectors/memory"}, false},
 }
 
 // prebuild compiles the prebuilds into the build cache. go list -export
@@ -185,6 +187,13 @@ func prebuild(root string) error {
 		cmd := exec.Command("go", append([]string{"list", "-export", "-buildvcs=false", "-f", "{{if .Error}}{{.Error}}{{end}}"}, p.args...)...)
 		cmd.Dir = filepath.Join(root, p.dir)
 		cmd.Env = append(append(append(os.Environ(), "GOPROXY=off"), testenv.Static()...), p.env...)
+		if p.tool {
+			env, err := testenv.ToolEnv(cmd.Env)
+			if err != nil {
+				return err
+			}
+			cmd.Env = append(cmd.Env, env...)
+		}
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("%s: %s %s: %v\n%s", p.dir, strings.Join(p.env, " "), strings.Join(cmd.Args, " "), err, out)
 		}

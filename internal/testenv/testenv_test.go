@@ -3,6 +3,7 @@ package testenv
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -48,4 +49,23 @@ func TestRoot(t *testing.T) {
 	if assert.NoError(t, err) {
 		assert.FileExists(t, filepath.Join(root, "internal", "testenv", "testenv.go"))
 	}
+}
+
+// kvgen is built for the tests from the scripts' module cache, filled
+// from the user's module cache's downloads before any proxy.
+func TestToolEnv(t *testing.T) {
+	cache := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", cache)
+	t.Setenv("HOME", cache)
+	user := filepath.Join(t.TempDir(), "mod")
+	env, err := ToolEnv(append(os.Environ(), "GOMODCACHE="+user, "GOPROXY=https://proxy.example,off", "GOENV=off"))
+	assert.NoError(t, err)
+	gopath, err := ScriptGoPath()
+	assert.NoError(t, err)
+	assert.Equal(t, []string{
+		"GOPATH=" + gopath,
+		"GOMODCACHE=" + filepath.Join(gopath, "pkg", "mod"),
+		"GOPROXY=file://" + filepath.ToSlash(filepath.Join(user, "cache", "download")) + ",https://proxy.example,off",
+	}, env)
+	assert.True(t, strings.HasPrefix(gopath, cache), "%s is not in the user cache directory %s", gopath, cache)
 }
