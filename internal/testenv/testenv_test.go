@@ -54,9 +54,10 @@ func TestRoot(t *testing.T) {
 // kvgen is built for the tests from the scripts' module cache, filled
 // from the user's module cache's downloads before any proxy.
 func TestToolEnv(t *testing.T) {
+	// The user cache directory is XDG_CACHE_HOME's on Linux. HOME stays:
+	// go env may leave its telemetry there after it exits.
 	cache := t.TempDir()
 	t.Setenv("XDG_CACHE_HOME", cache)
-	t.Setenv("HOME", cache)
 	user := filepath.Join(t.TempDir(), "mod")
 	env, err := ToolEnv(append(os.Environ(), "GOMODCACHE="+user, "GOPROXY=https://proxy.example,off", "GOENV=off"))
 	assert.NoError(t, err)
