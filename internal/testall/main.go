@@ -183,16 +183,17 @@ var prebuilds = []struct {
 // checkout, which rewrites .git, an input of tests that read the checkout,
 // and go test would then run them again instead of replaying their result.
 func prebuild(root string) error {
+	base := append(append(os.Environ(), "GOPROXY=off"), testenv.Static()...)
+	tool, err := testenv.ToolEnv(base)
+	if err != nil {
+		return err
+	}
 	for _, p := range prebuilds {
 		cmd := exec.Command("go", append([]string{"list", "-export", "-buildvcs=false", "-f", "{{if .Error}}{{.Error}}{{end}}"}, p.args...)...)
 		cmd.Dir = filepath.Join(root, p.dir)
-		cmd.Env = append(append(append(os.Environ(), "GOPROXY=off"), testenv.Static()...), p.env...)
+		cmd.Env = append(slices.Clip(base), p.env...)
 		if p.tool {
-			env, err := testenv.ToolEnv(cmd.Env)
-			if err != nil {
-				return err
-			}
-			cmd.Env = append(cmd.Env, env...)
+			cmd.Env = append(cmd.Env, tool...)
 		}
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("%s: %s %s: %v\n%s", p.dir, strings.Join(p.env, " "), strings.Join(cmd.Args, " "), err, out)
