@@ -426,7 +426,7 @@ func LoadContract(ctx context.Context, dir string, env []string, factory string)
 	if err := gocmd.CheckModuleFiles(dir, env); err != nil {
 		return nil, err
 	}
-	cfg := &packages.Config{Context: ctx, Dir: dir, Env: env, Mode: packages.NeedName | packages.NeedExportFile | packages.NeedModule}
+	cfg := &packages.Config{Context: ctx, Dir: dir, Env: gocmd.ForListing(env), Mode: packages.NeedName | packages.NeedExportFile | packages.NeedModule}
 	pkgs, err := packages.Load(cfg, path)
 	if err != nil {
 		return nil, fmt.Errorf("loading %s: %w", path, err)

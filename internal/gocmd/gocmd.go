@@ -75,6 +75,27 @@ func WithoutWorkspace(env []string) []string {
 	return append(slices.Clip(env), "GOWORK=off")
 }
 
+// listGOGC is the garbage collector's target for the go command's package
+// listings when the caller sets none. Such a listing lives for a tenth of
+// a second, and at the default of 100 collecting its heap took a fifth of
+// its processor time (go list -export of 117 and of 350 packages, warm);
+// at 200 most of that time goes, and the peak memory grows by a third.
+const listGOGC = "GOGC=200"
+
+// ForListing returns env for a go list run: with GOGC=200 unless env sets
+// GOGC. A nil env is the process's environment, as for exec.
+func ForListing(env []string) []string {
+	if env == nil {
+		env = os.Environ()
+	}
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "GOGC=") {
+			return env
+		}
+	}
+	return append(slices.Clip(env), listGOGC)
+}
+
 // TempDir makes a temporary directory for the go commands of one kvgen run,
 // under the GOTMPDIR of env when that is set, as the go command would,
 // else under its TMPDIR, else the system's temporary directory.

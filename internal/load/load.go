@@ -284,7 +284,7 @@ func List(ctx context.Context, lc Config, overlay map[string][]byte, paths []str
 		Dir:        lc.Dir,
 		Mode:       mode,
 		BuildFlags: lc.BuildFlags(),
-		Env:        lc.Env(),
+		Env:        gocmd.ForListing(lc.Env()),
 		Overlay:    ov,
 	}
 	if err := gocmd.CheckModuleFiles(cfg.Dir, cfg.Env); err != nil {
