@@ -23,23 +23,31 @@ import (
 // not the blob's, reads its index.json as a bounded regular file, and
 // writes nothing when the destination cannot take the image.
 
-var oneImage = struct {
+var built = struct {
 	sync.Mutex
-	img *Image
-}{}
+	images map[int]*Image
+}{images: map[int]*Image{}}
 
 // image is one platform's image, built once for these tests: building
-// it again gives the same one.
-func image(t testing.TB) *Image {
+// it again gives the same one, and nothing changes an Image once built.
+func image(t testing.TB) *Image { return builtOnce(t, 1) }
+
+// index is the two platforms' image index, built once for these tests.
+func index(t testing.TB) *Image { return builtOnce(t, 2) }
+
+// builtOnce is the image of platforms(t)'s first n, built at most once
+// per test binary: every build gzips tiny's binaries, under the race
+// detector.
+func builtOnce(t testing.TB, n int) *Image {
 	t.Helper()
-	oneImage.Lock()
-	defer oneImage.Unlock()
-	if oneImage.img == nil {
-		img, err := Build(context.Background(), options(platforms(t)[:1]))
+	built.Lock()
+	defer built.Unlock()
+	if built.images[n] == nil {
+		img, err := Build(context.Background(), options(platforms(t)[:n]))
 		require.NoError(t, err)
-		oneImage.img = img
+		built.images[n] = img
 	}
-	return oneImage.img
+	return built.images[n]
 }
 
 // blobFile is where a layout keeps blob d.

@@ -39,9 +39,8 @@ func TestPushToPlainHTTPSuggestsInsecure(t *testing.T) {
 	defer srv.Close()
 	host := strings.TrimPrefix(srv.URL, "http://")
 	ctx := t.Context()
-	img, err := Build(ctx, options(platforms(t)[:1]))
-	require.NoError(t, err)
-	err = Write(ctx, img, must(ParseRef(host+"/tiny:v1")), Remote{})
+	img := image(t)
+	err := Write(ctx, img, must(ParseRef(host+"/tiny:v1")), Remote{})
 	require.ErrorIs(t, err, http.ErrSchemeMismatch)
 	assert.Contains(t, err.Error(), "add -insecure")
 }

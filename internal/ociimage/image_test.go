@@ -249,8 +249,7 @@ func runFromImage(t *testing.T, ref Ref, rm Remote) {
 
 func TestLayoutAndArchiveReadBack(t *testing.T) {
 	ctx := context.Background()
-	img, err := Build(ctx, options(platforms(t)))
-	require.NoError(t, err)
+	img := index(t)
 	dir := filepath.Join(t.TempDir(), "layout")
 	ref := must(ParseRef("oci:" + dir + ":v1"))
 	require.NoError(t, Write(ctx, img, ref, Remote{}))
@@ -258,8 +257,7 @@ func TestLayoutAndArchiveReadBack(t *testing.T) {
 	// Without the tag: the layout's one image.
 	inspectBack(t, must(ParseRef("oci:"+dir)), Remote{}, img)
 
-	one, err := Build(ctx, options(platforms(t)[:1]))
-	require.NoError(t, err)
+	one := image(t)
 	tarball := filepath.Join(t.TempDir(), "tiny.tar")
 	aref := must(ParseRef("docker-archive:" + tarball))
 	require.NoError(t, Write(ctx, one, aref, Remote{}))
@@ -373,8 +371,7 @@ func TestOnBase(t *testing.T) {
 func TestLayoutTags(t *testing.T) {
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "layout")
-	two, err := Build(ctx, options(platforms(t)))
-	require.NoError(t, err)
+	two := index(t)
 	require.NoError(t, Write(ctx, two, must(ParseRef("oci:"+dir+":two")), Remote{}))
 	oneOpts := options(platforms(t)[:1])
 	oneOpts.Created = time.Unix(2, 0) // an image of its own, not two's linux/amd64

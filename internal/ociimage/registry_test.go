@@ -143,8 +143,7 @@ func TestPushToRegistry(t *testing.T) {
 	t.Setenv("DOCKER_CONFIG", t.TempDir())
 	reg := startRegistry(t, registryOptions{})
 	ctx := context.Background()
-	img, err := Build(ctx, options(platforms(t)))
-	require.NoError(t, err)
+	img := index(t)
 	ref := must(ParseRef(reg.Host + "/team/tiny:edge"))
 	rm := Remote{Insecure: true}
 	require.NoError(t, Write(ctx, img, ref, rm))
@@ -182,13 +181,12 @@ func TestPushToRegistry(t *testing.T) {
 func TestPushWithAuthAndTLS(t *testing.T) {
 	reg := startRegistry(t, registryOptions{auth: true, tls: true})
 	ctx := context.Background()
-	img, err := Build(ctx, options(platforms(t)[:1]))
-	require.NoError(t, err)
+	img := image(t)
 	ref := must(ParseRef(reg.Host + "/tiny:v1"))
 	rm := Remote{RootCAs: reg.Roots}
 
 	dockerConfig(t, reg.Host, "wrong")
-	err = Write(ctx, img, ref, rm)
+	err := Write(ctx, img, ref, rm)
 	require.Error(t, err)
 	t.Log(err)
 	assert.Contains(t, err.Error(), "image "+reg.Host+"/tiny:v1: linux/amd64: pushing the image:")
@@ -233,8 +231,7 @@ func TestUnreachableRegistry(t *testing.T) {
 	host := l.Addr().String()
 	l.Close()
 	ctx := context.Background()
-	img, err := Build(ctx, options(platforms(t)[:1]))
-	require.NoError(t, err)
+	img := image(t)
 	err = Write(ctx, img, must(ParseRef(host+"/tiny:v1")), Remote{Insecure: true})
 	require.Error(t, err)
 	t.Log(err)
@@ -251,10 +248,9 @@ func TestPushCutShortLeavesNoTag(t *testing.T) {
 	reg := startRegistry(t, registryOptions{})
 	proxy := cutProxy(t, reg.Host, 256<<10)
 	ctx := context.Background()
-	img, err := Build(ctx, options(platforms(t)))
-	require.NoError(t, err)
+	img := index(t)
 	rm := Remote{Insecure: true}
-	err = Write(ctx, img, must(ParseRef(proxy+"/tiny:edge")), rm)
+	err := Write(ctx, img, must(ParseRef(proxy+"/tiny:edge")), rm)
 	require.Error(t, err)
 	t.Log(err)
 	assert.Contains(t, err.Error(), "image "+proxy+"/tiny:edge: linux/amd64: pushing the image: the connection to the registry "+proxy+" broke")
@@ -345,8 +341,7 @@ func TestPushDeletesNothing(t *testing.T) {
 	prodRef := must(ParseRef(host + "/team/tiny:prod"))
 	require.NoError(t, Write(ctx, prod, prodRef, rm))
 
-	img, err := Build(ctx, options(platforms(t)))
-	require.NoError(t, err)
+	img := index(t)
 	repo, err := rm.repository(prodRef)
 	require.NoError(t, err)
 	for _, p := range img.Platforms {

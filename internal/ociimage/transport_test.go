@@ -92,21 +92,14 @@ func (f *fakeRegistry) answerReferrers(answer func(w http.ResponseWriter, r *htt
 	}
 }
 
-// servedTiny serves tinyImage from a fakeRegistry, returning them and the
+// servedTiny serves image(t) from a fakeRegistry, returning them and the
 // image's reference on it.
 func servedTiny(t *testing.T) (*Image, *fakeRegistry, string) {
 	t.Setenv("DOCKER_CONFIG", t.TempDir())
-	img := tinyImage(t)
+	img := image(t)
 	reg := &fakeRegistry{img: img}
 	srv := serve(t, listen(t, "127.0.0.1:0"), reg, nil)
 	return img, reg, srv.Listener.Addr().String() + "/tiny:edge"
-}
-
-// tinyImage is tiny's image for linux/amd64, built once per test.
-func tinyImage(t *testing.T) *Image {
-	img, err := Build(context.Background(), options(platforms(t)[:1]))
-	require.NoError(t, err)
-	return img
 }
 
 // listen listens on addr (127.0.0.2 too: Linux routes all of 127/8 to
@@ -177,7 +170,7 @@ func fastRemote(minRate int64) Remote {
 // not after the manifest's whole size at that pace.
 func TestRegistrySlowManifestIsCut(t *testing.T) {
 	t.Setenv("DOCKER_CONFIG", t.TempDir())
-	img := tinyImage(t)
+	img := image(t)
 	reg := &fakeRegistry{img: img}
 	reg.hook = func(w http.ResponseWriter, r *http.Request) bool {
 		if r.Method != http.MethodGet || !strings.Contains(r.URL.Path, "/manifests/") {
@@ -312,7 +305,7 @@ func (zeroReader) Read(p []byte) (int, error) {
 // a token realm there.
 func TestRegistryInsecureIsForTheNamedHostAlone(t *testing.T) {
 	t.Setenv("DOCKER_CONFIG", t.TempDir())
-	img := tinyImage(t)
+	img := image(t)
 	var elsewhere counter
 	other := serve(t, listen(t, "127.0.0.2:0"), elsewhere.wrap(&fakeRegistry{img: img}), nil)
 	samehost := serve(t, listen(t, "127.0.0.1:0"), elsewhere.wrap(&fakeRegistry{img: img}), nil)
@@ -346,7 +339,7 @@ func TestRegistryInsecureIsForTheNamedHostAlone(t *testing.T) {
 // registry's redirect to HTTP is refused before anything is sent.
 func TestRegistryRedirectToPlainHTTPIsRefused(t *testing.T) {
 	t.Setenv("DOCKER_CONFIG", t.TempDir())
-	img := tinyImage(t)
+	img := image(t)
 	cert, pool := loopbackCert(t)
 	target, plain := counted(t, img, "127.0.0.1:0", nil)
 	reg := &fakeRegistry{img: img, hook: blobsAt(target)}
@@ -363,7 +356,7 @@ func TestRegistryRedirectToPlainHTTPIsRefused(t *testing.T) {
 // the exchange is refused, and without, the realm's anonymous token is
 // used.
 func TestRegistryCredentialsStayWithTheirHost(t *testing.T) {
-	img := tinyImage(t)
+	img := image(t)
 	cert, pool := loopbackCert(t)
 	storage, cdn := counted(t, img, "127.0.0.2:0", cert)
 
@@ -473,7 +466,7 @@ func TestRegistryListingOneSBOMTwiceListsOne(t *testing.T) {
 // The fake registry serves what Inspect reads back whole.
 func TestFakeRegistryServesTheImage(t *testing.T) {
 	t.Setenv("DOCKER_CONFIG", t.TempDir())
-	img := tinyImage(t)
+	img := image(t)
 	srv := serve(t, listen(t, "127.0.0.1:0"), &fakeRegistry{img: img}, nil)
 	rm := fastRemote(64 << 10).WithTotal(time.Minute)
 	ref := must(ParseRef(srv.Listener.Addr().String() + "/tiny:edge"))
