@@ -185,12 +185,16 @@ func (ps *Listed) Listing(ctx context.Context, lc Config, paths []string) (*List
 	return newListing(ctx, lc, ps.roots, ps.byPath, paths)
 }
 
-// listRuns counts go list runs (List).
-var listRuns atomic.Int64
+// listRuns counts go list runs (List), and depsRuns those of them that
+// listed every dependency as well.
+var listRuns, depsRuns atomic.Int64
 
 // ListRuns is how many go list runs have listed packages so far, in this
 // process: tests count them.
 func ListRuns() int64 { return listRuns.Load() }
+
+// DepsRuns is how many of those listed every dependency as well.
+func DepsRuns() int64 { return depsRuns.Load() }
 
 func newListing(ctx context.Context, lc Config, roots []*packages.Package, byPath map[string]*packages.Package, paths []string) (*Listing, error) {
 	reg, err := listedRegistry(ctx, lc, byPath[RegistryPath], paths)
@@ -291,6 +295,9 @@ func List(ctx context.Context, lc Config, overlay map[string][]byte, paths []str
 		return nil, err
 	}
 	listRuns.Add(1)
+	if mode&packages.NeedDeps != 0 {
+		depsRuns.Add(1)
+	}
 	roots, err := packages.Load(cfg, patterns...)
 	if err != nil {
 		return nil, fmt.Errorf("loading packages: %s", gocmd.HideModFile(err.Error(), lc.Dir, cfg.BuildFlags))

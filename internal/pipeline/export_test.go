@@ -16,5 +16,8 @@ func Loads() int64 { return loads.Load() }
 // process.
 func ListRuns() int64 { return load.ListRuns() }
 
+// DepsRuns is how many of those listed every dependency as well.
+func DepsRuns() int64 { return load.DepsRuns() }
+
 // Write writes r's file as Update does, without linking modules first.
 func (r *Result) Write() (bool, error) { return r.write() }

@@ -174,7 +174,8 @@ func (w *warmRun) input(contractPath string) (warmInput, []byte, bool) {
 	if err != nil {
 		return warmInput{}, nil, false
 	}
-	f, err := modfile.ParseLax(goModPath, goMod, nil)
+	// Parse, not ParseLax, which drops the replace lines read below.
+	f, err := modfile.Parse(goModPath, goMod, nil)
 	if err != nil || f.Module == nil {
 		return warmInput{}, nil, false
 	}

@@ -221,7 +221,9 @@ func TestWarmNeedsWarm(t *testing.T) {
 
 // TestWarmOnlyPinned: an entry whose package is in the main module, or in
 // a module replaced by a directory, or a kvgen replaced by one, is loaded
-// on every run.
+// on every run; and, since go.mod and the manifest say so before the load,
+// without listing every dependency for a warm record. A pinned entry that
+// imports a package of the main module is known only from that listing.
 func TestWarmOnlyPinned(t *testing.T) {
 	const mainManifest = warmManifest + `  - name: local
     import: example.com/warmhost/local
@@ -261,20 +263,23 @@ func TestWarmOnlyPinned(t *testing.T) {
 	})
 
 	for _, c := range []struct {
-		name string
-		dir  string
-		env  []string
+		name     string
+		dir      string
+		env      []string
+		listDeps bool
 	}{
-		{"an entry in the main module", mainDir, env},
-		{"an entry in a module replaced by a directory", replacedDir, replacedEnv},
-		{"a pinned entry that imports a package of the main module", reachDir, reach.Env},
-		{"kvgen replaced by a directory", kvgenDir, os.Environ()},
+		{"an entry in the main module", mainDir, env, false},
+		{"an entry in a module replaced by a directory", replacedDir, replacedEnv, false},
+		{"a pinned entry that imports a package of the main module", reachDir, reach.Env, true},
+		{"kvgen replaced by a directory", kvgenDir, os.Environ(), false},
 	} {
 		for _, overlay := range []bool{false, true} {
 			w := &warmRunner{t: t, opts: pipeline.Options{WorkDir: c.dir, Env: c.env, Manifest: "connectors.yaml", Warm: true, ForOverlay: overlay}, cache: t.TempDir()}
 			for i := range 3 {
+				deps := pipeline.DepsRuns()
 				_, loaded := w.run()
 				assert.True(t, loaded, "%s, for an overlay %v: run %d", c.name, overlay, i+1)
+				assert.Equal(t, c.listDeps, pipeline.DepsRuns() != deps, "%s, for an overlay %v: run %d listed every dependency", c.name, overlay, i+1)
 			}
 		}
 	}
