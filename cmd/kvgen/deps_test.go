@@ -17,7 +17,9 @@ const kvRuntime = "github.com/kvgen/kvgen/registry/kv"
 
 // The kvgen binary treats the KV contract as any other: it does not link
 // the KV runtime, whose config parsing kvgen build -for once called. A
-// contract's rules are data its markers declare.
+// contract's rules are data its markers declare. Nor does it link the
+// testing package, which x/tools/imports brought in once, and with it
+// every go tool kvgen run checked its build of a dozen packages more.
 func TestToolDoesNotLinkKVRuntime(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", ".").Output()
 	if err != nil {
@@ -29,6 +31,9 @@ func TestToolDoesNotLinkKVRuntime(t *testing.T) {
 	for dep := range strings.Lines(string(out)) {
 		if dep = strings.TrimSpace(dep); dep == kvRuntime || strings.HasPrefix(dep, kvRuntime+"/") {
 			t.Errorf("cmd/kvgen depends on %s; find the importer with: go list -f '{{.ImportPath}}: {{.Imports}}' -deps ./cmd/kvgen | grep %s", dep, kvRuntime)
+		}
+		if dep == "testing" {
+			t.Errorf("cmd/kvgen links the testing package; find the importer with: go list -f '{{.ImportPath}}: {{.Imports}}' -deps ./cmd/kvgen | grep -w testing")
 		}
 	}
 }

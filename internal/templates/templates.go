@@ -12,16 +12,18 @@ import (
 	"embed"
 	"fmt"
 	"go/format"
+	"go/parser"
 	"go/token"
 	"io/fs"
 	"path"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"text/template"
 
 	"golang.org/x/mod/modfile"
-	"golang.org/x/tools/imports"
+	"golang.org/x/tools/go/ast/astutil"
 )
 
 //go:embed connector/*.tmpl plugin/*.tmpl doc.md.tmpl
@@ -144,13 +146,40 @@ func RenderPluginScaffold(p PluginScaffold) (map[string][]byte, error) {
 			return nil, err
 		}
 		file := strings.Replace(name, "plugin", p.Name, 1)
-		// The imports the file does not name go.
-		if data, err = imports.Process(file, data, &imports.Options{Comments: true, TabIndent: true, TabWidth: 8}); err != nil {
+		if data, err = dropUnusedImports(file, data); err != nil {
 			return nil, fmt.Errorf("template %s: %w", name, err)
 		}
 		out[file] = data
 	}
 	return out, nil
+}
+
+// dropUnusedImports formats the Go file src without the imports it does
+// not use: a scaffold's files import every package the contract's
+// signatures name, and each file uses some. An import without a name is
+// used by its path's last element, as RenderPluginScaffold names them.
+func dropUnusedImports(name string, src []byte) ([]byte, error) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, name, src, parser.ParseComments)
+	if err != nil {
+		return nil, err
+	}
+	for _, imp := range slices.Clone(f.Imports) {
+		p, err := strconv.Unquote(imp.Path.Value)
+		if err != nil || astutil.UsesImport(f, p) {
+			continue
+		}
+		local := ""
+		if imp.Name != nil {
+			local = imp.Name.Name
+		}
+		astutil.DeleteNamedImport(fset, f, local, p)
+	}
+	var buf bytes.Buffer
+	if err := format.Node(&buf, fset, f); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 // DocRow is one connector in the `kvgen doc` table.
@@ -172,6 +201,7 @@ func RenderDoc(manifest, factory string, rows []DocRow) ([]byte, error) {
 func render(name string, data any) ([]byte, error) {
 	t, err := template.New(path.Base(name)).Funcs(template.FuncMap{
 		"cell": cell,
+		"std":  std,
 	}).ParseFS(files, name)
 	if err != nil {
 		return nil, err
@@ -181,6 +211,14 @@ func render(name string, data any) ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// std reports whether the import path is the standard library's, as
+// gofmt's import groups take it: no dot in its first element. Scaffolds
+// import those first and the rest after a blank line.
+func std(importPath string) bool {
+	first, _, _ := strings.Cut(importPath, "/")
+	return !strings.Contains(first, ".")
 }
 
 // cell makes s safe inside a Markdown table cell.
