@@ -464,14 +464,21 @@ func depsErrors(ctx context.Context, lc Config, paths []string) map[string]strin
 
 // goListError returns what the go command says when it lists args.
 func goListError(ctx context.Context, lc Config, args ...string) string {
-	_, stderr, err := gocmd.Run(ctx, lc.Dir, lc.Env(), append(append([]string{"list"}, lc.BuildFlags()...), args...)...)
+	// The go command names files relative to where it runs: asked from
+	// the user's directory, when that is in the same module, it names
+	// them as the user reaches them (go.mod, not ../go.mod).
+	dir := lc.Dir
+	if lc.WorkDir != "" && gocmd.ModuleRoot(lc.WorkDir) == gocmd.ModuleRoot(lc.Dir) {
+		dir = lc.WorkDir
+	}
+	_, stderr, err := gocmd.Run(ctx, dir, lc.Env(), append(append([]string{"list"}, lc.BuildFlags()...), args...)...)
 	switch {
 	case err == nil:
 		return "asked again, the go command finds no error; run kvgen again"
 	case len(bytes.TrimSpace(stderr)) == 0:
 		return err.Error()
 	}
-	return gocmd.HideModFile(string(bytes.TrimSpace(stderr)), lc.Dir, lc.BuildFlags())
+	return FoldLines(gocmd.HideModFile(string(bytes.TrimSpace(stderr)), dir, lc.BuildFlags()))
 }
 
 // packageErrors condenses a package's errors into one line, keeping the
@@ -602,15 +609,25 @@ func regularFile(path string) bool {
 }
 
 // FoldLines folds the go command's multi-line output, dropping its
-// "# package" headers, so that each error stays on one line.
+// "# package" headers, so that each error stays on one line: a line that
+// ends in a colon goes on with the next ("errors parsing go.mod:
+// go.mod:9: ..."), others are separated by semicolons.
 func FoldLines(s string) string {
-	var parts []string
+	var b strings.Builder
 	for _, l := range strings.Split(s, "\n") {
-		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "# ") {
-			parts = append(parts, l)
+		if l = strings.TrimSpace(l); l == "" || strings.HasPrefix(l, "# ") {
+			continue
 		}
+		if b.Len() > 0 {
+			if strings.HasSuffix(b.String(), ":") {
+				b.WriteString(" ")
+			} else {
+				b.WriteString("; ")
+			}
+		}
+		b.WriteString(l)
 	}
-	return strings.Join(parts, "; ")
+	return b.String()
 }
 
 // Config says how the go command lists the packages.
