@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/dave/jennifer/jen"
 
@@ -247,7 +246,7 @@ func groupImports(src []byte) ([]byte, error) {
 		}
 		line := append([]byte("\t"), src[offset(is.Pos()):offset(is.End())]...)
 		line = append(line, '\n')
-		if stdlib(path) {
+		if load.Std(path) {
 			std = append(std, line...)
 		} else {
 			other = append(other, line...)
@@ -393,7 +392,7 @@ func importNames(c renderContract, entries []renderEntry, declared map[string]bo
 		// The packages the adapters' signatures name: the standard
 		// library's first, as goimports groups them.
 		paths := slices.Sorted(maps.Keys(c.Imports))
-		slices.SortStableFunc(paths, func(a, b string) int { return cmpBool(!stdlib(a), !stdlib(b)) })
+		slices.SortStableFunc(paths, func(a, b string) int { return cmpBool(!load.Std(a), !load.Std(b)) })
 		for _, path := range paths {
 			add(path, c.Imports[path])
 		}
@@ -402,13 +401,6 @@ func importNames(c renderContract, entries []renderEntry, declared map[string]bo
 		add(e.ImportPath, e.PkgName)
 	}
 	return imports
-}
-
-// stdlib reports whether path is a standard-library package's: its first
-// element has no dot.
-func stdlib(path string) bool {
-	first, _, _ := strings.Cut(path, "/")
-	return !strings.Contains(first, ".")
 }
 
 func cmpBool(a, b bool) int {

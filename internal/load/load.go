@@ -240,7 +240,7 @@ func newListing(ctx context.Context, lc Config, roots []*packages.Package, byPat
 		for _, lp := range noExport {
 			args = append(args, lp.Pkg.PkgPath)
 		}
-		why := FoldLines(goListError(ctx, lc, args...))
+		why := goListError(ctx, lc, args...)
 		deps := depsErrors(ctx, lc, args[1:])
 		for _, lp := range noExport {
 			lp.Err = fmt.Errorf("package %s does not build: %s", lp.Pkg.PkgPath, why)
@@ -702,8 +702,8 @@ func explainMissing(ctx context.Context, lc Config, mods []string, missing []*Pa
 	byModule := map[string][]*Package{}
 	for _, lp := range missing {
 		mod := ModuleOf(lp.Pkg.PkgPath, mods)
-		switch first, _, _ := strings.Cut(lp.Pkg.PkgPath, "/"); {
-		case mod == "" && !strings.Contains(first, "."):
+		switch {
+		case mod == "" && Std(lp.Pkg.PkgPath):
 			lp.Err = packageErrors(lp.Pkg, lc.Dir, lc.WorkDir) // a standard library path: the go command says it is not in std
 			continue
 		case mod == "":

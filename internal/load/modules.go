@@ -6,6 +6,13 @@ import (
 	"strings"
 )
 
+// Std reports whether importPath is a standard-library package's, as the
+// go command and gofmt's import groups tell: its first element has no dot.
+func Std(importPath string) bool {
+	first, _, _ := strings.Cut(importPath, "/")
+	return !strings.Contains(first, ".")
+}
+
 // InModule reports whether importPath is a package path of module modPath.
 func InModule(importPath, modPath string) bool {
 	return importPath == modPath || strings.HasPrefix(importPath, modPath+"/")

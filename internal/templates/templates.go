@@ -24,6 +24,8 @@ import (
 
 	"golang.org/x/mod/modfile"
 	"golang.org/x/tools/go/ast/astutil"
+
+	"github.com/kvgen/kvgen/internal/load"
 )
 
 //go:embed connector/*.tmpl plugin/*.tmpl doc.md.tmpl
@@ -201,7 +203,7 @@ func RenderDoc(manifest, factory string, rows []DocRow) ([]byte, error) {
 func render(name string, data any) ([]byte, error) {
 	t, err := template.New(path.Base(name)).Funcs(template.FuncMap{
 		"cell": cell,
-		"std":  std,
+		"std":  load.Std, // scaffolds import the standard library first
 	}).ParseFS(files, name)
 	if err != nil {
 		return nil, err
@@ -211,14 +213,6 @@ func render(name string, data any) ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
-}
-
-// std reports whether the import path is the standard library's, as
-// gofmt's import groups take it: no dot in its first element. Scaffolds
-// import those first and the rest after a blank line.
-func std(importPath string) bool {
-	first, _, _ := strings.Cut(importPath, "/")
-	return !strings.Contains(first, ".")
 }
 
 // cell makes s safe inside a Markdown table cell.
