@@ -208,3 +208,65 @@ func TestEventSizeBounds(t *testing.T) {
 		}
 	}
 }
+
+// Events emitted apart in time share a batch while the first waits out
+// Gather; Flush, Close and a full batch's worth of calls send it at
+// once; a negative Gather sends each as it comes.
+func TestGather(t *testing.T) {
+	subscribed := func(t *testing.T, gather time.Duration) (*Publisher, *peer) {
+		p := start(t, nil, Options{Gather: gather})
+		sub := dialPeer(t, p.PubAddr(), "SUB")
+		sub.subscribe("")
+		waitPrefixes(t, p, 1)
+		return p, sub
+	}
+	t.Run("gathered", func(t *testing.T) {
+		p, sub := subscribed(t, 300*time.Millisecond)
+		p.Emit(numbered(0, 0))
+		time.Sleep(50 * time.Millisecond)
+		p.Emit(numbered(1, 0))
+		if seqs, sizes := readEvents(t, sub, 0, 2, p.batchBytes); !reflect.DeepEqual(sizes, []int{2}) {
+			t.Errorf("batches %v of %v events, want one of 2", seqs, sizes)
+		}
+	})
+	t.Run("flush", func(t *testing.T) {
+		p, sub := subscribed(t, time.Hour)
+		p.Emit(numbered(0, 0))
+		if !sub.quiet(100 * time.Millisecond) {
+			t.Fatal("a batch went out before Gather or Flush")
+		}
+		p.Flush()
+		readEvents(t, sub, 0, 1, p.batchBytes)
+		p.Emit(numbered(1, 0)) // waits out Gather again
+		if !sub.quiet(100 * time.Millisecond) {
+			t.Fatal("an event emitted after Flush went out without waiting")
+		}
+		begin := time.Now()
+		p.Close()
+		readEvents(t, sub, 1, 2, p.batchBytes)
+		if d := time.Since(begin); d > 30*time.Second {
+			t.Errorf("Close took %v", d)
+		}
+	})
+	t.Run("enough", func(t *testing.T) {
+		p, sub := subscribed(t, time.Hour)
+		for i := range uint64(gatherEnough - 1) {
+			p.Emit(numbered(i, 0))
+		}
+		if !sub.quiet(100 * time.Millisecond) {
+			t.Fatal("a batch went out before Gather or a full batch's worth")
+		}
+		p.Emit(numbered(gatherEnough-1, 0))
+		readEvents(t, sub, 0, gatherEnough, p.batchBytes)
+	})
+	t.Run("at once", func(t *testing.T) {
+		p, sub := subscribed(t, -1)
+		for i := range uint64(3) {
+			p.Emit(numbered(i, 0))
+			waitSettled(t, p)
+		}
+		if seqs, sizes := readEvents(t, sub, 0, 3, p.batchBytes); !reflect.DeepEqual(sizes, []int{1, 1, 1}) {
+			t.Errorf("batches %v of %v events, want three of one", seqs, sizes)
+		}
+	})
+}

@@ -58,6 +58,14 @@ type Options struct {
 	// requests, commands); a larger one closes the connection before
 	// anything is allocated for it. Default 4096.
 	MaxPeerFrame int
+	// Gather is how long the publisher waits, once something is queued,
+	// before it sends what is queued then: events emitted meanwhile share
+	// a batch, as a vLLM engine step's events do, and a busy host's
+	// events cost a few wake-ups and writes a Gather, not one per event
+	// or request. It delays each event by at most that much. Default 10ms,
+	// about one step of a vLLM engine that is decoding;
+	// a negative Gather sends at once.
+	Gather time.Duration
 	// Linger is how long Close keeps sending queued batches. Default 1s,
 	// vLLM's shutdown timeout.
 	Linger time.Duration
@@ -90,6 +98,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxPeerFrame <= 0 {
 		o.MaxPeerFrame = 4096
+	}
+	if o.Gather == 0 {
+		o.Gather = 10 * time.Millisecond
 	}
 	if o.Linger <= 0 {
 		o.Linger = time.Second
@@ -148,6 +159,7 @@ type Publisher struct {
 	queue     []batch       // waiting to be encoded
 	calls     int           // Publish and Emit calls in queue, at most max_queue_size
 	open      bool          // queue's last batch is Emit's and may take more events
+	flush     bool          // Flush asks that what is queued go without waiting out Gather
 	openBytes int           // its events' estimated encoding
 	spare     []batch       // the queue's last array, emptied, for reuse
 	wake      chan struct{} // run has a batch or Close to see
@@ -186,6 +198,11 @@ const (
 	maxBatchEvents = 256
 	maxBatchBytes  = 256 << 10
 )
+
+// gatherEnough is how many calls waiting end Gather's wait early: a full
+// batch's worth, past which waiting longer saves no wake-up worth having
+// and only delays.
+const gatherEnough = maxBatchEvents
 
 type batch struct {
 	seq    uint64
@@ -335,15 +352,16 @@ func (p *Publisher) Publish(events []kv.KVEvent) {
 	p.nextSeq++
 	p.calls++
 	p.open = false // an Emit after it starts a batch after it
+	wake := first || p.calls == gatherEnough
 	p.mu.Unlock()
-	if first {
+	if wake {
 		p.signal()
 	}
 }
 
-// Emit publishes one event. Events emitted while the publisher's
-// goroutine is busy share a batch, as a vLLM engine step's events do, up
-// to 256 events or about 256 KiB of payload; each event counts as one
+// Emit publishes one event. Events emitted within a Gather of each other,
+// or while the publisher's goroutine is busy, share a batch, as a vLLM
+// engine step's events do, up to 256 events or about 256 KiB of payload; each event counts as one
 // call against max_queue_size, past which it is dropped and counted as
 // Publish's batches are. Pass it to a connector's
 // [kv.EventReporter.ReportEvents].
@@ -356,12 +374,16 @@ func (p *Publisher) Emit(e kv.KVEvent) {
 		return
 	}
 	p.calls++
+	enough := p.calls == gatherEnough
 	if p.open {
 		b := &p.queue[len(p.queue)-1]
 		if len(b.events) < maxBatchEvents && p.openBytes+size <= p.batchBytes {
 			b.events = append(b.events, e)
 			p.openBytes += size
 			p.mu.Unlock()
+			if enough {
+				p.signal()
+			}
 			return
 		}
 	}
@@ -370,9 +392,23 @@ func (p *Publisher) Emit(e kv.KVEvent) {
 	p.nextSeq++
 	p.open, p.openBytes = true, size
 	p.mu.Unlock()
-	// Only the queue's first batch wakes run: it takes everything queued
+	// Only the queue's first batch wakes run, and a queue long enough
+	// that waiting out Gather gains nothing: run takes everything queued
 	// when it wakes, so the events behind cost no hand-off of their own.
-	if first {
+	if first || enough {
+		p.signal()
+	}
+}
+
+// Flush sends what is queued now, without waiting out Gather: a host
+// whose work goes in steps calls it as each step ends, as a vLLM engine
+// publishes a step's events when the step ends. It returns at once.
+func (p *Publisher) Flush() {
+	p.mu.Lock()
+	queued := len(p.queue) > 0
+	p.flush = p.flush || queued
+	p.mu.Unlock()
+	if queued {
 		p.signal()
 	}
 }
@@ -486,22 +522,34 @@ func (p *Publisher) Close() error {
 }
 
 // run sends queued batches in order until Close, then what is left. It
-// takes all that is queued at once, so a burst costs one wake-up.
+// takes all that is queued at once, a Gather after it saw the first of
+// it, so a burst costs one wake-up.
 func (p *Publisher) run() {
 	defer close(p.runDone)
+	var gather *time.Timer
+	if p.opts.Gather > 0 {
+		gather = time.NewTimer(p.opts.Gather)
+		defer gather.Stop()
+	}
 	for {
 		p.mu.Lock()
-		q, closed := p.queue, p.closed
-		p.queue, p.spare = p.spare, nil
-		p.calls, p.open = 0, false
+		queued, closed, hurry := len(p.queue) > 0, p.closed, p.hurryLocked()
 		p.mu.Unlock()
-		if len(q) == 0 {
+		if !queued {
 			if closed {
 				return
 			}
 			<-p.wake
 			continue
 		}
+		if gather != nil && !hurry {
+			p.gather(gather)
+		}
+		p.mu.Lock()
+		q := p.queue
+		p.queue, p.spare = p.spare, nil
+		p.calls, p.open, p.flush = 0, false, false
+		p.mu.Unlock()
 		for _, b := range q {
 			p.send(b)
 		}
@@ -511,6 +559,35 @@ func (p *Publisher) run() {
 			p.spare = q[:0]
 			p.mu.Unlock()
 		}
+	}
+}
+
+// hurryLocked reports whether what is queued goes without waiting out
+// Gather; the caller holds p.mu.
+func (p *Publisher) hurryLocked() bool {
+	return p.closed || p.flush || p.calls >= gatherEnough
+}
+
+// gather waits out Gather, or until Close, Flush or a queue of
+// gatherEnough calls.
+func (p *Publisher) gather(t *time.Timer) {
+	// A signal already there was for what is queued now: the wait starts
+	// here, and only Close, Flush and gatherEnough signal while something
+	// is queued.
+	select {
+	case <-p.wake:
+	default:
+	}
+	p.mu.Lock()
+	hurry := p.hurryLocked()
+	p.mu.Unlock()
+	if hurry {
+		return
+	}
+	t.Reset(p.opts.Gather)
+	select {
+	case <-t.C:
+	case <-p.wake:
 	}
 }
 
