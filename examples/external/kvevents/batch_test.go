@@ -259,6 +259,23 @@ func TestGather(t *testing.T) {
 		p.Emit(numbered(gatherEnough-1, 0))
 		readEvents(t, sub, 0, gatherEnough, p.batchBytes)
 	})
+	// A max_queue_size under twice gatherEnough ends the wait at half the
+	// queue, so that waiting drops nothing.
+	t.Run("small queue", func(t *testing.T) {
+		p := start(t, func(c *Config) { c.MaxQueueSize = 10 }, Options{Gather: time.Hour})
+		sub := dialPeer(t, p.PubAddr(), "SUB")
+		sub.subscribe("")
+		waitPrefixes(t, p, 1)
+		for round := range uint64(3) {
+			for i := range uint64(5) {
+				p.Emit(numbered(5*round+i, 0))
+			}
+			readEvents(t, sub, 5*round, 5*round+5, p.batchBytes)
+		}
+		if st := waitSettled(t, p); st.Dropped != 0 {
+			t.Errorf("stats %+v", st)
+		}
+	})
 	t.Run("at once", func(t *testing.T) {
 		p, sub := subscribed(t, -1)
 		for i := range uint64(3) {

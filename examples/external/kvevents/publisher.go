@@ -62,9 +62,11 @@ type Options struct {
 	// before it sends what is queued then: events emitted meanwhile share
 	// a batch, as a vLLM engine step's events do, and a busy host's
 	// events cost a few wake-ups and writes a Gather, not one per event
-	// or request. It delays each event by at most that much. Default 10ms,
-	// about one step of a vLLM engine that is decoding;
-	// a negative Gather sends at once.
+	// or request. It delays each event by at most that much. The wait ends
+	// early on Close, on Flush, and once 256 calls (or half of
+	// max_queue_size, if that is fewer) are waiting. Default 10ms, about
+	// one step of a vLLM engine that is decoding; a negative Gather sends
+	// at once.
 	Gather time.Duration
 	// Linger is how long Close keeps sending queued batches. Default 1s,
 	// vLLM's shutdown timeout.
@@ -162,7 +164,9 @@ type Publisher struct {
 	flush     bool          // Flush asks that what is queued go without waiting out Gather
 	openBytes int           // its events' estimated encoding
 	spare     []batch       // the queue's last array, emptied, for reuse
-	wake      chan struct{} // run has a batch or Close to see
+	wake      chan struct{} // run has a batch, Close, Flush or enough calls to see
+	// enough is how many calls waiting end Gather's wait early.
+	enough int
 	// batchBytes bounds an Emit batch's estimated encoding, well under
 	// a subscriber's MaxQueueBytes.
 	batchBytes int
@@ -201,7 +205,8 @@ const (
 
 // gatherEnough is how many calls waiting end Gather's wait early: a full
 // batch's worth, past which waiting longer saves no wake-up worth having
-// and only delays.
+// and only delays. A max_queue_size under twice that ends it at half the
+// queue, so that the wait never fills the queue and drops calls.
 const gatherEnough = maxBatchEvents
 
 type batch struct {
@@ -241,6 +246,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Publisher, error) {
 		// A quarter of a subscriber's queue, so that a batch never
 		// fills it alone.
 		batchBytes: min(maxBatchBytes, opts.MaxQueueBytes/4),
+		enough:     max(1, min(gatherEnough, cfg.MaxQueueSize/2)),
 	}
 	for _, r := range []*rateLog{&p.dropLog, &p.subDropLog, &p.cutLog, &p.badReplayLog} {
 		r.log = p.log
@@ -352,16 +358,17 @@ func (p *Publisher) Publish(events []kv.KVEvent) {
 	p.nextSeq++
 	p.calls++
 	p.open = false // an Emit after it starts a batch after it
-	wake := first || p.calls == gatherEnough
+	wake := first || p.calls == p.enough
 	p.mu.Unlock()
 	if wake {
 		p.signal()
 	}
 }
 
-// Emit publishes one event. Events emitted within a Gather of each other,
-// or while the publisher's goroutine is busy, share a batch, as a vLLM
-// engine step's events do, up to 256 events or about 256 KiB of payload; each event counts as one
+// Emit publishes one event. Events queued within a Gather of the first
+// one queued, or while the publisher's goroutine is busy, share a batch,
+// as a vLLM engine step's events do, up to 256 events or about 256 KiB of
+// payload; each event counts as one
 // call against max_queue_size, past which it is dropped and counted as
 // Publish's batches are. Pass it to a connector's
 // [kv.EventReporter.ReportEvents].
@@ -374,7 +381,7 @@ func (p *Publisher) Emit(e kv.KVEvent) {
 		return
 	}
 	p.calls++
-	enough := p.calls == gatherEnough
+	enough := p.calls == p.enough
 	if p.open {
 		b := &p.queue[len(p.queue)-1]
 		if len(b.events) < maxBatchEvents && p.openBytes+size <= p.batchBytes {
@@ -565,29 +572,27 @@ func (p *Publisher) run() {
 // hurryLocked reports whether what is queued goes without waiting out
 // Gather; the caller holds p.mu.
 func (p *Publisher) hurryLocked() bool {
-	return p.closed || p.flush || p.calls >= gatherEnough
+	return p.closed || p.flush || p.calls >= p.enough
 }
 
-// gather waits out Gather, or until Close, Flush or a queue of
-// gatherEnough calls.
+// gather waits out Gather, or until Close, Flush or enough calls waiting.
 func (p *Publisher) gather(t *time.Timer) {
-	// A signal already there was for what is queued now: the wait starts
-	// here, and only Close, Flush and gatherEnough signal while something
-	// is queued.
-	select {
-	case <-p.wake:
-	default:
-	}
-	p.mu.Lock()
-	hurry := p.hurryLocked()
-	p.mu.Unlock()
-	if hurry {
-		return
-	}
 	t.Reset(p.opts.Gather)
-	select {
-	case <-t.C:
-	case <-p.wake:
+	for {
+		// Each of those sets its state before it signals, so a signal
+		// that comes after this check ends the select. One that does not
+		// hurry (a first call's, come late) only checks again.
+		p.mu.Lock()
+		hurry := p.hurryLocked()
+		p.mu.Unlock()
+		if hurry {
+			return
+		}
+		select {
+		case <-t.C:
+			return
+		case <-p.wake:
+		}
 	}
 }
 
