@@ -105,15 +105,15 @@ func serve(ctx context.Context, e *engine, lim limits, listen string, stdout, st
 			return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(f(pub.Stats())) })
 		}
 		reg.MustRegister(
-			counter("kvserver_kv_events_published_total", "KV events published on ZeroMQ (-kv-events-config), one a batch.",
+			counter("kvserver_kv_events_published_total", "Batches of KV events published on ZeroMQ (-kv-events-config): the events reported within one gather of 10ms share a batch.",
 				func(s kvevents.Stats) uint64 { return s.Published }),
 			counter("kvserver_kv_events_dropped_total", "KV events dropped before they were published: the queue of max_queue_size was full. Each keeps its sequence number, so subscribers see the gap.",
 				func(s kvevents.Stats) uint64 { return s.Dropped }),
-			counter("kvserver_kv_events_subscriber_dropped_total", "KV events a subscriber did not get: its queue was at hwm, or it was disconnected with events queued.",
+			counter("kvserver_kv_events_subscriber_dropped_total", "Batches of KV events a subscriber did not get: its queue was at hwm, or it was disconnected with batches queued.",
 				func(s kvevents.Stats) uint64 { return s.SubscriberDrops }),
 			counter("kvserver_kv_events_replays_total", "Replay requests served on replay_endpoint.",
 				func(s kvevents.Stats) uint64 { return s.Replays }),
-			counter("kvserver_kv_events_sequenced_total", "KV events given a sequence number: published, dropped, or still queued.",
+			counter("kvserver_kv_events_sequenced_total", "Sequence numbers given: to batches published or still queued, and to each KV event dropped.",
 				func(s kvevents.Stats) uint64 { return s.Sequenced }),
 			gauge("kvserver_kv_events_subscribers", "Subscribers connected to the KV events publisher.",
 				func() float64 { return float64(pub.Stats().Subscribers) }),
