@@ -368,10 +368,9 @@ func (p *Publisher) Publish(events []kv.KVEvent) {
 // Emit publishes one event. Events queued within a Gather of the first
 // one queued, or while the publisher's goroutine is busy, share a batch,
 // as a vLLM engine step's events do, up to 256 events or about 256 KiB of
-// payload; each event counts as one
-// call against max_queue_size, past which it is dropped and counted as
-// Publish's batches are. Pass it to a connector's
-// [kv.EventReporter.ReportEvents].
+// payload; each event counts as one call against max_queue_size, past
+// which it is dropped and counted as Publish's batches are. Pass it to a
+// connector's [kv.EventReporter.ReportEvents].
 func (p *Publisher) Emit(e kv.KVEvent) {
 	size := eventSize(&e)
 	p.mu.Lock()
@@ -381,28 +380,22 @@ func (p *Publisher) Emit(e kv.KVEvent) {
 		return
 	}
 	p.calls++
-	enough := p.calls == p.enough
-	if p.open {
+	// Only the queue's first call wakes run, and the call that makes it
+	// long enough that waiting out Gather gains nothing: run takes
+	// everything queued when it wakes, so the events behind cost no
+	// hand-off of their own.
+	wake := len(p.queue) == 0 || p.calls == p.enough
+	if p.open && len(p.queue[len(p.queue)-1].events) < maxBatchEvents && p.openBytes+size <= p.batchBytes {
 		b := &p.queue[len(p.queue)-1]
-		if len(b.events) < maxBatchEvents && p.openBytes+size <= p.batchBytes {
-			b.events = append(b.events, e)
-			p.openBytes += size
-			p.mu.Unlock()
-			if enough {
-				p.signal()
-			}
-			return
-		}
+		b.events = append(b.events, e)
+		p.openBytes += size
+	} else {
+		p.queue = append(p.queue, batch{seq: p.nextSeq, ts: unixSeconds(time.Now()), events: []kv.KVEvent{e}})
+		p.nextSeq++
+		p.open, p.openBytes = true, size
 	}
-	first := len(p.queue) == 0
-	p.queue = append(p.queue, batch{seq: p.nextSeq, ts: unixSeconds(time.Now()), events: []kv.KVEvent{e}})
-	p.nextSeq++
-	p.open, p.openBytes = true, size
 	p.mu.Unlock()
-	// Only the queue's first batch wakes run, and a queue long enough
-	// that waiting out Gather gains nothing: run takes everything queued
-	// when it wakes, so the events behind cost no hand-off of their own.
-	if first || enough {
+	if wake {
 		p.signal()
 	}
 }
@@ -540,7 +533,7 @@ func (p *Publisher) run() {
 	}
 	for {
 		p.mu.Lock()
-		queued, closed, hurry := len(p.queue) > 0, p.closed, p.hurryLocked()
+		queued, closed := len(p.queue) > 0, p.closed
 		p.mu.Unlock()
 		if !queued {
 			if closed {
@@ -549,7 +542,7 @@ func (p *Publisher) run() {
 			<-p.wake
 			continue
 		}
-		if gather != nil && !hurry {
+		if gather != nil {
 			p.gather(gather)
 		}
 		p.mu.Lock()
@@ -575,7 +568,8 @@ func (p *Publisher) hurryLocked() bool {
 	return p.closed || p.flush || p.calls >= p.enough
 }
 
-// gather waits out Gather, or until Close, Flush or enough calls waiting.
+// gather waits out Gather, or until Close, Flush or enough calls waiting;
+// if one of those came already, it returns at once.
 func (p *Publisher) gather(t *time.Timer) {
 	t.Reset(p.opts.Gather)
 	for {
