@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -129,9 +130,17 @@ func ReadOnlyModules(ctx context.Context, dir string, env []string) ([]string, e
 	return env, err
 }
 
+// envRuns counts go env runs (EnvValues).
+var envRuns atomic.Int64
+
+// EnvRuns is how many go env runs have answered so far, in this process:
+// tests count them.
+func EnvRuns() int64 { return envRuns.Load() }
+
 // EnvValues returns what go env says of the variables keys, one value
 // each, in one go command run in dir.
 func EnvValues(ctx context.Context, dir string, env []string, keys ...string) ([]string, error) {
+	envRuns.Add(1)
 	stdout, _, err := Run(ctx, dir, env, append([]string{"env"}, keys...)...)
 	if err != nil {
 		return nil, err

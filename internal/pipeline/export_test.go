@@ -1,6 +1,9 @@
 package pipeline
 
-import "github.com/kvgen/kvgen/internal/load"
+import (
+	"github.com/kvgen/kvgen/internal/gocmd"
+	"github.com/kvgen/kvgen/internal/load"
+)
 
 // ThroughLoader makes opts load every connector through the loader
 // package, as a list of patterns too long for one go list run is.
@@ -21,3 +24,6 @@ func DepsRuns() int64 { return load.DepsRuns() }
 
 // Write writes r's file as Update does, without linking modules first.
 func (r *Result) Write() (bool, error) { return r.write() }
+
+// GoEnvRuns is how many go env runs have answered so far, in this process.
+func GoEnvRuns() int64 { return gocmd.EnvRuns() }

@@ -354,7 +354,7 @@ func withDefaults(ctx context.Context, opts Options) (Options, error) {
 	if opts.Warm && opts.Cache != nil {
 		keys = warmGoEnv
 	}
-	env, values, err := gocmd.ReadOnlyModulesEnv(ctx, opts.WorkDir, opts.Env, keys...)
+	env, values, err := opts.together.goEnv(ctx, opts, keys)
 	if err != nil {
 		return opts, err
 	}

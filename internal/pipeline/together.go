@@ -45,6 +45,16 @@ type together struct {
 	paths   []string // every manifest's packages, and their contracts'
 	listed  *load.Listed
 	modules [sha256.Size]byte // go.mod and go.sum at the load
+
+	env goEnvAnswer // the first run's go env, which the runs after it share
+}
+
+// goEnvAnswer is what one go env run answered a run's withDefaults: the
+// environment it was asked in, and what it gave back.
+type goEnvAnswer struct {
+	dir        string
+	in, keys   []string
+	out, value []string
 }
 
 // Together returns opts for runs over each of manifests (Options.Manifest
@@ -57,6 +67,27 @@ func Together(opts Options, manifests []string) Options {
 		opts.together = &together{manifests: slices.Clone(manifests), dir: opts.Dir}
 	}
 	return opts
+}
+
+// goEnv is gocmd.ReadOnlyModulesEnv(ctx, opts.WorkDir, opts.Env, keys...),
+// run once for the runs of t that ask it alike: each go command run costs
+// a few milliseconds, and nothing a run does (linking modules into go.mod)
+// changes its answer.
+func (t *together) goEnv(ctx context.Context, opts Options, keys []string) ([]string, []string, error) {
+	if t == nil {
+		return gocmd.ReadOnlyModulesEnv(ctx, opts.WorkDir, opts.Env, keys...)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	a := &t.env
+	if a.out == nil || a.dir != opts.WorkDir || !slices.Equal(a.in, opts.Env) || !slices.Equal(a.keys, keys) {
+		out, values, err := gocmd.ReadOnlyModulesEnv(ctx, opts.WorkDir, opts.Env, keys...)
+		if err != nil {
+			return nil, nil, err
+		}
+		*a = goEnvAnswer{dir: opts.WorkDir, in: slices.Clone(opts.Env), keys: slices.Clone(keys), out: out, value: values}
+	}
+	return slices.Clip(a.out), slices.Clone(a.value), nil
 }
 
 // listing returns the listing of paths from the shared load, which the

@@ -72,7 +72,7 @@ func TestManifestsTogetherLoadAgainAfterGoModChanges(t *testing.T) {
 	ctx := context.Background()
 	opts := pipeline.Options{WorkDir: dir, Env: os.Environ(), Warm: true, Cache: pipeline.OpenCache(t.TempDir(), "kvgen-test")}
 	shared := pipeline.Together(opts, []string{"a.yaml", "b.yaml"})
-	before := pipeline.ListRuns()
+	before, envBefore := pipeline.ListRuns(), pipeline.GoEnvRuns()
 	shared.Manifest = "a.yaml"
 	_, err := pipeline.Generate(ctx, shared)
 	require.NoError(t, err)
@@ -88,6 +88,16 @@ func TestManifestsTogetherLoadAgainAfterGoModChanges(t *testing.T) {
 	_, err = pipeline.Generate(ctx, shared)
 	require.NoError(t, err)
 	assert.Equal(t, int64(2), pipeline.ListRuns()-before, "b.yaml lists its packages again, go.mod having changed")
+	assert.Equal(t, int64(1), pipeline.GoEnvRuns()-envBefore, "one go env run answers both runs")
+
+	// Alone, each run asks go env for itself.
+	envBefore = pipeline.GoEnvRuns()
+	for _, m := range []string{"a.yaml", "b.yaml"} {
+		opts.Manifest = m
+		_, err = pipeline.Generate(ctx, opts)
+		require.NoError(t, err)
+	}
+	assert.Equal(t, int64(2), pipeline.GoEnvRuns()-envBefore)
 }
 
 // togetherModule is a module of two plugins of one contract, each in a
