@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/mod/module"
 	"golang.org/x/mod/zip"
@@ -19,16 +20,18 @@ import (
 // BenchmarkBesideOCB builds one minimal collector (the otlp and nop
 // receivers, the debug and nop exporters, v0.165.0) two ways, warm: with
 // the Collector Builder, and with kvgen's two registries under the main.go
-// the Builder writes. Its sub-benchmarks run in turn, so -count N
-// alternates them:
+// the Builder writes. Each iteration runs every way once, starting with a
+// different one each time, so the ways alternate and share the machine's
+// moments alike; it reports each way's milliseconds a run and its ratio
+// to ocb's full run (ns/op is an iteration's, every way's together):
 //
-//	ocb                 ocb's full run: generate, get modules, go build
-//	ocb-generate        ocb --skip-compilation
-//	kvgen               go generate ./... (one run over both manifests), then go build
-//	kvgen-generate      go generate ./... alone
-//	kvgen-build         go tool kvgen build over both manifests: generate and build in one
+//	ocb                    ocb's full run: generate, get modules, go build
+//	ocb-generate           ocb --skip-compilation
+//	kvgen                  go generate ./... (one run over both manifests), then go build
+//	kvgen-generate         go generate ./... alone
+//	kvgen-build            go tool kvgen build over both manifests: generate and build in one
 //	kvgen-build-installed  the same, kvgen's binary run directly, as ocb's is
-//	go-build            go build alone: the floor both stand on
+//	go-build               go build alone: the floor both stand on
 //
 // Each build is `go build -trimpath -ldflags="-s -w"`, as ocb builds. It
 // needs ocb on PATH (or in $OCB), installed as a benchmark tool and no
@@ -49,8 +52,13 @@ func BenchmarkBesideOCB(b *testing.B) {
 	w := benchSetup(b, ocb)
 	bin := filepath.Join(w.dir, "bin")
 	build := []string{"go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "."}
-	kvBuild := []string{"build", "-manifest", "receivers.yaml", "-manifest", "exporters.yaml", "-ldflags=-s -w", "-o", bin, "."}
-	cases := []struct {
+	// Each way builds to a file of its own, as a team's loop does: the
+	// go command leaves a binary that is current as it is, and does not
+	// copy it again from its cache as it would over another way's.
+	kvBuild := func(out string) []string {
+		return []string{"build", "-manifest", "receivers.yaml", "-manifest", "exporters.yaml", "-ldflags=-s -w", "-o", filepath.Join(w.dir, out), "."}
+	}
+	ways := []struct {
 		name string
 		dir  string
 		cmds [][]string
@@ -61,20 +69,31 @@ func BenchmarkBesideOCB(b *testing.B) {
 		{"kvgen-generate", w.kv, [][]string{{"go", "generate", "./..."}}},
 		// kvgen's own loop: both registries generated and linked by one
 		// command, into the same binary.
-		{"kvgen-build", w.kv, [][]string{append([]string{"go", "tool", "kvgen"}, kvBuild...)}},
+		{"kvgen-build", w.kv, [][]string{append([]string{"go", "tool", "kvgen"}, kvBuild("kvgen-build")...)}},
 		// The same with kvgen's binary run as ocb's is, installed: without
 		// go tool's check that the tool is current.
-		{"kvgen-build-installed", w.kv, [][]string{append([]string{w.kvgen}, kvBuild...)}},
+		{"kvgen-build-installed", w.kv, [][]string{append([]string{w.kvgen}, kvBuild("kvgen-build-installed")...)}},
 		{"go-build", w.kv, [][]string{build}},
 	}
-	for _, c := range cases {
-		b.Run(c.name, func(b *testing.B) {
-			for b.Loop() {
-				for _, args := range c.cmds {
-					w.run(b, c.dir, args...)
-				}
+	took := make([]time.Duration, len(ways))
+	round := 0
+	for b.Loop() {
+		for k := range ways {
+			way := ways[(round+k)%len(ways)]
+			start := time.Now()
+			for _, args := range way.cmds {
+				w.run(b, way.dir, args...)
 			}
-		})
+			took[(round+k)%len(ways)] += time.Since(start)
+		}
+		round++
+	}
+	ms := func(d time.Duration) float64 { return float64(d.Milliseconds()) / float64(round) }
+	for i, way := range ways {
+		b.ReportMetric(ms(took[i]), way.name+"-ms")
+		if i > 0 {
+			b.ReportMetric(took[i].Seconds()/took[0].Seconds(), way.name+"/ocb")
+		}
 	}
 }
 
