@@ -95,9 +95,14 @@ func Inspect(ctx context.Context, ref Ref, rm Remote, sbom bool) ([]Found, error
 			f.Err = fmt.Errorf("image %s: %w", where, f.Err)
 		}
 		if sbom && f.Binary != nil {
-			var err error
-			if f.SBOM, err = attachedSBOM(ctx, src, ref, d, b); err != nil {
+			data, err := attachedSBOM(ctx, src, ref, d, b)
+			if err == nil {
+				err = describes(data, f.Binary)
+			}
+			if err != nil {
 				f.Err = errors.Join(f.Err, fmt.Errorf("image %s: %w", where, err))
+			} else {
+				f.SBOM = data
 			}
 		}
 		found = append(found, f)

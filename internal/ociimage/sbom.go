@@ -1,13 +1,17 @@
 package ociimage
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/url"
 	"runtime/debug"
 	"slices"
 	"strings"
 
 	"github.com/kvgen/kvgen/internal/inspect"
+	"github.com/kvgen/kvgen/internal/suggest"
 )
 
 // The SBOM is CycloneDX 1.6 JSON: its components carry a Go module's
@@ -117,6 +121,133 @@ func SBOM(bin *inspect.Binary, tool string) ([]byte, error) {
 	}
 	data, err := json.MarshalIndent(b, "", "  ")
 	return append(data, '\n'), err
+}
+
+// describes checks that data, the SBOM attached to an image, is the one
+// kvgen makes of bin, the image's binary: SBOM(bin, v), for the kvgen
+// version v it names, must be the same bytes. Nothing else binds the SBOM
+// beside a docker archive to the archive, and a referrer names its
+// subject as anyone who can push to the repository names it: a stale,
+// forged or other tool's SBOM is refused, not printed as the binary's.
+func describes(data []byte, bin *inspect.Binary) error {
+	v, err := toolVersion(data)
+	if err != nil {
+		return err
+	}
+	want, err := SBOM(bin, v)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(data, want) {
+		return fmt.Errorf("its SBOM does not describe its binary: from line %d it differs from the SBOM kvgen %s makes of that binary (stale, or forged); build the image again", firstDiffLine(data, want), suggest.Quote(v))
+	}
+	return nil
+}
+
+// maxTools bounds the tools an SBOM's metadata may list before kvgen
+// finds itself among them: it writes one.
+const maxTools = 64
+
+// toolVersion returns the version of kvgen that data, an SBOM, names
+// among its metadata's tools. It decodes one value at a time, and the
+// tools one by one, so that an SBOM of millions of empty tools, within
+// maxSBOM, costs no more memory than its bytes.
+func toolVersion(data []byte) (string, error) {
+	notJSON := func(err error) error { return fmt.Errorf("its SBOM is not CycloneDX JSON: %w", err) }
+	dec := json.NewDecoder(bytes.NewReader(data))
+	found := false
+	v := ""
+	err := objectKeys(dec, func(key string) (bool, error) {
+		if key != "metadata" {
+			return false, nil
+		}
+		return true, objectKeys(dec, func(key string) (bool, error) {
+			if key != "tools" {
+				return false, nil
+			}
+			return true, objectKeys(dec, func(key string) (bool, error) {
+				if key != "components" {
+					return false, nil
+				}
+				if err := delim(dec, '['); err != nil {
+					return true, err
+				}
+				for n := 0; dec.More(); n++ {
+					if n == maxTools {
+						return true, fmt.Errorf("its SBOM lists more than %d tools", maxTools)
+					}
+					var c struct{ Name, Version string }
+					if err := dec.Decode(&c); err != nil {
+						return true, err
+					}
+					if c.Name == "kvgen" && !found {
+						found, v = true, c.Version
+					}
+				}
+				return true, delim(dec, ']')
+			})
+		})
+	})
+	switch {
+	case err != nil:
+		return "", notJSON(err)
+	case !found:
+		return "", errors.New("its SBOM names no kvgen among its tools: inspect -sbom prints only the SBOM kvgen made of the image's binary")
+	case len(v) > maxVersion:
+		return "", fmt.Errorf("its SBOM names a kvgen version of %d bytes, which no kvgen has", len(v))
+	}
+	return v, nil
+}
+
+// maxVersion bounds a kvgen version an SBOM names, which an error quotes.
+const maxVersion = 256
+
+// objectKeys reads a JSON object from dec, calling each for its keys in
+// turn; each reads the key's value itself and says so, or leaves it to be
+// skipped.
+func objectKeys(dec *json.Decoder, each func(key string) (bool, error)) error {
+	if err := delim(dec, '{'); err != nil {
+		return err
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		key, _ := t.(string)
+		read, err := each(key)
+		if err != nil {
+			return err
+		}
+		if !read {
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return err
+			}
+		}
+	}
+	return delim(dec, '}')
+}
+
+// delim reads the delimiter want from dec.
+func delim(dec *json.Decoder, want json.Delim) error {
+	t, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if d, ok := t.(json.Delim); !ok || d != want {
+		return fmt.Errorf("want %s, found %v", want, t)
+	}
+	return nil
+}
+
+// firstDiffLine is the first line, counting from 1, where a and b differ.
+func firstDiffLine(a, b []byte) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return bytes.Count(a[:n], []byte("\n")) + 1
 }
 
 // moduleComponent is a module as a component: its package URL is its

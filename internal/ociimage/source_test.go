@@ -720,6 +720,103 @@ func TestArchiveSBOMStaysInItsDirectory(t *testing.T) {
 	assert.ErrorContains(t, err, "no SBOM beside it")
 }
 
+// The SBOM beside a docker archive, which no digest binds to it, is
+// printed only when it is the SBOM kvgen makes of the archive's binary:
+// another binary's (an archive rebuilt beside a stale SBOM), an edited
+// one, another tool's and no JSON are each refused, and the binary is
+// still read.
+func TestArchiveSBOMMustDescribeItsBinary(t *testing.T) {
+	ctx := context.Background()
+	archive := filepath.Join(t.TempDir(), "img.tar")
+	ref := must(ParseRef("docker-archive:" + archive))
+	require.NoError(t, Write(ctx, image(t), ref, Remote{}))
+	found, err := Inspect(ctx, ref, Remote{}, true)
+	require.NoError(t, err)
+	require.Len(t, found, 1)
+	require.NoError(t, found[0].Err)
+	genuine := found[0].SBOM
+	require.NotEmpty(t, genuine)
+	other := index(t).Platforms[1].SBOMData
+	require.NotEqual(t, genuine, other)
+
+	for name, c := range map[string]struct {
+		sbom []byte
+		want string
+	}{
+		"another binary's": {other, "its SBOM does not describe its binary: from line "},
+		"edited":           {bytes.Replace(genuine, []byte(`"specVersion": "1.6"`), []byte(`"specVersion": "1.5"`), 1), "from line 3 it differs"},
+		"another tool's":   {[]byte(`{"bomFormat":"CycloneDX","specVersion":"1.6","metadata":{"tools":{"components":[{"type":"application","name":"syft"}]}}}`), "names no kvgen among its tools"},
+		"no JSON":          {[]byte("not JSON"), "is not CycloneDX JSON"},
+	} {
+		require.NoError(t, os.WriteFile(archive+".sbom.cdx.json", c.sbom, 0o644))
+		found, err := Inspect(ctx, ref, Remote{}, true)
+		require.NoError(t, err, name)
+		require.Len(t, found, 1, name)
+		assert.Nil(t, found[0].SBOM, name)
+		assert.NotNil(t, found[0].Binary, name)
+		assert.ErrorContains(t, found[0].Err, c.want, name)
+	}
+}
+
+// Reading which kvgen an attached SBOM names costs what its bytes cost:
+// millions of empty tools, a value nested past what JSON decoding allows
+// and a version of megabytes are refused without growing with them.
+func TestHostileSBOMToolsAreRefusedCheaply(t *testing.T) {
+	many := []byte(`{"metadata":{"tools":{"components":[` + strings.Repeat(`{},`, 4<<20) + `{}]}}}`)
+	var err error
+	grew := allocated(func() { _, err = toolVersion(many) })
+	assert.ErrorContains(t, err, "lists more than 64 tools")
+	assert.Less(t, grew, uint64(1<<20), "decoded one tool at a time")
+
+	deep := []byte(`{"bomFormat":` + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + `}`)
+	_, err = toolVersion(deep)
+	assert.ErrorContains(t, err, "is not CycloneDX JSON")
+
+	long := []byte(`{"metadata":{"tools":{"components":[{"name":"kvgen","version":"` + strings.Repeat("v", 1<<20) + `"}]}}}`)
+	_, err = toolVersion(long)
+	assert.ErrorContains(t, err, "names a kvgen version of 1048576 bytes")
+
+	v, err := toolVersion([]byte(`{"bomFormat":"CycloneDX","metadata":{"component":{"name":"x"},"tools":{"components":[{"name":"syft","version":"1"},{"name":"kvgen","version":"v1.2.3"}]}}}`))
+	require.NoError(t, err)
+	assert.Equal(t, "v1.2.3", v)
+}
+
+// An SBOM attached to an image in a layout is printed only when it
+// describes the image's binary: a referrer names its subject as anyone
+// who can write the layout, or push to a registry's repository, names it.
+func TestAttachedSBOMMustDescribeItsBinary(t *testing.T) {
+	ctx := context.Background()
+	dir := writtenLayout(t)
+	ref := must(ParseRef("oci:" + dir + ":t"))
+	data, err := os.ReadFile(filepath.Join(dir, ocispec.ImageIndexFile))
+	require.NoError(t, err)
+	var idx ocispec.Index
+	require.NoError(t, json.Unmarshal(data, &idx))
+	i := slices.IndexFunc(idx.Manifests, func(d ocispec.Descriptor) bool { return d.ArtifactType == SBOMArtifactType })
+	require.GreaterOrEqual(t, i, 0)
+	var m ocispec.Manifest
+	data, err = os.ReadFile(blobFile(dir, idx.Manifests[i]))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, &m))
+	require.Len(t, m.Layers, 1)
+	m.Layers[0] = putBlob(t, dir, SBOMArtifactType, index(t).Platforms[1].SBOMData)
+	forged := putJSON(t, dir, ocispec.MediaTypeImageManifest, m)
+	forged.ArtifactType = SBOMArtifactType
+	entries := slices.Clone(idx.Manifests)
+	entries[i] = forged
+	tagged := slices.IndexFunc(entries, func(d ocispec.Descriptor) bool { return d.Annotations[ocispec.AnnotationRefName] == "t" })
+	require.GreaterOrEqual(t, tagged, 0)
+	entries[0], entries[tagged] = entries[tagged], entries[0]
+	setIndex(t, dir, entries...)
+
+	found, err := Inspect(ctx, ref, Remote{}, true)
+	require.NoError(t, err)
+	require.Len(t, found, 1)
+	assert.Nil(t, found[0].SBOM)
+	assert.NotNil(t, found[0].Binary)
+	assert.ErrorContains(t, found[0].Err, "its SBOM does not describe its binary")
+}
+
 // A base is refused where it says two things or leaves no room, and of its
 // layers' descriptors the image keeps only which blob each is: an index
 // that lists an image for one platform whose config says another (a
