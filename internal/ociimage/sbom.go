@@ -139,24 +139,29 @@ func describes(data []byte, bin *inspect.Binary) error {
 		return err
 	}
 	if !bytes.Equal(data, want) {
-		return fmt.Errorf("its SBOM does not describe its binary: from line %d it differs from the SBOM kvgen %s makes of that binary (stale, or forged); build the image again", firstDiffLine(data, want), suggest.Quote(v))
+		return fmt.Errorf("its SBOM does not describe its binary: from line %d it differs from the SBOM this kvgen makes of that binary for kvgen %s (stale, forged, or made by a kvgen that writes SBOMs otherwise); build the image again", firstDiffLine(data, want), suggest.Quote(v))
 	}
 	return nil
 }
 
-// maxTools bounds the tools an SBOM's metadata may list before kvgen
-// finds itself among them: it writes one.
-const maxTools = 64
+// maxTools bounds the tools an SBOM's metadata may list, and maxKeys the
+// keys of each object read on the way to them: kvgen writes one tool, and
+// objects of six keys at most.
+const (
+	maxTools = 64
+	maxKeys  = 64
+)
 
 // toolVersion returns the version of kvgen that data, an SBOM, names
 // among its metadata's tools. It decodes one value at a time, and the
-// tools one by one, so that an SBOM of millions of empty tools, within
-// maxSBOM, costs no more memory than its bytes.
+// tools one by one, so that what an SBOM within maxSBOM costs grows with
+// its bytes, not with how many tools or keys they make.
 func toolVersion(data []byte) (string, error) {
 	notJSON := func(err error) error { return fmt.Errorf("its SBOM is not CycloneDX JSON: %w", err) }
 	dec := json.NewDecoder(bytes.NewReader(data))
 	found := false
 	v := ""
+	tools := 0
 	err := objectKeys(dec, func(key string) (bool, error) {
 		if key != "metadata" {
 			return false, nil
@@ -172,8 +177,8 @@ func toolVersion(data []byte) (string, error) {
 				if err := delim(dec, '['); err != nil {
 					return true, err
 				}
-				for n := 0; dec.More(); n++ {
-					if n == maxTools {
+				for ; dec.More(); tools++ {
+					if tools == maxTools {
 						return true, fmt.Errorf("its SBOM lists more than %d tools", maxTools)
 					}
 					var c struct{ Name, Version string }
@@ -209,7 +214,10 @@ func objectKeys(dec *json.Decoder, each func(key string) (bool, error)) error {
 	if err := delim(dec, '{'); err != nil {
 		return err
 	}
-	for dec.More() {
+	for n := 0; dec.More(); n++ {
+		if n == maxKeys {
+			return fmt.Errorf("an object of more than %d keys", maxKeys)
+		}
 		t, err := dec.Token()
 		if err != nil {
 			return err
@@ -229,14 +237,27 @@ func objectKeys(dec *json.Decoder, each func(key string) (bool, error)) error {
 	return delim(dec, '}')
 }
 
-// delim reads the delimiter want from dec.
+// delim reads the delimiter want from dec. What it found instead is named
+// by its kind alone: its value is the SBOM's, of any length and any
+// characters.
 func delim(dec *json.Decoder, want json.Delim) error {
 	t, err := dec.Token()
 	if err != nil {
 		return err
 	}
 	if d, ok := t.(json.Delim); !ok || d != want {
-		return fmt.Errorf("want %s, found %v", want, t)
+		found := "a delimiter"
+		switch t.(type) {
+		case string:
+			found = "a string"
+		case float64, json.Number:
+			found = "a number"
+		case bool:
+			found = "a boolean"
+		case nil:
+			found = "null"
+		}
+		return fmt.Errorf("want %s, found %s", want, found)
 	}
 	return nil
 }

@@ -776,6 +776,22 @@ func TestHostileSBOMToolsAreRefusedCheaply(t *testing.T) {
 	_, err = toolVersion(long)
 	assert.ErrorContains(t, err, "names a kvgen version of 1048576 bytes")
 
+	// Tools in several arrays count together, and keys are bounded.
+	repeated := []byte(`{"metadata":{"tools":{` + strings.Repeat(`"components":[`+strings.Repeat(`{},`, 40)+`{}],`, 3) + `"x":1}}}`)
+	_, err = toolVersion(repeated)
+	assert.ErrorContains(t, err, "lists more than 64 tools")
+	keys := []byte(`{` + strings.Repeat(`"a":0,`, 100000) + `"b":0}`)
+	_, err = toolVersion(keys)
+	assert.ErrorContains(t, err, "an object of more than 64 keys")
+
+	// A value where an object belongs is named by its kind, not quoted.
+	hostile := []byte(`{"metadata":{"tools":{"components":"\u001b[2J\rkvgen: SBOM verified` + strings.Repeat("y", 1<<20) + `"}}}`)
+	_, err = toolVersion(hostile)
+	require.Error(t, err)
+	assert.Less(t, len(err.Error()), 200)
+	assert.NotContains(t, err.Error(), "verified")
+	assert.ErrorContains(t, err, "want [, found a string")
+
 	v, err := toolVersion([]byte(`{"bomFormat":"CycloneDX","metadata":{"component":{"name":"x"},"tools":{"components":[{"name":"syft","version":"1"},{"name":"kvgen","version":"v1.2.3"}]}}}`))
 	require.NoError(t, err)
 	assert.Equal(t, "v1.2.3", v)
