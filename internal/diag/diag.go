@@ -367,3 +367,15 @@ func sameFile(a, b string) bool {
 	}
 	return os.SameFile(fa, fb)
 }
+
+// FirstDifferentLine is the first line, counting from 1, where the texts
+// a and b differ: where a file that should be another's goes wrong.
+func FirstDifferentLine(a, b []byte) int {
+	line := 1
+	for i := 0; i < len(a) && i < len(b) && a[i] == b[i]; i++ {
+		if a[i] == '\n' {
+			line++
+		}
+	}
+	return line
+}

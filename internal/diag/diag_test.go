@@ -214,3 +214,19 @@ connectors.yaml:9:3: connector "b": later`, err.Error())
 			{"file": "conn/conn.go", "line": 8, "column": 2, "message": "declared and not used: x\\nconnectors.yaml:1:1: forged"},
 			{"message": "too many errors"}]}`, string(data))
 }
+
+// FirstDifferentLine counts lines from 1 up to the first byte that
+// differs, a text that ends early included.
+func TestFirstDifferentLine(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		want int
+	}{
+		{"a\nb\nc\n", "a\nb\nc\n", 4},
+		{"a\nb\nc\n", "a\nx\nc\n", 2},
+		{"a\nb\n", "a\nb\nc\n", 3},
+		{"", "a", 1},
+	} {
+		assert.Equal(t, c.want, FirstDifferentLine([]byte(c.a), []byte(c.b)), "%q %q", c.a, c.b)
+	}
+}

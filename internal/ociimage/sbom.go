@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kvgen/kvgen/internal/diag"
 	"github.com/kvgen/kvgen/internal/inspect"
 	"github.com/kvgen/kvgen/internal/suggest"
 )
@@ -139,7 +140,7 @@ func describes(data []byte, bin *inspect.Binary) error {
 		return err
 	}
 	if !bytes.Equal(data, want) {
-		return fmt.Errorf("its SBOM does not describe its binary: from line %d it differs from the SBOM this kvgen makes of that binary for kvgen %s (stale, forged, or made by a kvgen that writes SBOMs otherwise); build the image again", firstDiffLine(data, want), suggest.Quote(v))
+		return fmt.Errorf("its SBOM does not describe its binary: from line %d it differs from the SBOM this kvgen makes of that binary for kvgen %s (stale, forged, or made by a kvgen that writes SBOMs otherwise); build the image again", diag.FirstDifferentLine(data, want), suggest.Quote(v))
 	}
 	return nil
 }
@@ -260,15 +261,6 @@ func delim(dec *json.Decoder, want json.Delim) error {
 		return fmt.Errorf("want %s, found %s", want, found)
 	}
 	return nil
-}
-
-// firstDiffLine is the first line, counting from 1, where a and b differ.
-func firstDiffLine(a, b []byte) int {
-	n := 0
-	for n < len(a) && n < len(b) && a[n] == b[n] {
-		n++
-	}
-	return bytes.Count(a[:n], []byte("\n")) + 1
 }
 
 // moduleComponent is a module as a component: its package URL is its

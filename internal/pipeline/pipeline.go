@@ -438,19 +438,7 @@ func (r *Result) Stale() (*Difference, error) {
 	if committed(r.file.abs, r.env) {
 		side = sideCommitted
 	}
-	return &Difference{Line: firstDifferentLine(old, r.Content), Diff: unifiedDiff(r.Path, side, old, r.Content)}, nil
-}
-
-// firstDifferentLine is the first line, counting from 1, where a and b
-// differ.
-func firstDifferentLine(a, b []byte) int {
-	line := 1
-	for i := 0; i < len(a) && i < len(b) && a[i] == b[i]; i++ {
-		if a[i] == '\n' {
-			line++
-		}
-	}
-	return line
+	return &Difference{Line: diag.FirstDifferentLine(old, r.Content), Diff: unifiedDiff(r.Path, side, old, r.Content)}, nil
 }
 
 // Overlay writes, into a new directory inside dir, an absolute scratch
